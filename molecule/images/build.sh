@@ -47,7 +47,6 @@ build() {
     rm -rf "$rootfs"/var/lib/apt/lists/*
     tar -C "$rootfs" -c . | docker import \
       --change 'ENV container=docker' \
-      --change 'STOPSIGNAL SIGRTMIN+3' \
       --change 'CMD ["/lib/systemd/systemd"]' - "$tag" >/dev/null
     if [ "$arch" != amd64 ]; then
       fix_arch "$tag" "$arch"

@@ -1,0 +1,68 @@
+# Single entry point for development, tests and the demo.
+#   make test   everything CI runs (lint, sanity, unit, every Molecule scenario)
+#   make demo   deploy the collection to a local container host
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := $(CURDIR)/.venv
+BIN := $(VENV)/bin
+COLLECTIONS := $(CURDIR)/.build/collections
+export PATH := $(BIN):$(PATH)
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+
+# Scenarios, in the order they run; those also run on arm64 (qemu) below.
+SCENARIOS ?= smoke
+ARM64_SCENARIOS ?= smoke
+
+.PHONY: help venv collection-link testbed images lint sanity unit molecule test demo build changelog clean
+
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(BIN)/.installed: requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@
+
+venv: $(BIN)/.installed ## Create .venv with the pinned dev dependencies
+
+collection-link: ## Make this checkout resolvable as kunpeng.vllm
+	@mkdir -p $(COLLECTIONS)/ansible_collections/kunpeng
+	@ln -sfn ../../../.. $(COLLECTIONS)/ansible_collections/kunpeng/vllm
+
+testbed: ## Docker engine and qemu-aarch64 binfmt (installs them as root when missing)
+	bash scripts/testbed.sh
+
+images: testbed ## Offline Debian 12 systemd images (amd64, arm64)
+	bash molecule/images/build.sh
+
+lint: venv collection-link ## yamllint, ansible-lint (production), ruff
+	$(BIN)/yamllint -s .
+	$(BIN)/ansible-lint --profile production
+	$(BIN)/ruff check .
+
+sanity: venv ## ansible-test sanity on a copy under ansible_collections/kunpeng/vllm
+	VENV=$(VENV) bash scripts/sanity.sh
+
+unit: venv ## pytest unit tests
+	$(BIN)/python -m pytest tests/unit -q
+
+molecule: venv collection-link images ## Every Molecule scenario
+	VENV=$(VENV) SCENARIOS="$(SCENARIOS)" ARM64_SCENARIOS="$(ARM64_SCENARIOS)" \
+	  bash scripts/run-tests.sh molecule
+
+test: venv collection-link ## Everything CI runs, with a per-stage summary
+	VENV=$(VENV) SCENARIOS="$(SCENARIOS)" ARM64_SCENARIOS="$(ARM64_SCENARIOS)" \
+	  bash scripts/run-tests.sh all
+
+demo: venv collection-link images ## Deploy to a local container host
+	bash scripts/demo.sh
+
+build: venv ## Build the collection tarball
+	$(BIN)/ansible-galaxy collection build --force
+
+changelog: venv ## Render CHANGELOG.rst from the fragments
+	$(BIN)/antsibull-changelog release
+
+clean:
+	rm -rf .build reports kunpeng-vllm-*.tar.gz

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Run the test stages in order, time each, keep going after a failure and
+# close with one summary line "N passed, N failed" (stages and scenarios).
+#   scripts/run-tests.sh all       lint, sanity, unit, molecule
+#   scripts/run-tests.sh molecule  Molecule scenarios only
+# Env: SCENARIOS (amd64), ARM64_SCENARIOS (also run on arm64), VENV.
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+venv=${VENV:-$root/.venv}
+export PATH=$venv/bin:$PATH
+export ANSIBLE_COLLECTIONS_PATH=$root/.build/collections
+export PY_COLORS=0 ANSIBLE_NOCOLOR=1 NO_COLOR=1
+logdir=$root/.build/logs
+mkdir -p "$logdir"
+
+passed=0
+failed=0
+summary=()
+
+stage() {
+  local name=$1; shift
+  local start end rc log=$logdir/${name//[:\/]/_}.log
+  printf '\n=== %s: %s\n' "$name" "$*"
+  start=$(date +%s)
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  end=$(date +%s)
+  if [ "$rc" = 0 ]; then
+    passed=$((passed + 1)); summary+=("$(printf 'PASS  %-28s %5ss' "$name" $((end - start)))")
+  else
+    failed=$((failed + 1)); summary+=("$(printf 'FAIL  %-28s %5ss  (rc=%s, log %s)' "$name" $((end - start)) "$rc" "${log#"$root"/}")")
+  fi
+}
+
+in_list() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
+
+molecule_stages() {
+  stage testbed bash scripts/testbed.sh
+  stage images bash molecule/images/build.sh
+  local s
+  for s in ${SCENARIOS:-}; do
+    if in_list "$s" "${ARM64_SCENARIOS:-}"; then
+      stage "molecule:$s:amd64+arm64" molecule test -s "$s"
+    else
+      stage "molecule:$s:amd64" molecule test -s "$s" --platform-name debian12-amd64
+    fi
+  done
+}
+
+t0=$(date +%s)
+case "${1:-all}" in
+  all)
+    stage yamllint yamllint -s .
+    stage ansible-lint ansible-lint --profile production
+    stage ruff ruff check .
+    stage sanity bash scripts/sanity.sh
+    stage unit python -m pytest tests/unit -q
+    molecule_stages
+    ;;
+  molecule) molecule_stages ;;
+  *) echo "usage: $0 [all|molecule]" >&2; exit 2 ;;
+esac
+
+printf '\n=== summary (%ss in all)\n' $(($(date +%s) - t0))
+printf '%s\n' "${summary[@]}"
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
