@@ -1,0 +1,149 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""Find accelerators on the PCI bus from sysfs, without any vendor driver.
+
+The PCI view is the ground truth the driver tools are checked against: a
+host whose ``npu-smi`` lists 6 NPUs while sysfs shows 8 Huawei d802 functions
+has a broken chip or driver, and a host with NVIDIA functions but no
+``nvidia-smi`` needs a driver install rather than a CPU fallback.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import os
+from typing import Any, Dict, List, Optional
+
+HUAWEI_VENDOR = "0x19e5"
+NVIDIA_VENDOR = "0x10de"
+
+# device id -> (chip, product family).  Source: Huawei's published PCI ids.
+ASCEND_DEVICES = {
+    "0xd801": ("Ascend 910", "Atlas A1 (910)"),
+    "0xd802": ("Ascend 910B", "Atlas A2"),
+    "0xd803": ("Ascend 910_93", "Atlas A3"),
+    "0xd500": ("Ascend 310P", "Atlas 300I Duo / 310P"),
+    "0xd100": ("Ascend 310", "Atlas 300 / 310"),
+}
+
+# PCI class codes (base class + subclass) that matter here.
+CLASS_VGA = "0x0300"
+CLASS_3D = "0x0302"
+CLASS_BRIDGE_OTHER = "0x0680"  # NVSwitch presents itself as "other bridge"
+
+PCI_ATTRIBUTES = ("vendor", "device", "subsystem_vendor", "subsystem_device", "class", "numa_node")
+
+
+def _norm_hex(value: Optional[str]) -> Optional[str]:
+    if value is None:
+        return None
+    value = value.strip().lower()
+    if not value:
+        return None
+    if not value.startswith("0x"):
+        value = "0x" + value
+    return value
+
+
+def _numa(value: Optional[str]) -> Optional[int]:
+    try:
+        node = int((value or "").strip())
+    except ValueError:
+        return None
+    return node if node >= 0 else None
+
+
+def read_pci_devices(sysfs_root: str) -> List[Dict[str, Optional[str]]]:
+    """Read the raw attribute files of every function under ``<sysfs_root>/bus/pci/devices``.
+
+    Returns one dict per function with ``bus_id`` plus the attribute names of
+    :data:`PCI_ATTRIBUTES` (``None`` where a file is missing or unreadable).
+    A missing directory (containers, non-Linux) gives an empty list.
+    """
+    base = os.path.join(sysfs_root, "bus", "pci", "devices")
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return []
+    devices = []
+    for name in names:
+        entry: Dict[str, Optional[str]] = {"bus_id": name}
+        for attr in PCI_ATTRIBUTES:
+            try:
+                with open(os.path.join(base, name, attr)) as handle:
+                    entry[attr] = handle.read().strip()
+            except (OSError, UnicodeDecodeError):
+                entry[attr] = None
+        devices.append(entry)
+    return devices
+
+
+def classify_pci_devices(raw_devices: List[Dict[str, Optional[str]]]) -> Dict[str, Any]:
+    """Pick the Ascend NPUs, NVIDIA GPUs and NVSwitch bridges out of ``raw_devices``.
+
+    Huawei functions count only when their device id is a known Ascend chip
+    (vendor 0x19e5 also covers the Kunpeng SoC's own NICs, SAS and RoCE
+    functions).  NVIDIA functions count as GPUs for class 0x0300xx / 0x0302xx
+    and as NVSwitch for 0x0680xx; audio and USB functions of consumer cards are
+    ignored.
+    """
+    ascend: List[Dict[str, Any]] = []
+    nvidia: List[Dict[str, Any]] = []
+    nvswitch: List[Dict[str, Any]] = []
+    for raw in raw_devices:
+        vendor = _norm_hex(raw.get("vendor"))
+        device = _norm_hex(raw.get("device"))
+        pci_class = _norm_hex(raw.get("class"))
+        entry: Dict[str, Any] = {
+            "bus_id": (raw.get("bus_id") or "").lower(),
+            "vendor_id": vendor,
+            "device_id": device,
+            "subsystem_vendor_id": _norm_hex(raw.get("subsystem_vendor")),
+            "subsystem_device_id": _norm_hex(raw.get("subsystem_device")),
+            "class": pci_class,
+            "numa_node": _numa(raw.get("numa_node")),
+        }
+        if vendor == HUAWEI_VENDOR and device in ASCEND_DEVICES:
+            entry["chip"], entry["product"] = ASCEND_DEVICES[device]
+            ascend.append(entry)
+        elif vendor == NVIDIA_VENDOR and pci_class:
+            prefix = pci_class[:6]
+            if prefix in (CLASS_VGA, CLASS_3D):
+                nvidia.append(entry)
+            elif prefix == CLASS_BRIDGE_OTHER:
+                nvswitch.append(entry)
+    return {
+        "ascend": ascend,
+        "ascend_count": len(ascend),
+        "ascend_chips": sorted(set(d["chip"] for d in ascend)),
+        "nvidia": nvidia,
+        "nvidia_count": len(nvidia),
+        "nvswitch": nvswitch,
+        "nvswitch_count": len(nvswitch),
+        "scanned": len(raw_devices),
+    }
+
+
+def probe_pci(sysfs_root: str) -> Dict[str, Any]:
+    """Convenience wrapper: read sysfs and classify in one go."""
+    return classify_pci_devices(read_pci_devices(sysfs_root))
+
+
+def normalize_bus_id(bus_id: Optional[str]) -> Optional[str]:
+    """Bring ``00000000:18:00.0`` (nvidia-smi) and ``0000:18:00.0`` (sysfs) to one form.
+
+    The PCI domain is kept as four hex digits, everything lower case, so ids
+    from different tools compare equal.
+    """
+    if not bus_id:
+        return None
+    value = bus_id.strip().lower()
+    parts = value.split(":")
+    if len(parts) == 3:
+        domain = parts[0][-4:].rjust(4, "0")
+        return f"{domain}:{parts[1]}:{parts[2]}"
+    if len(parts) == 2:
+        return f"0000:{parts[0]}:{parts[1]}"
+    return value
