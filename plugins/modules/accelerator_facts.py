@@ -76,6 +76,7 @@ options:
     type: str
 notes:
   - Supports check mode; the module never changes anything.
+  - C(npu-smi) usually needs root or membership of the driver's run user group (C(HwHiAiUser)); use C(become) where it does.
   - Ascend C(MB) values are reported by C(npu-smi) in units of 1024*1024 bytes and are returned as MiB unchanged.
 seealso:
   - name: npu-smi command reference
