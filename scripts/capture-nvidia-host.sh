@@ -14,7 +14,9 @@ cp /proc/driver/nvidia/version "$dest/proc-driver-nvidia-version"
 cp /proc/cpuinfo "$dest/cpuinfo"
 cp /proc/meminfo "$dest/meminfo"
 for dev in /sys/bus/pci/devices/*; do
-  out=$dest/sysfs/bus/pci/devices/$(basename "$dev")
+  # ':' is not allowed in collection file names: 0000:c1:00.0 -> 0000_c1_00.0
+  # (tests/unit/conftest.py restores it).
+  out=$dest/sysfs/bus/pci/devices/$(basename "$dev" | tr ':' '_')
   mkdir -p "$out"
   for attr in vendor device subsystem_vendor subsystem_device class numa_node; do
     [ -r "$dev/$attr" ] && cat "$dev/$attr" >"$out/$attr" 2>/dev/null || true

