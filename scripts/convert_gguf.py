@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-  # noqa: UP009
 # Copyright: kunpeng.vllm contributors
 # Apache License 2.0 (see LICENSE)
@@ -137,7 +136,7 @@ def check(model_dir: str, prompt: str, expect: str, max_new_tokens: int = 24) ->
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--gguf", help="GGUF file to convert")
     parser.add_argument("--output", help="checkpoint directory to write")
     parser.add_argument("--check", metavar="DIR", help="answer a chat prompt with the checkpoint in DIR")

@@ -9,7 +9,7 @@ __metaclass__ = type  # noqa: UP001
 
 DOCUMENTATION = r"""
 name: vllm_engine_config
-author: kunpeng.vllm contributors
+author: kunpeng.vllm maintainers (@kunpeng-vllm)
 version_added: "0.1.0"
 short_description: Validate and normalize options for C(vllm serve --config)
 description:

@@ -25,7 +25,7 @@ description:
     produces a warning naming the command and an entry in C(summary.problems); the module itself does not fail.
   - Every path and the tool search path are options, so captured output can be replayed on any machine.
 author:
-  - kunpeng.vllm contributors
+  - kunpeng.vllm maintainers (@kunpeng-vllm)
 options:
   sysfs_root:
     description:

@@ -24,7 +24,7 @@ description:
     carry the unit's last 40 journal lines instead of making the play wait for the whole O(timeout).
   - Read-only, so it also runs in check mode. It never reports a change.
 author:
-  - kunpeng.vllm contributors
+  - kunpeng.vllm maintainers (@kunpeng-vllm)
 options:
   url:
     description:

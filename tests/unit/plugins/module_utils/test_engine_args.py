@@ -65,7 +65,7 @@ def test_empty_and_none_are_fine():
 
 
 def test_not_a_mapping():
-    _, problems = ea.normalize_engine_args(["max-model-len", 4096])
+    dummy, problems = ea.normalize_engine_args(["max-model-len", 4096])
     assert "must be a mapping" in problems[0]
 
 
@@ -93,23 +93,23 @@ def test_retired_option_names_its_replacement(key, needle):
 
 
 def test_unknown_option_suggests_close_names():
-    _, problems = ea.normalize_engine_args({"gpu_memory_utilisation": 0.9})
+    dummy, problems = ea.normalize_engine_args({"gpu_memory_utilisation": 0.9})
     assert problems == ["gpu-memory-utilisation is not a known vLLM serve option; did you mean gpu-memory-utilization?"]
 
 
 def test_unknown_option_without_close_match():
-    _, problems = ea.normalize_engine_args({"frobnicate": 1})
+    dummy, problems = ea.normalize_engine_args({"frobnicate": 1})
     assert "frobnicate is not a known vLLM serve option" in problems[0]
     assert "vllm serve --help" in problems[0]
 
 
 def test_duplicate_spellings_fail():
-    _, problems = ea.normalize_engine_args({"max_model_len": 4096, "max-model-len": 2048})
+    dummy, problems = ea.normalize_engine_args({"max_model_len": 4096, "max-model-len": 2048})
     assert problems == ["max-model-len is given twice (as 'max_model_len' and 'max-model-len'); keep one"]
 
 
 def test_all_problems_reported_at_once():
-    _, problems = ea.normalize_engine_args({"device": "npu", "enforce_eager": "yes", "port": 0})
+    dummy, problems = ea.normalize_engine_args({"device": "npu", "enforce_eager": "yes", "port": 0})
     assert len(problems) == 3
 
 
@@ -173,14 +173,14 @@ def test_rejected_values(key, value, needle):
 
 
 def test_tool_choice_needs_a_parser():
-    _, problems = ea.normalize_engine_args({"enable-auto-tool-choice": True})
+    dummy, problems = ea.normalize_engine_args({"enable-auto-tool-choice": True})
     assert problems == ["enable-auto-tool-choice needs tool-call-parser: vLLM refuses auto tool choice without a parser"]
     assert ea.normalize_engine_args({"enable-auto-tool-choice": True, "tool-call-parser": "hermes"})[1] == []
     assert ea.normalize_engine_args({"enable-auto-tool-choice": False})[1] == []
 
 
 def test_log_outputs_needs_log_requests():
-    _, problems = ea.normalize_engine_args({"enable-log-outputs": True})
+    dummy, problems = ea.normalize_engine_args({"enable-log-outputs": True})
     assert "needs enable-log-requests" in problems[0]
 
 

@@ -138,7 +138,7 @@ def npu_smi_replies(case_dir: str, template_dir: Optional[str] = None) -> Dict[A
             npu = int(top.group(1))
         elif bottom and npu is not None:
             buses.setdefault(npu, bottom.group(1))
-    for npu_id in sorted(set(npu for npu, _ in chips)):
+    for npu_id in sorted(set(chip[0] for chip in chips)):
         board = _with_ids(template("board.txt"), npu_id)
         if npu_id in buses:
             board = re.sub(r"(?m)^(\s*PCIe Bus Info\s*:\s*)\S+", lambda m, bus=buses[npu_id]: m.group(1) + bus, board)

@@ -129,7 +129,7 @@ def test_pci_count_mismatch(tmp_path):
 def test_device_health_not_ok(tmp_path):
     replies = fakes.npu_smi_replies(A2)
     replies[("info", "-t", "health", "-i", "3", "-c", "0")] = fakes.read(os.path.join(A2, "health-warning.txt"))
-    result, _ = fakes.run_module(kunpeng_a2_host(tmp_path, replies))
+    result, dummy = fakes.run_module(kunpeng_a2_host(tmp_path, replies))
     facts = fakes.facts_of(result)
     bad = [d for d in facts["ascend"]["devices"] if d["health"] != "OK"]
     assert [(d["npu_id"], d["health"], d["error_code"]) for d in bad] == [(3, "Warning", "80E18005")]
@@ -207,7 +207,7 @@ def test_nvswitch_fabric_not_ready(tmp_path):
     shutil.copytree(H100, str(case))
     xml = (case / "nvidia-smi-q-x.xml").read_text().replace("<state>Completed</state>", "<state>In Progress</state>", 1)
     (case / "nvidia-smi-q-x.xml").write_text(xml)
-    result, _ = fakes.run_module(fakes.nvidia_host(str(tmp_path / "run"), str(case)))
+    result, dummy = fakes.run_module(fakes.nvidia_host(str(tmp_path / "run"), str(case)))
     problems = fakes.facts_of(result)["summary"]["problems"]
     assert problems == ["NVSwitch system: GPU 0 fabric state is In Progress (is nvidia-fabricmanager running?)"]
 
@@ -227,8 +227,8 @@ def test_nvidia_gpus_without_driver(tmp_path):
 
 def test_check_mode_gives_the_same_facts(tmp_path):
     args = kunpeng_a2_host(tmp_path, fakes.npu_smi_replies(A2))
-    normal, _ = fakes.run_module(args)
-    checked, _ = fakes.run_module(args, check_mode=True)
+    normal, dummy = fakes.run_module(args)
+    checked, dummy = fakes.run_module(args, check_mode=True)
     assert checked["changed"] is False
     assert fakes.facts_of(checked) == fakes.facts_of(normal)
 

