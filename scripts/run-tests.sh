@@ -57,6 +57,7 @@ case "${1:-all}" in
     stage ruff ruff check .
     stage sanity bash scripts/sanity.sh
     stage unit python -m pytest tests/unit -q
+    stage build bash -c 'ansible-galaxy collection build --force --output-path .build/dist >/dev/null && ls .build/dist/kunpeng-vllm-*.tar.gz'
     molecule_stages
     ;;
   molecule) molecule_stages ;;
