@@ -1,0 +1,246 @@
+"""Parameter counts, KV cache sizes and fit decisions against public model configs and real device sizes."""
+
+import json
+import os
+
+import pytest
+from conftest import FIXTURES
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import capacity as cap
+from ansible_collections.kunpeng.vllm.plugins.module_utils.capacity import PlanError
+
+OPTIONS = {"min_model_len": 4096, "concurrent_sequences": 1, "smaller_formats": ["fp8", "int4"]}
+H200_MIB = 143771  # nvidia-smi on the real H200 (fixtures/nvidia/h200)
+A100_80G_MIB = 81920
+A2_64G_MIB = 65536
+A2_32G_MIB = 32768  # 910B4, npu-smi HBM total
+
+
+def config(name):
+    with open(os.path.join(FIXTURES, "models", name + ".json")) as handle:
+        return json.load(handle)
+
+
+def model(name, fmt=None):
+    spec = cap.model_from_config(config(name))
+    if fmt:
+        spec.update(weight_dtype=fmt, block_fp8=spec["block_fp8"] and fmt == "fp8")
+    return spec
+
+
+def hw(mib, per_node=8, nodes=1):
+    return {"devices_per_node": per_node, "device_memory_mib": mib, "nodes": nodes}
+
+
+def test_deepseek_v3_parameter_count():
+    spec = model("deepseek-v3")
+    assert spec["attention"] == "mla" and spec["moe"] and spec["experts"] == 256
+    assert spec["params"]["total"] / 1e9 == pytest.approx(671, rel=0.01)
+    assert spec["params"]["active"] / 1e9 == pytest.approx(37, rel=0.02)
+    # the checkpoint's 685B = 671B + the MTP layer (+ its embedding/head copies, shared at run time)
+    assert 11 < spec["params"]["mtp"] / 1e9 < 14
+    assert spec["weight_dtype"] == "fp8" and spec["block_fp8"]
+
+
+def test_deepseek_v2_lite_parameter_count():
+    spec = model("deepseek-v2-lite")
+    assert spec["params"]["total"] / 1e9 == pytest.approx(15.7, rel=0.01)
+    assert spec["params"]["active"] / 1e9 == pytest.approx(2.4, rel=0.03)
+    assert spec["weight_dtype"] == "bf16"
+
+
+def test_qwen2_dense_parameter_count():
+    spec = model("deepseek-r1-distill-qwen-7b")
+    assert spec["attention"] == "gqa" and not spec["moe"]
+    assert spec["params"]["total"] / 1e9 == pytest.approx(7.62, rel=0.01)
+
+
+def test_smollm2_tied_embeddings_counted_once():
+    spec = model("smollm2-135m")
+    assert spec["params"]["lm_head"] == 0
+    assert spec["params"]["total"] / 1e6 == pytest.approx(134.5, rel=0.01)
+
+
+def test_kv_bytes_per_token():
+    # MLA: (kv_lora_rank + qk_rope_head_dim) x layers x bytes
+    assert cap.kv_bytes_per_token(model("deepseek-v3"), 2) == (512 + 64) * 61 * 2
+    assert cap.kv_bytes_per_token(model("deepseek-v3"), 1) == (512 + 64) * 61
+    assert cap.kv_bytes_per_token(model("deepseek-v2-lite"), 2) == 576 * 27 * 2
+    # GQA: 2 x layers x kv_heads x head_dim x bytes
+    assert cap.kv_bytes_per_token(model("deepseek-r1-distill-qwen-7b"), 2) == 2 * 28 * 4 * 128 * 2
+    assert cap.kv_bytes_per_token(model("smollm2-135m"), 2) == 2 * 30 * 3 * 64 * 2
+
+
+def test_weight_bytes_by_format():
+    v3 = model("deepseek-v3")
+    fp8 = cap.weight_bytes(v3)
+    assert 620 * cap.GIB < fp8 < 635 * cap.GIB  # ~671 GB
+    assert cap.weight_bytes(v3, "bf16") / fp8 == pytest.approx(2, rel=0.01)
+    assert cap.weight_bytes(v3, "int4") / fp8 == pytest.approx(0.52, rel=0.03)
+    qwen = model("deepseek-r1-distill-qwen-7b")
+    assert cap.weight_bytes(qwen) == pytest.approx(7.62e9 * 2, rel=0.01)
+
+
+@pytest.mark.parametrize("method,expected", [
+    ({"quant_method": "fp8", "weight_block_size": [128, 128]}, ("fp8", True)),
+    ({"quant_method": "fp8"}, ("fp8", False)),
+    ({"quant_method": "awq", "bits": 4}, ("int4", False)),
+    ({"quant_method": "gptq", "bits": 8}, ("int8", False)),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "int"},
+                                                                     "input_activations": {"num_bits": 8}}}}, ("w8a8", False)),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}}}, ("fp8", False)),
+])
+def test_weight_format_from_quantization_config(method, expected):
+    fmt, block, _ = cap.weight_format_from_config({"quantization_config": method})
+    assert (fmt, block) == expected
+
+
+def test_unknown_quantization_asks_for_a_declaration():
+    with pytest.raises(PlanError, match="declare weight_dtype"):
+        cap.weight_format_from_config({"quantization_config": {"quant_method": "hqq"}})
+
+
+def test_deepseek_v3_fp8_fits_eight_h200_at_tp8():
+    result = cap.plan_accelerator(model("deepseek-v3"), hw(H200_MIB), {}, OPTIONS)
+    assert result["fits"]
+    args = result["engine_args"]
+    assert args["tensor_parallel_size"] == 8 and args["pipeline_parallel_size"] == 1
+    assert args["enable_expert_parallel"] is True
+    assert args["max_model_len"] == 163840  # capped by max_position_embeddings
+    n = result["numbers"]
+    assert n["available_gib"] == pytest.approx(143771 / 1024 * 0.9, abs=0.01)
+    assert n["per_device_weights_gib"] == pytest.approx(79, abs=1)
+
+
+def test_deepseek_v3_fp8_does_not_fit_one_a100_node_and_asks_for_two():
+    result = cap.plan_accelerator(model("deepseek-v3"), hw(A100_80G_MIB), {}, OPTIONS)
+    assert result["fits"] is False
+    n = result["numbers"]
+    assert n["available_gib"] == 72.0  # 80 GiB x 0.9; 8 x 72 = 576 GiB < 625 GiB of weights
+    assert n["weights_gib"] > 8 * n["available_gib"]
+    assert result["fixes"][0].startswith("2 nodes of 8 such devices")
+    assert "pipeline_parallel_size 2" in result["fixes"][0]
+    message = cap.misfit_message(model("deepseek-v3"), result, hw(A100_80G_MIB), "cuda")
+    assert "72.0 GiB available" in message and "Cheapest fix: 2 nodes" in message
+
+
+def test_deepseek_v3_fp8_on_two_a100_nodes_runs_pipeline_two():
+    result = cap.plan_accelerator(model("deepseek-v3"), hw(A100_80G_MIB, nodes=2), {}, OPTIONS)
+    assert result["fits"] and result["nodes_needed"] == 2
+    assert result["engine_args"]["tensor_parallel_size"] == 8
+    assert result["engine_args"]["pipeline_parallel_size"] == 2
+
+
+def test_r1_w8a8_on_two_atlas_a2_64g_nodes():
+    r1 = model("deepseek-v3", "w8a8")
+    result = cap.plan_accelerator(r1, hw(A2_64G_MIB, nodes=2), {}, OPTIONS)
+    assert result["fits"]
+    assert (result["engine_args"]["tensor_parallel_size"], result["engine_args"]["pipeline_parallel_size"]) == (8, 2)
+    # the layout of vllm-ascend's guide: data parallel 4 x tensor parallel 4 with expert parallelism
+    guide = cap.plan_accelerator(r1, hw(A2_64G_MIB, nodes=2), {"data_parallel_size": 4, "tensor_parallel_size": 4}, OPTIONS)
+    assert guide["fits"] and guide["engine_args"]["enable_expert_parallel"] is True
+    assert guide["engine_args"]["data_parallel_size"] == 4
+    # without expert parallelism every DP rank would hold a quarter of all experts
+    no_ep = cap.plan_accelerator(r1, hw(A2_64G_MIB, nodes=2),
+                                 {"data_parallel_size": 4, "tensor_parallel_size": 4, "enable_expert_parallel": False}, OPTIONS)
+    assert not no_ep["fits"]
+
+
+def test_r1_w8a8_on_one_910b4_node_does_not_fit():
+    result = cap.plan_accelerator(model("deepseek-v3", "w8a8"), hw(A2_32G_MIB), {}, dict(OPTIONS, smaller_formats=["w8a8", "w4a8"]))
+    assert result["fits"] is False
+    assert result["numbers"]["available_gib"] == pytest.approx(28.8)
+    assert result["fixes"][0].startswith("3 nodes of 8 such devices")
+    assert any(fix.startswith("w4a8 weights") for fix in result["fixes"]) is False  # 4-bit still needs ~322 GiB > 230 GiB
+
+
+def test_r1_distill_qwen_7b_on_one_h200():
+    result = cap.plan_accelerator(model("deepseek-r1-distill-qwen-7b"), hw(H200_MIB, per_node=1), {}, OPTIONS)
+    assert result["fits"]
+    assert result["engine_args"]["tensor_parallel_size"] == 1
+    assert result["engine_args"]["max_model_len"] == 131072
+    assert result["numbers"]["kv_budget_gib"] > 100
+
+
+def test_long_context_on_a_small_card_is_capped_by_the_kv_budget():
+    # 7B bf16 on one 24 GiB card: ~14.2 GiB weights, ~6.3 GiB left for KV at 56 KiB per token
+    result = cap.plan_accelerator(model("deepseek-r1-distill-qwen-7b"), hw(24576, per_node=1), {}, OPTIONS)
+    assert result["fits"]
+    limit = result["engine_args"]["max_model_len"]
+    assert 4096 < limit < 131072 and limit % 16 == 0
+    too_long = cap.plan_accelerator(model("deepseek-r1-distill-qwen-7b"), hw(24576, per_node=1), {"max_model_len": 131072}, OPTIONS)
+    assert not too_long["fits"]
+    assert too_long["fixes"][0] == f"a shorter context: max_model_len {limit} fits at tensor_parallel_size 1"
+
+
+def test_concurrency_divides_the_context():
+    one = cap.plan_accelerator(model("deepseek-r1-distill-qwen-7b"), hw(24576, per_node=1), {}, OPTIONS)
+    four = cap.plan_accelerator(model("deepseek-r1-distill-qwen-7b"), hw(24576, per_node=1), {}, dict(OPTIONS, concurrent_sequences=4))
+    assert four["engine_args"]["max_model_len"] == pytest.approx(one["engine_args"]["max_model_len"] / 4, abs=16)
+
+
+def test_fp8_kv_cache_doubles_the_context():
+    bf16 = cap.plan_accelerator(model("deepseek-r1-distill-qwen-7b"), hw(20480, per_node=1), {}, OPTIONS)
+    fp8 = cap.plan_accelerator(model("deepseek-r1-distill-qwen-7b"), hw(20480, per_node=1), {"kv_cache_dtype": "fp8"}, OPTIONS)
+    assert fp8["engine_args"]["kv_cache_dtype"] == "fp8"
+    assert bf16["engine_args"]["max_model_len"] < 65536  # the KV budget, not the model, limits bf16
+    assert fp8["engine_args"]["max_model_len"] == min(131072, 2 * bf16["engine_args"]["max_model_len"])
+
+
+def test_smallest_tensor_parallel_size_is_searched():
+    # 15.7B bf16 (29 GiB) on 8 x 24 GiB cards: TP1 cannot hold it, TP2 can
+    result = cap.plan_accelerator(model("deepseek-v2-lite"), hw(24576), {}, OPTIONS)
+    assert result["fits"] and result["engine_args"]["tensor_parallel_size"] == 2
+
+
+def test_valid_tensor_parallel_sizes():
+    assert cap.valid_tensor_parallel(model("deepseek-r1-distill-qwen-7b"), 8) == [1, 2, 4]  # 28 heads
+    assert cap.valid_tensor_parallel(model("deepseek-v3"), 16) == [1, 2, 4, 8, 16]
+    assert cap.valid_tensor_parallel(model("smollm2-135m"), 8) == [1]  # 9 heads
+    assert cap.valid_tensor_parallel(model("deepseek-v3"), 6) == [1, 2]
+
+
+@pytest.mark.parametrize("requested,message", [
+    ({"tensor_parallel_size": 3}, "tensor_parallel_size 3 does not divide the model's 28 attention heads; use one of 1, 2, 4"),
+    ({"tensor_parallel_size": 4, "pipeline_parallel_size": 4}, "tensor 4 x pipeline 4 x data 1 parallel needs 16 devices, 8 available"),
+    ({"pipeline_parallel_size": 40}, "pipeline_parallel_size 40 exceeds the model's 28 layers"),
+    ({"max_model_len": 200000}, "max_model_len 200000 exceeds the model's max_position_embeddings 131072"),
+])
+def test_impossible_requests_fail(requested, message):
+    with pytest.raises(PlanError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        cap.plan_accelerator(model("deepseek-r1-distill-qwen-7b"), hw(H200_MIB), requested, OPTIONS)
+
+
+def test_tensor_parallel_larger_than_all_devices_fails():
+    with pytest.raises(PlanError, match=r"tensor_parallel_size 16 exceeds the 8 devices \(1 node\(s\) x 8\)"):
+        cap.plan_accelerator(model("deepseek-v3"), hw(H200_MIB), {"tensor_parallel_size": 16}, OPTIONS)
+
+
+def test_requested_layout_is_kept():
+    result = cap.plan_accelerator(model("deepseek-r1-distill-qwen-7b"), hw(H200_MIB), {"tensor_parallel_size": 2}, OPTIONS)
+    assert result["fits"] and result["engine_args"]["tensor_parallel_size"] == 2
+
+
+def test_smollm2_on_the_cpu_backend():
+    result = cap.plan_cpu(model("smollm2-135m"), {"host_memory_mib": 16000, "nodes": 1}, {},
+                          dict(OPTIONS, kv_cache_space_gib=4))
+    assert result["fits"]
+    assert result["engine_args"] == {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "max_model_len": 8192}
+    assert result["numbers"]["kv_budget_gib"] == 4.0
+
+
+def test_cpu_host_too_small():
+    result = cap.plan_cpu(model("deepseek-r1-distill-qwen-7b"), {"host_memory_mib": 16000, "nodes": 1}, {},
+                          dict(OPTIONS, kv_cache_space_gib=4))
+    assert not result["fits"]
+    assert result["fixes"][0].startswith("a host with at least 22 GiB")
+    with pytest.raises(PlanError, match="tensor_parallel_size 1"):
+        cap.plan_cpu(model("smollm2-135m"), {"host_memory_mib": 16000, "nodes": 1}, {"tensor_parallel_size": 2}, OPTIONS)
+
+
+def test_declared_size_without_config_checks_weights_only():
+    spec = cap.model_from_declared(70, "bf16")
+    result = cap.plan_accelerator(spec, hw(H200_MIB), {}, OPTIONS)
+    assert result["fits"] and result["engine_args"]["tensor_parallel_size"] == 2
+    assert "max_model_len" not in result["engine_args"]
+    assert result["numbers"]["kv_bytes_per_token"] is None
