@@ -350,13 +350,17 @@ def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], notes: L
         cann = (facts.get("ascend") or {}).get("cann_version")
         row = compat_matrix.select_ascend(params["vllm_version"], params["vllm_ascend_version"], cann,
                                           params["python_version"], params["torch_npu_version"])
-        if not cann:
+        if not facts:
+            notes.append(f"No probe facts: CANN not checked; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
+        elif not cann:
             notes.append(f"CANN is not installed yet; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
         requirements = {"python": row["python_range"], "cann": row["cann"], "atlas_series": series}
     elif backend == "cuda":
         driver = (facts.get("nvidia") or {}).get("driver_version")
         row = compat_matrix.select_cuda(params["vllm_version"], driver, params["python_version"])
-        if not driver:
+        if not facts:
+            notes.append(f"No probe facts: driver not checked; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver {row['driver_min']} or later.")
+        elif not driver:
             notes.append(f"No NVIDIA driver found; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver {row['driver_min']} or later.")
         requirements = {"python": row["python_range"], "nvidia_driver_min": row["driver_min"], "cuda": row["cuda"]}
     else:

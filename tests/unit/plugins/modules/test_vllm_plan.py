@@ -234,3 +234,4 @@ def test_without_facts_the_backend_must_be_given():
     result = ok({"backend": "cuda", "devices_per_node": 8, "device_memory_mib": 81920, "model_config": model("deepseek-v2-lite")})
     assert result["fits"] is True and result["fp8_mode"] == "none"
     assert any("Python version not given" in note for note in result["notes"])
+    assert any(note.startswith("No probe facts: driver not checked") for note in result["notes"])
