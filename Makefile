@@ -10,8 +10,8 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 
 # Scenarios, in the order they run; those also run on arm64 (qemu) below.
-SCENARIOS ?= smoke
-ARM64_SCENARIOS ?= smoke
+SCENARIOS ?= smoke base nvidia ascend vllm
+ARM64_SCENARIOS ?= smoke base
 
 .PHONY: help venv collection-link testbed images lint sanity unit molecule test demo build changelog clean
 
