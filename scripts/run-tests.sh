@@ -44,7 +44,7 @@ molecule_stages() {
     if in_list "$s" "${ARM64_SCENARIOS:-}"; then
       stage "molecule:$s:amd64+arm64" molecule test -s "$s"
     else
-      stage "molecule:$s:amd64" molecule test -s "$s" --platform-name debian12-amd64
+      stage "molecule:$s:amd64" molecule test -s "$s" --platform-name "kv-$s-amd64"
     fi
   done
 }
