@@ -32,7 +32,7 @@ description:
   - Sets the fact C(kunpeng_vllm_plan) with the same keys as the module result. Never changes the node, so check mode
     gives the same result as a normal run.
 author:
-  - kunpeng.vllm contributors
+  - kunpeng.vllm maintainers (@kunpeng-vllm)
 options:
   accelerators:
     description:
