@@ -20,11 +20,14 @@ import sys
 import tempfile
 
 import pytest
+from conftest import FIXTURES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 PLAYBOOKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "playbooks")
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-H200 = os.path.join(ROOT, "tests", "unit", "fixtures", "nvidia", "h200")
+# The decoded copy (PCI bus ids restored, see tests/unit/conftest.py).
+H200 = os.path.join(FIXTURES, "nvidia", "h200")
+H200_REAL_RUN = os.path.join(ROOT, "tests", "unit", "fixtures", "nvidia", "h200", "adopt")
 MIRROR = "http://127.0.0.1:9/nvidia/cuda/repos"  # closed port: nothing can be fetched
 
 PLATFORMS = {
@@ -367,3 +370,32 @@ def test_h200_capture_is_adopted_in_check_mode_changing_only_the_env_file(collec
     assert len(changed) == 2, output
     assert re.search(r"localhost\s+: ok=\d+\s+changed=2\s+unreachable=0\s+failed=0", output), output
     assert not (tmp_path / "etc").exists()  # check mode wrote nothing
+
+
+def _report_lines(log):
+    """The lines of the role's 'Report the driver' message in a playbook log."""
+    block = log.split("Report the driver", 1)[1].split("]\n}", 1)[0]
+    return [line.strip().strip(",").strip('"') for line in block.splitlines() if line.strip().startswith('"') and '"msg"' not in line]
+
+
+def test_replay_reports_what_the_real_h200_run_reported(collections_path, tmp_path, h200_doubles):
+    """The adopt run on the real H200 (logs in fixtures/nvidia/h200/adopt) said
+    the same as the replay of its capture says now; its third run changed
+    nothing and the GPU's persistence/MIG/driver state was the same before and after."""
+    with open(os.path.join(H200_REAL_RUN, "adopt-1-check-diff.log"), encoding="utf-8") as handle:
+        real = _report_lines(handle.read())
+    assert real and real[0].startswith("adopted driver 580.159.04")
+    proc, output = apply(collections_path, tmp_path, "Ubuntu 24.04", "x86_64", copy.deepcopy(h200_doubles))
+    assert proc.returncode == 0, output
+    replayed = _report_lines(output)
+    # The driver and GPU lines come from the hardware; the service and
+    # env-file lines depend on where the run happens.
+    def host_independent(lines):
+        return [line for line in lines if line.startswith("adopted driver") or "GPU(s)" in line]
+
+    assert host_independent(real) == host_independent(replayed)
+    with open(os.path.join(H200_REAL_RUN, "adopt-3-again.log"), encoding="utf-8") as handle:
+        assert re.search(r"localhost\s+: ok=\d+\s+changed=0\s+unreachable=0\s+failed=0", handle.read())
+    with open(os.path.join(H200_REAL_RUN, "gpu-state-before.csv"), encoding="utf-8") as before, \
+            open(os.path.join(H200_REAL_RUN, "gpu-state-after.csv"), encoding="utf-8") as after:
+        assert before.read() == after.read()
