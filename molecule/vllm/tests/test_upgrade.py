@@ -1,10 +1,13 @@
 """playbooks/upgrade.yml, as run by side_effect.yml: a good change sticks, a bad one is rolled back.
 
-side_effect.yml ran upgrade.yml twice against the converged server and left
-each run's exit status and output in $MOLECULE_EPHEMERAL_DIRECTORY:
-  good: max_num_seqs 8 -> 4 (must succeed, restart and be healthy);
-  bad:  max_model_len 100000 > SmolLM2's 8192 positions (vLLM refuses to
-        start; upgrade.yml must restore the good run's state and fail).
+side_effect.yml ran upgrade.yml three times against the converged server and
+left each run's exit status and output in $MOLECULE_EPHEMERAL_DIRECTORY:
+  good:    max_num_seqs 8 -> 4 (must succeed, restart and be healthy);
+  refused: max_model_len 100000 > SmolLM2's 8192 positions (the planner
+           refuses it before anything changes);
+  crash:   max_num_batched_tokens 512 < max_model_len 2048 without chunked
+           prefill (passes every static check, vLLM refuses it at start;
+           upgrade.yml must restore the good run's state and fail).
 """
 
 import json
@@ -61,13 +64,25 @@ def test_good_upgrade_succeeded_and_restarted():
     assert "failed=0" in out
 
 
-def test_bad_upgrade_failed_and_was_rolled_back():
-    rc, out = _run("bad")
+def test_impossible_request_refused_before_any_change():
+    rc, out = _run("refused")
     assert rc != 0, out[-3000:]
+    assert "max_position_embeddings 8192" in out or "does not fit" in out, out[-3000:]
+    # Failed in the plan, before the backup: nothing to roll back.
+    assert "Back up the config directory" not in out
+    assert "rolled back" not in out
+
+
+def test_crashing_change_failed_and_was_rolled_back():
+    rc, out = _run("crash")
+    assert rc != 0, out[-3000:]
+    # vLLM itself refused the settings at start ...
+    assert "max_num_batched_tokens (512) is smaller than max_model_len (2048)" in out, out[-3000:]
+    # ... the readiness gate caught it ...
+    assert "failed at 'Wait until the instance is healthy, lists the model and answers'" in out, out[-3000:]
+    # ... and upgrade.yml restored the previous state and stopped.
     assert "rolled back to 0.32.0-cpu" in out, out[-3000:]
     assert "the restored instance is healthy again" in out, out[-3000:]
-    # It failed where it should: the new config was refused at start, not earlier.
-    assert "Wait until the instance is healthy, lists the model and answers" in out
 
 
 def test_service_active_on_the_good_runs_config(host):
@@ -76,6 +91,8 @@ def test_service_active_on_the_good_runs_config(host):
     assert "max-num-seqs: 4" in cfg
     assert "max-model-len: 2048" in cfg
     assert "100000" not in cfg
+    assert "max-num-batched-tokens" not in cfg
+    assert "enable-chunked-prefill" not in cfg
 
 
 def test_server_answers_with_the_restored_settings(base_url):
@@ -111,14 +128,16 @@ def test_current_link_still_on_the_previous_venv(host):
 def test_backups_hold_the_state_before_each_run(host):
     stamps = sorted(host.check_output(f"ls -1 {BACKUP_ROOT}").split())
     assert len(stamps) >= 2, stamps
+    # One backup per run that got past the plan: good, then crash.
     before_bad = f"{BACKUP_ROOT}/{stamps[-1]}"
     assert host.file(before_bad).mode == 0o700
     assert host.file(f"{before_bad}/current").content_string.strip() == VENV
     assert host.file(f"{before_bad}/systemd/{UNIT}").exists
     saved = host.file(f"{before_bad}/config/smollm2.yaml")
     assert saved.exists
-    # Taken before the bad run: it holds the good run's value.
+    # Taken before the crashing run: it holds the good run's value.
     assert "max-num-seqs: 4" in saved.content_string
+    assert "max-num-batched-tokens" not in saved.content_string
     # cp -a kept the secrets file private.
     env = host.file(f"{before_bad}/config/smollm2.env")
     assert env.user == "root"

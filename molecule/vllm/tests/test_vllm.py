@@ -136,7 +136,7 @@ def test_metrics_have_vllm_series(base_url):
 
 
 def test_api_key_enforced(base_url):
-    status, _ = _get(base_url + "/v1/models")
+    status, dummy = _get(base_url + "/v1/models")
     assert status == 401
     status, body = _get(base_url + "/v1/models", {"Authorization": f"Bearer {API_KEY}"})
     assert status == 200

@@ -170,7 +170,7 @@ def test_supported_platform_resolves(collections_path, tmp_path, platform):
 
 @pytest.mark.parametrize("platform", sorted(UNSUPPORTED))
 def test_unsupported_platform_fails_listing_supported(collections_path, tmp_path, platform):
-    proc, _ = resolve(collections_path, tmp_path, UNSUPPORTED[platform])
+    proc, dummy = resolve(collections_path, tmp_path, UNSUPPORTED[platform])
     assert proc.returncode != 0
     output = proc.stdout + proc.stderr
     facts = UNSUPPORTED[platform]

@@ -322,7 +322,7 @@ def test_runfile_with_a_wrong_checksum_fails_before_any_change(collections_path,
 
 
 def test_runfile_without_a_checksum_fails_before_any_change(collections_path, tmp_path, probe_without_driver):
-    src, _ = runfile(tmp_path, "NVIDIA-Linux-x86_64-580.159.04.run")
+    src, dummy = runfile(tmp_path, "NVIDIA-Linux-x86_64-580.159.04.run")
     proc, output = apply(collections_path, tmp_path, "Ubuntu 24.04", "x86_64", probe_without_driver, nvidia_driver_source="runfile", nvidia_runfile_src=src)
     assert_stopped_in_preflight(proc, output, "nvidia_runfile_sha256 must be the 64-hex-digit SHA-256")
 

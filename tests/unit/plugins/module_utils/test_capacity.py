@@ -86,12 +86,12 @@ def test_weight_bytes_by_format():
     ({"quant_method": "fp8"}, ("fp8", False)),
     ({"quant_method": "awq", "bits": 4}, ("int4", False)),
     ({"quant_method": "gptq", "bits": 8}, ("int8", False)),
-    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "int"},
-                                                                     "input_activations": {"num_bits": 8}}}}, ("w8a8", False)),
+    ({"quant_method": "compressed-tensors",
+      "config_groups": {"g": {"weights": {"num_bits": 8, "type": "int"}, "input_activations": {"num_bits": 8}}}}, ("w8a8", False)),
     ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}}}, ("fp8", False)),
 ])
 def test_weight_format_from_quantization_config(method, expected):
-    fmt, block, _ = cap.weight_format_from_config({"quantization_config": method})
+    fmt, block, dummy = cap.weight_format_from_config({"quantization_config": method})
     assert (fmt, block) == expected
 
 

@@ -44,7 +44,7 @@ def test_release_candidate_sorts_before_its_final_release():
 
 
 def _pep440(rng):
-    release = ".".join(str(rng.randint(0, 3)) for _ in range(rng.randint(1, 4)))
+    release = ".".join(str(rng.randint(0, 3)) for _dummy in range(rng.randint(1, 4)))
     suffix = rng.choice(["", "", "a{}", "b{}", "rc{}", ".post{}", ".dev{}"])
     return release + suffix.format(rng.randint(0, 3))
 
@@ -52,7 +52,7 @@ def _pep440(rng):
 def test_agrees_with_pep440_on_random_versions():
     """Property: on PEP 440 strings the order matches packaging's (2000 random pairs, fixed seed)."""
     rng = random.Random(20240601)
-    for _ in range(2000):
+    for _dummy in range(2000):
         a, b = _pep440(rng), _pep440(rng)
         expected = (Version(a) > Version(b)) - (Version(a) < Version(b))
         assert version_cmp(a, b) == expected, (a, b)
@@ -63,7 +63,7 @@ def test_order_is_a_total_order_on_vendor_versions():
     versions = sorted({v for chain in ORDERED for v in chain} | {v for pair in EQUAL for v in pair})
     rng = random.Random(7)
     reference = sorted(versions, key=version_key)
-    for _ in range(50):
+    for _dummy in range(50):
         shuffled = versions[:]
         rng.shuffle(shuffled)
         assert [version_key(v) for v in sorted(shuffled, key=version_key)] == [version_key(v) for v in reference]
