@@ -390,6 +390,7 @@ def test_replay_reports_what_the_real_h200_run_reported(collections_path, tmp_pa
     replayed = _report_lines(output)
     # The driver and GPU lines come from the hardware; the service and
     # env-file lines depend on where the run happens.
+
     def host_independent(lines):
         return [line for line in lines if line.startswith("adopted driver") or "GPU(s)" in line]
 

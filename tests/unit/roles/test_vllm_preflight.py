@@ -63,21 +63,21 @@ def test_small_model_on_cpu_passes_with_the_matrix_packages(collections_path, tm
 
 def test_removed_engine_option_names_its_replacement(collections_path, tmp_path):
     proc, dummy = preflight(collections_path, tmp_path, "cpu-x86-avx2.json", "smollm2-135m.json",
-                        vllm_backend="cpu", vllm_engine_args={"swap_space": 4})
+                            vllm_backend="cpu", vllm_engine_args={"swap_space": 4})
     assert proc.returncode != 0
     assert "swap_space" in proc.stdout and "V1 engine" in proc.stdout
 
 
 def test_seed_option_engine_use_ascend_is_refused(collections_path, tmp_path):
     proc, dummy = preflight(collections_path, tmp_path, "cpu-x86-avx2.json", "smollm2-135m.json",
-                        vllm_backend="cpu", vllm_engine_args={"engine_use_ascend": True})
+                            vllm_backend="cpu", vllm_engine_args={"engine_use_ascend": True})
     assert proc.returncode != 0
     assert "vllm-ascend plugin" in proc.stdout
 
 
 def test_deepseek_v3_does_not_fit_one_a100_node(collections_path, tmp_path):
     proc, dummy = preflight(collections_path, tmp_path, "a100-80g-x8-driver580.json", "deepseek-v3.json",
-                        vllm_backend="cuda", vllm_version="0.33.0")
+                            vllm_backend="cuda", vllm_version="0.33.0")
     assert proc.returncode != 0
     out = proc.stdout
     assert "GiB" in out and "node" in out, out[-3000:]
@@ -85,14 +85,14 @@ def test_deepseek_v3_does_not_fit_one_a100_node(collections_path, tmp_path):
 
 def test_ascend_a1_is_refused(collections_path, tmp_path):
     proc, dummy = preflight(collections_path, tmp_path, "atlas-a1-910.json", "deepseek-r1-distill-qwen-7b.json",
-                        vllm_backend="ascend", vllm_version="0.11.0")
+                            vllm_backend="ascend", vllm_version="0.11.0")
     assert proc.returncode != 0
     assert "910" in proc.stdout
 
 
 def test_old_driver_names_the_minimum(collections_path, tmp_path):
     proc, dummy = preflight(collections_path, tmp_path, "a100-80g-x8-driver535.json", "deepseek-r1-distill-qwen-7b.json",
-                        vllm_backend="cuda", vllm_version="0.33.0")
+                            vllm_backend="cuda", vllm_version="0.33.0")
     assert proc.returncode != 0
     assert "580" in proc.stdout
 
@@ -100,6 +100,6 @@ def test_old_driver_names_the_minimum(collections_path, tmp_path):
 @pytest.mark.parametrize("name", ["Bad Name", "", "a/b"])
 def test_bad_model_name_fails_with_the_rule(collections_path, tmp_path, name):
     proc, dummy = preflight(collections_path, tmp_path, "cpu-x86-avx2.json", "smollm2-135m.json",
-                        vllm_backend="cpu", vllm_model_name=name)
+                            vllm_backend="cpu", vllm_model_name=name)
     assert proc.returncode != 0
     assert "vllm_model_name" in proc.stdout
