@@ -10,6 +10,8 @@ import shutil
 import sys
 import tempfile
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES_SOURCE = os.path.join(ROOT, "tests", "unit", "fixtures")
 
@@ -37,3 +39,9 @@ def _decode_pci_names(src, dest):
 
 FIXTURES = os.path.join(_tree, "fixtures")
 _decode_pci_names(FIXTURES_SOURCE, FIXTURES)
+
+
+@pytest.fixture(scope="session")
+def collections_path():
+    """A directory whose ansible_collections/kunpeng/vllm is this checkout (for ansible-playbook runs)."""
+    return _tree

@@ -7,6 +7,7 @@ roles, the two are kept in step by a test rather than by hand.
 """
 
 import os
+import re
 
 import pytest
 import yaml
@@ -48,3 +49,29 @@ def test_readme_lists_every_variable(role):
         readme = handle.read()
     missing = sorted(name for name in specs if f"`{name}`" not in readme)
     assert not missing, f"{role}/README.md does not list: {missing}"
+
+
+def _used_variables(role):
+    """Public variables the role's files mention (tags excluded)."""
+    used = set()
+    for folder in ("tasks", "templates", "handlers", "vars", "defaults"):
+        path = os.path.join(ROLES, role, folder)
+        if not os.path.isdir(path):
+            continue
+        for name in os.listdir(path):
+            with open(os.path.join(path, name), encoding="utf-8") as handle:
+                lines = handle.read().splitlines()
+            if folder == "defaults":  # a default's own key is not a use of it
+                lines = [line.split(":", 1)[1] if re.match(r"^[a-z_0-9]+:", line) else line for line in lines]
+            # Tags, comments and module option keys (``ascend_root:``) are not variables.
+            text = "\n".join(line for line in lines if "tags:" not in line and not line.lstrip().startswith("#"))
+            used |= set(re.findall(rf"(?<![\w./-]){role}_[a-z0-9_]*[a-z0-9](?![\w:])", text))
+    return used
+
+
+@pytest.mark.parametrize("role", _roles())
+def test_every_documented_variable_is_used_and_every_used_one_documented(role):
+    specs = _load(os.path.join(ROLES, role, "meta", "argument_specs.yml"))["argument_specs"]["main"]["options"]
+    used = _used_variables(role)
+    assert sorted(set(specs) - used) == [], f"{role}: documented but never used"
+    assert sorted(used - set(specs)) == [], f"{role}: used but not documented"

@@ -17,13 +17,11 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 import pytest
+from playbook_run import run_playbook
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-PLAYBOOKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "playbooks")
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 MAKE_SYSFS = os.path.join(ROOT, "molecule", "ascend", "doubles", "make-sysfs.sh")
 VERSIONS = os.path.join(ROOT, "tests", "unit", "fixtures", "ascend", "versions")
 
@@ -50,15 +48,6 @@ V2 = {
 }
 # Tasks of the role that come after the preflight: none may run on a refusal.
 LATER_TASKS = ("Create the run user", "Create the staging directory", "Copy the packages", "Run the installer")
-
-
-@pytest.fixture(scope="module")
-def collections_path():
-    """A throw-away ansible_collections/kunpeng/vllm symlink to this checkout."""
-    with tempfile.TemporaryDirectory(prefix="kvllm-ascend-") as tree:
-        os.makedirs(os.path.join(tree, "ansible_collections", "kunpeng"))
-        os.symlink(ROOT, os.path.join(tree, "ansible_collections", "kunpeng", "vllm"))
-        yield tree
 
 
 @pytest.fixture
@@ -109,21 +98,6 @@ def role_vars(host, packages):
             "ascend_install_info": str(host / "ascend_install.info"),
         },
     }
-
-
-def run_playbook(collections_path, playbook, extra_vars, *args):
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=collections_path,
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_RETRY_FILES_ENABLED="0",
-        ANSIBLE_LOCALHOST_WARNING="0",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
-    )
-    extra_vars = dict(extra_vars, ansible_python_interpreter=sys.executable)
-    cmd = [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", "-e", json.dumps(extra_vars), *args,
-           os.path.join(PLAYBOOKS, playbook)]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
 def plan(collections_path, host, packages):

@@ -15,16 +15,13 @@ import json
 import os
 import re
 import stat
-import subprocess
 import sys
-import tempfile
 
 import pytest
+from playbook_run import run_playbook
 from conftest import FIXTURES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-PLAYBOOKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "playbooks")
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 # The decoded copy (PCI bus ids restored, see tests/unit/conftest.py).
 H200 = os.path.join(FIXTURES, "nvidia", "h200")
 H200_REAL_RUN = os.path.join(ROOT, "tests", "unit", "fixtures", "nvidia", "h200", "adopt")
@@ -95,29 +92,6 @@ def facts_for(platform, arch, probe):
         service_mgr="systemd",
         kunpeng_accelerators=probe,
     )
-
-
-@pytest.fixture(scope="module")
-def collections_path():
-    """A throw-away ansible_collections/kunpeng/vllm symlink to this checkout."""
-    with tempfile.TemporaryDirectory(prefix="kvllm-nvidia-") as tree:
-        os.makedirs(os.path.join(tree, "ansible_collections", "kunpeng"))
-        os.symlink(ROOT, os.path.join(tree, "ansible_collections", "kunpeng", "vllm"))
-        yield tree
-
-
-def run_playbook(collections_path, playbook, extra_vars, *args):
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=collections_path,
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_RETRY_FILES_ENABLED="0",
-        ANSIBLE_LOCALHOST_WARNING="0",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
-    )
-    extra_vars = dict(extra_vars, ansible_python_interpreter=sys.executable)
-    cmd = [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", "-e", json.dumps(extra_vars), *args, os.path.join(PLAYBOOKS, playbook)]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
 def plan(collections_path, tmp_path, platform, arch, probe=None, **role_vars):

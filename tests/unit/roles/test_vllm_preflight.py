@@ -9,24 +9,13 @@ and asserts the message an operator would read.
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 
 import pytest
+from playbook_run import run_playbook
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 FIX = os.path.join(ROOT, "tests", "unit", "fixtures")
-PLAYBOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "playbooks", "vllm_preflight.yml")
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-
-
-@pytest.fixture(scope="module")
-def collections_path():
-    with tempfile.TemporaryDirectory(prefix="kvllm-vllm-") as tree:
-        os.makedirs(os.path.join(tree, "ansible_collections", "kunpeng"))
-        os.symlink(ROOT, os.path.join(tree, "ansible_collections", "kunpeng", "vllm"))
-        yield tree
 
 
 def preflight(collections_path, tmp_path, probe, model, **extra):
@@ -35,7 +24,6 @@ def preflight(collections_path, tmp_path, probe, model, **extra):
     shutil.copy(os.path.join(FIX, "models", model), model_dir / "config.json")
     out = tmp_path / "plan.json"
     extra_vars = {
-        "ansible_python_interpreter": sys.executable,
         "vllm_python": sys.executable,
         "probe_fixture": os.path.join(FIX, "plan", probe),
         "out": str(out),
@@ -44,10 +32,7 @@ def preflight(collections_path, tmp_path, probe, model, **extra):
         "vllm_model_src": str(model_dir),
     }
     extra_vars.update(extra)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path, ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", "--check", "-e", json.dumps(extra_vars), PLAYBOOK],
-                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    proc = run_playbook(collections_path, "vllm_preflight.yml", extra_vars, "--check")
     plan = json.loads(out.read_text()) if proc.returncode == 0 else None
     return proc, plan
 
