@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 from playbook_run import run_playbook

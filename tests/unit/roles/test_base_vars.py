@@ -9,7 +9,6 @@ argument_specs stops a wrongly typed variable before anything changes.
 import json
 import os
 import re
-import sys
 
 import pytest
 from playbook_run import run_playbook

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import stat
-import sys
 
 import pytest
 from playbook_run import run_playbook
