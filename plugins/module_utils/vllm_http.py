@@ -198,11 +198,15 @@ def parse_unit_show(text):
     return state
 
 
-def unit_problem(state, inactive_for):
+def unit_problem(state, inactive_for, restarts_before=None):
     """Return why the unit cannot become ready, or None while it still may.
 
     ``failed`` is final (systemd gave up restarting).  ``inactive`` is also
     final once it lasted ``INACTIVE_GRACE_S``: nothing is starting it again.
+    A rise of ``NRestarts`` over ``restarts_before`` (the count when the wait
+    began) means the server crashed while starting and ``Restart=on-failure``
+    brought it back: a crash loop looks "activating"/"active" to systemd and
+    would otherwise use up the whole deadline.
     Any other state (activating, auto-restart, active) keeps the wait going.
     """
     active = state.get("ActiveState", "")
@@ -212,6 +216,9 @@ def unit_problem(state, inactive_for):
         return "the unit has failed (" + summary + ")"
     if active == "inactive" and inactive_for >= INACTIVE_GRACE_S:
         return f"the unit stays inactive ({summary}); nothing is starting it"
+    restarts = state.get("NRestarts")
+    if isinstance(restarts, int) and isinstance(restarts_before, int) and restarts > restarts_before:
+        return f"the server crashed while starting and systemd restarted it ({summary}, {restarts_before} when the wait began)"
     return None
 
 

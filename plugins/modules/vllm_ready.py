@@ -20,7 +20,8 @@ description:
   - Returns the answer, the request latency, the generated token count and the resulting tokens per second,
     so a play can report what the deployment delivers.
   - With O(service), the systemd unit is read on every poll (C(systemctl show)). A unit in state C(failed),
-    or one that stays C(inactive), ends the wait at once; the failure message and the RV(journal) key then
+    or one that stays C(inactive), or one that systemd restarted after a crash during the wait
+    (C(NRestarts) rose), ends the wait at once; the failure message and the RV(journal) key then
     carry the unit's last 40 journal lines instead of making the play wait for the whole O(timeout).
   - Read-only, so it also runs in check mode. It never reports a change.
 author:
@@ -191,6 +192,7 @@ class UnitWatch:
         self.systemctl = module.get_bin_path("systemctl", required=True)
         self.state = {}
         self.inactive_since = None
+        self.restarts_before = None
 
     def _run(self, args):
         return self.module.run_command(args, environ_update={"LC_ALL": "C"})
@@ -207,12 +209,14 @@ class UnitWatch:
         if rc != 0:
             raise VllmNotReady(f"systemctl show {self.service} failed: {(err or out).strip()}")
         self.state = vllm_http.parse_unit_show(out)
+        if self.restarts_before is None:
+            self.restarts_before = self.state.get("NRestarts")
         now = time.monotonic()
         if self.state.get("ActiveState") == "inactive":
             self.inactive_since = self.inactive_since or now
         else:
             self.inactive_since = None
-        problem = vllm_http.unit_problem(self.state, now - self.inactive_since if self.inactive_since else 0)
+        problem = vllm_http.unit_problem(self.state, now - self.inactive_since if self.inactive_since else 0, self.restarts_before)
         if problem:
             journal = self.journal()
             raise VllmNotReady(f"{self.service}: {problem}. Last journal lines:\n" + "\n".join(journal),

