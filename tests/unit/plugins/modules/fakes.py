@@ -18,14 +18,12 @@ import os
 import re
 import shutil
 from typing import Any, Dict, Iterable, List, Optional, Tuple
-from unittest import mock
 
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.kunpeng.vllm.plugins.module_utils.nvidia_smi import QUERY_ARGS
 from ansible_collections.kunpeng.vllm.plugins.modules import accelerator_facts
 
 from conftest import FIXTURES
+from module_runner import run_main
 
 Args = Tuple[str, ...]
 
@@ -224,38 +222,13 @@ def nvidia_host(tmp_path: str, case_dir: str, architecture: str = "x86_64") -> D
     }
 
 
-class ModuleExit(Exception):
-    """Raised instead of exiting; ``result`` holds what the module returned."""
-
-    def __init__(self, result: Dict[str, Any], failed: bool) -> None:
-        super().__init__(result)
-        self.result, self.failed = result, failed
-
-
 def run_module(args: Dict[str, Any], check_mode: bool = False) -> Tuple[Dict[str, Any], List[str]]:
     """Run accelerator_facts in-process; return ``(result, warnings)``. Raises if the module failed."""
     warnings: List[str] = []
-
-    def exit_json(self, **kwargs):
-        raise ModuleExit(kwargs, False)
-
-    def fail_json(self, **kwargs):
-        raise ModuleExit(kwargs, True)
-
-    module_args = dict(args)
-    if check_mode:
-        module_args["_ansible_check_mode"] = True
-    with patch_module_args(module_args), \
-            mock.patch.object(basic.AnsibleModule, "exit_json", exit_json), \
-            mock.patch.object(basic.AnsibleModule, "fail_json", fail_json), \
-            mock.patch.object(basic.AnsibleModule, "warn", lambda self, msg: warnings.append(msg)):
-        try:
-            accelerator_facts.main()
-        except ModuleExit as exc:
-            if exc.failed:
-                raise AssertionError(f"module failed: {exc.result!r}") from None
-            return exc.result, warnings
-    raise AssertionError("module returned without exit_json")
+    failed, result = run_main(accelerator_facts.main, args, check_mode, warnings)
+    if failed:
+        raise AssertionError(f"module failed: {result!r}")
+    return result, warnings
 
 
 def facts_of(result: Dict[str, Any]) -> Dict[str, Any]:

@@ -3,41 +3,16 @@
 import copy
 import json
 import os
-from unittest import mock
 
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 from conftest import FIXTURES
+from module_runner import run_main
 
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan
 
 
-class ModuleExit(Exception):
-    def __init__(self, result, failed):
-        super().__init__(result)
-        self.result, self.failed = result, failed
-
-
 def run(args, check_mode=False):
     """Run the module in-process; return ``(failed, result)``."""
-
-    def exit_json(self, **kwargs):
-        raise ModuleExit(kwargs, False)
-
-    def fail_json(self, **kwargs):
-        raise ModuleExit(kwargs, True)
-
-    module_args = dict(args)
-    if check_mode:
-        module_args["_ansible_check_mode"] = True
-    with patch_module_args(module_args), \
-            mock.patch.object(basic.AnsibleModule, "exit_json", exit_json), \
-            mock.patch.object(basic.AnsibleModule, "fail_json", fail_json):
-        try:
-            vllm_plan.main()
-        except ModuleExit as exc:
-            return exc.failed, exc.result
-    raise AssertionError("module returned without exit_json/fail_json")
+    return run_main(vllm_plan.main, args, check_mode)
 
 
 def load(*parts):

@@ -17,12 +17,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from unittest import mock
 
 import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import vllm_http
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_ready
 from conftest import FIXTURES
+from module_runner import run_main
 
 
 def fixture(name):
@@ -106,32 +105,9 @@ def server(monkeypatch):
     httpd.server_close()
 
 
-class ModuleExit(Exception):
-    def __init__(self, result, failed):
-        super().__init__(result)
-        self.result, self.failed = result, failed
-
-
 def run(args, check_mode=False):
     """Run the module in-process; return ``(failed, result)``."""
-
-    def exit_json(self, **kwargs):
-        raise ModuleExit(kwargs, False)
-
-    def fail_json(self, **kwargs):
-        raise ModuleExit(kwargs, True)
-
-    module_args = dict(args)
-    if check_mode:
-        module_args["_ansible_check_mode"] = True
-    with patch_module_args(module_args), \
-            mock.patch.object(basic.AnsibleModule, "exit_json", exit_json), \
-            mock.patch.object(basic.AnsibleModule, "fail_json", fail_json):
-        try:
-            vllm_ready.main()
-        except ModuleExit as exc:
-            return exc.failed, exc.result
-    raise AssertionError("module returned without exit_json/fail_json")
+    return run_main(vllm_ready.main, args, check_mode)
 
 
 def test_ready_immediately(server):
