@@ -157,13 +157,8 @@ seealso:
   - name: CUDA minor version compatibility
     description: The minimum driver of each CUDA major release.
     link: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
+extends_documentation_fragment:
+  - kunpeng.vllm.attributes.read_only
 """
 
 EXAMPLES = r"""

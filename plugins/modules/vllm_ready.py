@@ -86,13 +86,8 @@ seealso:
   - name: vLLM OpenAI-compatible server
     description: The endpoints this module calls.
     link: https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
+extends_documentation_fragment:
+  - kunpeng.vllm.attributes.read_only
 """
 
 EXAMPLES = r"""
