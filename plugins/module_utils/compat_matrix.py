@@ -247,6 +247,35 @@ def check_atlas_series(series: Optional[str]) -> List[str]:
                       "(300I Duo / 310P experimentally)")
 
 
+# --- the requested backend against the probe ----------------------------------------------------
+
+_BACKEND_HARDWARE = {
+    # backend: (PCI count key of kunpeng_accelerators.pci, probe section, its device list, the device, its tool)
+    "cuda": ("nvidia_count", "nvidia", "gpus", "NVIDIA GPU", "nvidia-smi"),
+    "ascend": ("ascend_count", "ascend", "devices", "Ascend NPU", "npu-smi"),
+}
+
+
+def backend_problem(backend: str, facts: Dict[str, Any]) -> Optional[str]:
+    """Why the probe contradicts a forced backend, or ``None``.
+
+    The hardware decides, not the driver: an NVIDIA or Ascend device on the PCI
+    bus is enough (the driver role installs the driver), so only a host with no
+    such device at all is refused.  The cpu backend runs anywhere, and without
+    probe facts nothing can be said.
+    """
+    if not facts or backend not in _BACKEND_HARDWARE:
+        return None
+    pci_key, section, devices_key, device, tool = _BACKEND_HARDWARE[backend]
+    if (facts.get("pci") or {}).get(pci_key) or (facts.get(section) or {}).get(devices_key):
+        return None
+    summary = facts.get("summary") or {}
+    probed = summary.get("backend") or "cpu"
+    return (f"vllm_backend is {backend}, but the probe found no {device} on the PCI bus or through {tool}: "
+            f"{summary.get('backend_reason') or 'no accelerator'} (probed backend {probed}). Set vllm_backend to auto "
+            f"or {probed}, or run the play against a host with an {device}")
+
+
 # --- row selection ---------------------------------------------------------------------------
 
 def _cann_ok(cann: Optional[str], row: Dict[str, Any]) -> bool:

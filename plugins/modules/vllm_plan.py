@@ -420,6 +420,10 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
         backend = (facts.get("summary") or {}).get("backend")
         if not backend:
             raise PlanError("backend auto needs the accelerators fact (kunpeng_accelerators); or set backend")
+    else:
+        problem = compat_matrix.backend_problem(backend, facts)
+        if problem:
+            raise CompatError(problem)
     params = dict(params, atlas_series=compat_matrix.atlas_series(facts) if backend == "ascend" else None)
     notes: List[str] = []
     plan: Dict[str, Any] = {"backend": backend}
@@ -482,30 +486,33 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     return plan
 
 
+ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
+    accelerators=dict(type="dict"),
+    backend=dict(type="str", default="auto", choices=["auto", "ascend", "cuda", "cpu"]),
+    vllm_version=dict(type="str"),
+    vllm_ascend_version=dict(type="str"),
+    torch_npu_version=dict(type="str"),
+    python_version=dict(type="str"),
+    model_config=dict(type="dict"),
+    model_config_path=dict(type="path"),
+    model_name=dict(type="str"),
+    params_b=dict(type="float"),
+    weight_dtype=dict(type="str", default="auto", choices=["auto"] + sorted(capacity.WEIGHT_FORMATS)),
+    nodes=dict(type="int", default=1),
+    devices_per_node=dict(type="int"),
+    device_memory_mib=dict(type="int"),
+    host_memory_mib=dict(type="int"),
+    kv_cache_space_gib=dict(type="float", default=4),
+    concurrent_sequences=dict(type="int", default=1),
+    min_model_len=dict(type="int", default=4096),
+    requested_engine_args=dict(type="dict", default={}),
+    fail_on_misfit=dict(type="bool", default=True),
+)
+
+
 def main() -> None:
     module = AnsibleModule(
-        argument_spec=dict(
-            accelerators=dict(type="dict"),
-            backend=dict(type="str", default="auto", choices=["auto", "ascend", "cuda", "cpu"]),
-            vllm_version=dict(type="str"),
-            vllm_ascend_version=dict(type="str"),
-            torch_npu_version=dict(type="str"),
-            python_version=dict(type="str"),
-            model_config=dict(type="dict"),
-            model_config_path=dict(type="path"),
-            model_name=dict(type="str"),
-            params_b=dict(type="float"),
-            weight_dtype=dict(type="str", default="auto", choices=["auto"] + sorted(capacity.WEIGHT_FORMATS)),
-            nodes=dict(type="int", default=1),
-            devices_per_node=dict(type="int"),
-            device_memory_mib=dict(type="int"),
-            host_memory_mib=dict(type="int"),
-            kv_cache_space_gib=dict(type="float", default=4),
-            concurrent_sequences=dict(type="int", default=1),
-            min_model_len=dict(type="int", default=4096),
-            requested_engine_args=dict(type="dict", default={}),
-            fail_on_misfit=dict(type="bool", default=True),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         mutually_exclusive=[("model_config", "model_config_path", "params_b")],
         supports_check_mode=True,
     )

@@ -1,0 +1,91 @@
+"""vllm_plan's decisions on probed hosts, as pure-Python calls of build_plan.
+
+The facts come from running the real accelerator_facts module on the
+committed host fixtures (fakes.py replays sysfs, /proc and the vendor tools),
+so a plan is only ever tested against facts the probe really produces.
+"""
+
+import copy
+import os
+
+import fakes
+import pytest
+from conftest import FIXTURES
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import CompatError
+from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan
+
+A2 = os.path.join(FIXTURES, "ascend", "atlas-800i-a2")
+A2_SYSFS = os.path.join(FIXTURES, "sysfs", "atlas-800i-a2")
+PLAIN_SYSFS = os.path.join(FIXTURES, "sysfs", "plain-x86")
+H100 = os.path.join(FIXTURES, "nvidia", "hgx-h100")
+V100 = os.path.join(FIXTURES, "plan", "hosts", "v100-sxm2-driver580")
+
+
+def _a2(tmp, driver=True):
+    args = fakes.host_args(tmp, A2_SYSFS, "kunpeng920", "aarch64", **fakes.ascend_root(tmp))
+    if driver:
+        fakes.write_tool(args["tool_path"][0], "npu-smi", fakes.npu_smi_replies(A2))
+    return args
+
+
+# name: module arguments of accelerator_facts replaying that host
+HOSTS = {
+    "cpu-x86": lambda tmp: fakes.host_args(tmp, PLAIN_SYSFS, "x86-avx2", "x86_64"),
+    "hgx-h100": lambda tmp: fakes.nvidia_host(tmp, H100),
+    "hgx-h100-no-driver": lambda tmp: fakes.host_args(tmp, os.path.join(H100, "sysfs"), H100, "x86_64"),
+    "atlas-800i-a2": _a2,
+    "atlas-800i-a2-no-driver": lambda tmp: _a2(tmp, driver=False),
+    "v100-driver580": lambda tmp: fakes.nvidia_host(tmp, V100),
+}
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    """``probe(name)``: the kunpeng_accelerators fact of a replayed host (probed once per module)."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            result, dummy = fakes.run_module(HOSTS[name](str(tmp_path_factory.mktemp(name))))
+            cache[name] = fakes.facts_of(result)
+        return copy.deepcopy(cache[name])
+
+    return get
+
+
+def plan(facts, **params):
+    """build_plan with the module's defaults, as Ansible would call it."""
+    args = {name: copy.deepcopy(spec.get("default")) for name, spec in vllm_plan.ARGUMENT_SPEC.items()}
+    args.update(accelerators=facts, **params)
+    return vllm_plan.build_plan(args)
+
+
+def model(name):
+    return os.path.join(FIXTURES, "models", name + ".json")
+
+
+# --- the requested backend against the probe ------------------------------------------------------
+
+@pytest.mark.parametrize("host,backend,device,found", [
+    ("cpu-x86", "cuda", "NVIDIA GPU", "no Ascend NPU or NVIDIA GPU"),
+    ("cpu-x86", "ascend", "Ascend NPU", "no Ascend NPU or NVIDIA GPU"),
+    ("atlas-800i-a2", "cuda", "NVIDIA GPU", "npu-smi reports 8 Ascend chip(s)"),
+    ("hgx-h100", "ascend", "Ascend NPU", "nvidia-smi reports 8 GPU(s)"),
+])
+def test_forced_backend_the_probe_contradicts_is_refused(probe, host, backend, device, found):
+    with pytest.raises(CompatError) as info:
+        plan(probe(host), backend=backend, python_version="3.11")
+    msg = str(info.value)
+    assert msg.startswith(f"vllm_backend is {backend}, but the probe found no {device}"), msg
+    assert found in msg and "Set vllm_backend to auto" in msg
+
+
+@pytest.mark.parametrize("host,backend", [
+    ("hgx-h100-no-driver", "cuda"),         # GPUs on the PCI bus, driver not installed yet
+    ("atlas-800i-a2-no-driver", "ascend"),  # NPUs on the PCI bus, npu-smi missing
+    ("hgx-h100", "cpu"),                    # the CPU backend runs anywhere
+])
+def test_forced_backend_with_its_hardware_is_planned(probe, host, backend):
+    result = plan(probe(host), backend=backend, python_version="3.11")
+    assert result["backend"] == backend
