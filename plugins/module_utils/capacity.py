@@ -437,30 +437,55 @@ def _summary(model: Dict[str, Any], layout: Dict[str, Any], hw: Dict[str, Any], 
     }
 
 
+# The most accelerators one host carries (Atlas 800I A3: 16 chips); "more devices" fixes stay within one host.
+MAX_DEVICES_PER_HOST = 16
+
+
+def _larger_devices(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, kw: Dict[str, Any], ep_for: Any) -> Optional[Dict[str, Any]]:
+    """The device memory that would hold the model at the largest tensor-parallel size of this host.
+
+    Solves ``memory x utilization - max(1 GiB, 5% of it) >= weights + KV`` for the memory, the margin rule of
+    :func:`evaluate`.
+    """
+    sizes = valid_tensor_parallel(model, hw["devices_per_node"])
+    tp = sizes[-1]
+    layout = evaluate(model, hw, fmt, tp, 1, 1, ep_for(tp, 1), **kw)
+    load = layout["weights"] + layout["kv_need"]
+    available = max(load + GIB, load / 0.95)
+    return {"tp": tp, "gib": math.ceil(available / kw["utilization"] / GIB)}
+
+
 def _fixes(model: Dict[str, Any], hw: Dict[str, Any], layout: Dict[str, Any], want_len: Optional[int],
            kw: Dict[str, Any], ep_for: Any, options: Dict[str, Any]) -> List[str]:
-    """Cheapest first: a shorter context, then more nodes of the same devices, then smaller weights."""
+    """Cheapest first: a shorter context, smaller weights, larger devices, more devices in one host.
+
+    Every fix keeps the instance on one host: serving one instance from several hosts is not supported yet.
+    """
     fixes: List[str] = []
     per_node, nodes = hw["devices_per_node"], hw["nodes"]
     if layout["kv_budget"] > 0 and layout["max_len"] and layout["max_len"] >= BLOCK:
         fixes.append(f"a shorter context: max_model_len {layout['max_len']} fits at tensor_parallel_size {layout['tp']}"
                      + (f", pipeline_parallel_size {layout['pp']}" if layout["pp"] > 1 else ""))
-    big = dict(hw, nodes=64)
-    found, dummy = _search(model, big, layout["fmt"], per_node * 64, ep_for=ep_for, **kw)
-    if found:
-        need = _nodes_for(found["devices"], per_node)
-        if need > nodes:
-            fixes.append(f"{need} nodes of {per_node} such devices ({found['devices']} devices: tensor_parallel_size {found['tp']}, "
-                         f"pipeline_parallel_size {found['pp']})")
     current = WEIGHT_FORMATS[layout["fmt"]]
     for fmt in options.get("smaller_formats", []):
         if WEIGHT_FORMATS[fmt] >= current:
             continue
         found, dummy = _search(model, hw, fmt, per_node * nodes, ep_for=ep_for, **kw)
         if found:
-            fixes.append(f"{fmt} weights ({_gib(weight_bytes(model, fmt))} GiB) fit at tensor_parallel_size {found['tp']}"
+            fixes.append(f"quantised weights: {fmt} ({_gib(weight_bytes(model, fmt))} GiB) fit at tensor_parallel_size {found['tp']}"
                          + (f", pipeline_parallel_size {found['pp']}" if found["pp"] > 1 else ""))
             break
+    larger = _larger_devices(model, hw, layout["fmt"], kw, ep_for)
+    if larger["gib"] * GIB > hw["device_memory_mib"] * MIB:
+        fixes.append(f"larger devices: {per_node} with at least {larger['gib']} GiB each (tensor_parallel_size {larger['tp']})")
+    count = per_node * 2
+    while count <= MAX_DEVICES_PER_HOST:
+        found, dummy = _search(model, dict(hw, devices_per_node=count, nodes=1), layout["fmt"], count, ep_for=ep_for, **kw)
+        if found:
+            fixes.append(f"more devices: a host with {count} such devices (tensor_parallel_size {found['tp']}"
+                         + (f", pipeline_parallel_size {found['pp']})" if found["pp"] > 1 else ")"))
+            break
+        count *= 2
     return fixes
 
 

@@ -21,14 +21,16 @@ description:
     row newer than the driver, a Python outside the row's range, an Ascend 910 (Atlas A1), or an FP8 checkpoint on Ascend.
   - Counts the model's parameters from its C(config.json) (Llama/Qwen2-style dense models and DeepSeek-V2/V3 MoE
     with MLA), or takes O(params_b) and O(weight_dtype), and computes weight bytes, KV-cache bytes per token, the smallest
-    tensor-parallel size that fits, pipeline stages across nodes when one node is not enough, expert parallelism for MoE,
-    and the largest C(max_model_len) the KV budget allows (capped by C(max_position_embeddings)).
+    tensor-parallel size that fits, pipeline stages within the node when tensor parallelism alone is not enough,
+    expert parallelism for MoE, and the largest C(max_model_len) the KV budget allows (capped by
+    C(max_position_embeddings)).
   - "The memory model: per device, C(device memory x gpu_memory_utilization) must hold the weight share, a margin of
     the larger of 1 GiB and 5% of that budget for activations and graph capture, and the KV cache of at least one full sequence
     (O(concurrent_sequences) of them). On the CPU backend host memory must hold the weights, O(kv_cache_space_gib) and
     the larger of 3 GiB and 10% of host memory for the runtime."
   - A request that does not fit fails (O(fail_on_misfit)) with the numbers (needed against available per device) and the
-    cheapest fixes (a shorter context, how many nodes of the same devices, or smaller weights).
+    cheapest fixes (a shorter context, quantised weights, larger devices, or a host with more devices). One instance
+    is served from one node; multi-node serving is not supported yet.
   - Sets the fact C(kunpeng_vllm_plan) with the same keys as the module result. Never changes the node, so check mode
     gives the same result as a normal run.
 author:
@@ -104,7 +106,8 @@ options:
     default: auto
   nodes:
     description:
-      - Number of identical nodes available for one model instance.
+      - Number of nodes one model instance spans (the role's C(vllm_nodes)). Only C(1) is accepted; multi-node serving
+        is not supported yet, and a larger value fails before anything is planned.
     type: int
     default: 1
   devices_per_node:
@@ -254,7 +257,7 @@ fixes:
   elements: str
   sample: []
 nodes_needed:
-  description: Nodes the chosen layout spans.
+  description: Nodes the chosen layout spans (always 1 while one instance is served from one node).
   returned: when a capacity check ran
   type: int
   sample: 1
@@ -453,6 +456,10 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
         problem = compat_matrix.backend_problem(backend, facts)
         if problem:
             raise CompatError(problem)
+    if params["nodes"] > 1:
+        raise PlanError(f"vllm_nodes is {params['nodes']}: multi-node serving is not yet supported, one instance is served "
+                        "from one node. Set vllm_nodes to 1; a model that does not fit one node gets its fixes from the plan "
+                        "(quantised weights, larger devices, a host with more devices)")
     params = dict(params, atlas_series=compat_matrix.atlas_series(facts) if backend == "ascend" else None)
     params.update(_versions(backend, params))
     notes: List[str] = []
@@ -495,10 +502,6 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
                         nodes_needed=result["nodes_needed"])
             if not result["fits"]:
                 plan["misfit"] = capacity.misfit_message(model, result, hw, backend)
-            elif result["nodes_needed"] > 1:
-                notes.append(f"The model spans {result['nodes_needed']} nodes: pipeline_parallel_size "
-                             f"{engine_args['pipeline_parallel_size']} across nodes needs the Ray executor "
-                             "(distributed_executor_backend: ray).")
             if model["moe"] and backend == "ascend" and engine_args.get("enable_expert_parallel"):
                 notes.append("vllm-ascend's DeepSeek guides also run MoE models as data parallel attention with expert "
                              "parallelism (for example data_parallel_size 4, tensor_parallel_size 4 over two 8-card nodes).")

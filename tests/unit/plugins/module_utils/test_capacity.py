@@ -112,16 +112,29 @@ def test_deepseek_v3_fp8_fits_eight_h200_at_tp8():
     assert n["per_device_weights_gib"] == pytest.approx(79, abs=1)
 
 
-def test_deepseek_v3_fp8_does_not_fit_one_a100_node_and_asks_for_two():
+def test_deepseek_v3_fp8_does_not_fit_one_a100_node_and_gets_one_host_fixes():
     result = cap.plan_accelerator(model("deepseek-v3"), hw(A100_80G_MIB), {}, OPTIONS)
     assert result["fits"] is False
     n = result["numbers"]
     assert n["available_gib"] == 72.0  # 80 GiB x 0.9; 8 x 72 = 576 GiB < 625 GiB of weights
     assert n["weights_gib"] > 8 * n["available_gib"]
-    assert result["fixes"][0].startswith("2 nodes of 8 such devices")
-    assert "pipeline_parallel_size 2" in result["fixes"][0]
+    # serving from several nodes is not supported: every fix keeps the instance on one host
+    assert result["fixes"] == [
+        "quantised weights: int4 (321.85 GiB) fit at tensor_parallel_size 8",
+        "larger devices: 8 with at least 93 GiB each (tensor_parallel_size 8)",
+        "more devices: a host with 16 such devices (tensor_parallel_size 16)",
+    ]
     message = cap.misfit_message(model("deepseek-v3"), result, hw(A100_80G_MIB), "cuda")
-    assert "72.0 GiB available" in message and "Cheapest fix: 2 nodes" in message
+    assert "72.0 GiB available" in message and "Cheapest fix: quantised weights: int4" in message
+    assert "nodes" not in message.split("Cheapest fix")[1]
+
+
+def test_larger_devices_fix_would_fit():
+    """The memory the fix names is enough: the same layout fits on devices of that size."""
+    result = cap.plan_accelerator(model("deepseek-v3"), hw(A100_80G_MIB), {}, OPTIONS)
+    gib = int(result["fixes"][1].split("at least ")[1].split(" GiB")[0])
+    assert cap.plan_accelerator(model("deepseek-v3"), hw(gib * 1024), {}, OPTIONS)["fits"] is True
+    assert cap.plan_accelerator(model("deepseek-v3"), hw((gib - 1) * 1024), {}, OPTIONS)["fits"] is False
 
 
 def test_deepseek_v3_fp8_on_two_a100_nodes_runs_pipeline_two():
@@ -150,8 +163,8 @@ def test_r1_w8a8_on_one_910b4_node_does_not_fit():
     result = cap.plan_accelerator(model("deepseek-v3", "w8a8"), hw(A2_32G_MIB), {}, dict(OPTIONS, smaller_formats=["w8a8", "w4a8"]))
     assert result["fits"] is False
     assert result["numbers"]["available_gib"] == pytest.approx(28.8)
-    assert result["fixes"][0].startswith("3 nodes of 8 such devices")
-    assert any(fix.startswith("w4a8 weights") for fix in result["fixes"]) is False  # 4-bit still needs ~322 GiB > 230 GiB
+    assert result["fixes"] == ["larger devices: 8 with at least 93 GiB each (tensor_parallel_size 8)"]
+    # w4a8 still needs ~322 GiB > 8 x 28.8 GiB, and 16 such NPUs (461 GiB) hold no 625 GiB of w8a8 weights
 
 
 def test_r1_distill_qwen_7b_on_one_h200():

@@ -92,57 +92,58 @@ def test_driver_535_gets_the_cuda_12_row_when_no_version_is_pinned():
     assert result["fits"] is None  # no model given
 
 
-def test_deepseek_v3_on_one_a100_node_fails_with_numbers_and_the_node_count():
+def test_deepseek_v3_on_one_a100_node_fails_with_numbers_and_one_host_fixes():
     result = fails({"accelerators": host("a100-80g-x8-driver580"), "model_config": model("deepseek-v3"), "model_name": "DeepSeek-V3"})
     msg = result["msg"]
     assert "DeepSeek-V3 (671.03B params, fp8 weights 625.09 GiB) does not fit 1 node(s) x 8 x 80.0 GiB" in msg
     assert "72.0 GiB available" in msg
-    assert "Cheapest fix: 2 nodes of 8 such devices (16 devices: tensor_parallel_size 8, pipeline_parallel_size 2)" in msg
+    assert "Cheapest fix: quantised weights: int4 (321.85 GiB) fit at tensor_parallel_size 8." in msg
+    assert "larger devices: 8 with at least 93 GiB each" in msg and "more devices: a host with 16 such devices" in msg
+    assert "nodes of" not in msg
     assert result["fits"] is False and result["fp8_mode"] == "weight_only"
 
 
 def test_misfit_can_be_reported_without_failing():
     result = ok({"accelerators": host("a100-80g-x8-driver580"), "model_config": model("deepseek-v3"), "fail_on_misfit": False})
     assert result["fits"] is False and "does not fit" in result["misfit"]
-    assert result["fixes"][0].startswith("2 nodes")
+    assert result["fixes"][0].startswith("quantised weights: int4")
 
 
-def test_two_a100_nodes_plan_pipeline_two_weight_only_fp8():
-    result = ok({"accelerators": host("a100-80g-x8-driver580"), "model_config": model("deepseek-v3"), "nodes": 2})
-    assert result["engine_args"]["pipeline_parallel_size"] == 2 and result["nodes_needed"] == 2
-    assert result["fp8_mode"] == "weight_only"
-    assert any("Ray executor" in note for note in result["notes"])
-    assert any("weight-only" in note for note in result["notes"])
+def test_more_than_one_node_is_refused():
+    result = fails({"accelerators": host("a100-80g-x8-driver580"), "model_config": model("deepseek-v3"), "nodes": 2})
+    assert result["msg"].startswith("vllm_nodes is 2: multi-node serving is not yet supported")
 
 
-def test_r1_w8a8_on_two_atlas_a2_64g_nodes():
+def test_r1_w8a8_on_one_atlas_a2_64g_node_needs_a_bigger_host():
     result = ok({"accelerators": host("atlas-800i-a2-64g"), "vllm_ascend_version": "0.11.0", "python_version": "3.11",
-                 "model_config": model("deepseek-v3"), "weight_dtype": "w8a8", "nodes": 2})
+                 "model_config": model("deepseek-v3"), "weight_dtype": "w8a8", "fail_on_misfit": False})
     assert result["packages"] == ["torch==2.7.1", "torch-npu==2.7.1.post1", "vllm==0.11.0", "vllm-ascend==0.11.0"]
     assert result["atlas_series"] == "A2"
     assert result["requirements"] == {"python": ">=3.9,<3.12", "cann": "8.3.RC2", "atlas_series": "A2"}
-    args = result["engine_args"]
-    assert (args["tensor_parallel_size"], args["pipeline_parallel_size"]) == (8, 2)
-    assert args["quantization"] == "ascend" and args["enable_expert_parallel"] is True
+    assert result["fits"] is False
+    assert result["fixes"] == ["quantised weights: w4a8 (321.85 GiB) fit at tensor_parallel_size 8",
+                               "larger devices: 8 with at least 93 GiB each (tensor_parallel_size 8)",
+                               "more devices: a host with 16 such devices (tensor_parallel_size 16)"]
+    assert result["engine_args"]["quantization"] == "ascend" and result["engine_args"]["enable_expert_parallel"] is True
     assert result["fp8_mode"] == "none"
 
 
-def test_r1_w8a8_with_the_guide_layout_is_respected():
-    result = ok({"accelerators": host("atlas-800i-a2-64g"), "model_config": model("deepseek-v3"), "weight_dtype": "w8a8",
-                 "nodes": 2, "requested_engine_args": {"data-parallel-size": 4, "tensor-parallel-size": 4, "enforce-eager": True}})
+def test_requested_layout_is_respected():
+    result = ok({"accelerators": host("atlas-800i-a2-64g"), "model_config": model("deepseek-v2-lite"),
+                 "requested_engine_args": {"data-parallel-size": 2, "tensor-parallel-size": 4, "enforce-eager": True}})
     args = result["engine_args"]
-    assert args["data_parallel_size"] == 4 and args["tensor_parallel_size"] == 4 and args["enforce_eager"] is True
+    assert args["data_parallel_size"] == 2 and args["tensor_parallel_size"] == 4 and args["enforce_eager"] is True
     assert "data-parallel-size" not in args
 
 
 def test_r1_w8a8_on_one_910b4_node_does_not_fit():
     result = fails({"accelerators": host("atlas-800i-a2-32g"), "model_config": model("deepseek-v3"), "weight_dtype": "w8a8"})
     assert "1 node(s) x 8 x 32.0 GiB" in result["msg"] and "28.8 GiB available" in result["msg"]
-    assert "Cheapest fix: 3 nodes of 8 such devices" in result["msg"]
+    assert "Cheapest fix: larger devices: 8 with at least 93 GiB each (tensor_parallel_size 8)." in result["msg"]
 
 
 def test_fp8_checkpoint_on_ascend_fails():
-    result = fails({"accelerators": host("atlas-800i-a2-64g"), "model_config": model("deepseek-v3"), "nodes": 2})
+    result = fails({"accelerators": host("atlas-800i-a2-64g"), "model_config": model("deepseek-v3")})
     assert "FP8 weights do not run on Ascend NPUs" in result["msg"]
 
 
