@@ -269,6 +269,44 @@ def per_device_kv_bytes_per_token(model: Dict[str, Any], kv_bytes: int, tp: int,
     return 2 * layers * kv_heads * model["head_dim"] * kv_bytes
 
 
+# --- the devices an instance may use --------------------------------------------------------------
+
+# backend: (probe section, device list, the key its visible-devices variable names a device by, the variable)
+_VISIBLE_KEYS = {
+    "cuda": ("nvidia", "gpus", ("index", "uuid"), "CUDA_VISIBLE_DEVICES"),
+    "ascend": ("ascend", "devices", ("logic_id",), "ASCEND_RT_VISIBLE_DEVICES"),
+}
+
+
+def visible_devices(backend: str, facts: Dict[str, Any], spec: Any) -> Optional[Dict[str, Any]]:
+    """The devices of ``vllm_visible_devices`` (``"0,1"``), counted and sized from the probe.
+
+    CUDA names a GPU by its index or UUID, Ascend an NPU chip by its logic id (the ids
+    ``ASCEND_RT_VISIBLE_DEVICES`` takes).  Returns ``None`` when every device is visible
+    (empty spec) or the backend has no such variable (cpu); raises :class:`PlanError` for
+    an id the probe does not know.  Without a working driver tool the probe lists no
+    devices, so only the count is known.
+    """
+    ids = [part.strip() for part in str(spec if spec is not None else "").split(",") if part.strip()]
+    if not ids or backend not in _VISIBLE_KEYS:
+        return None
+    if len(set(ids)) != len(ids):
+        raise PlanError(f"vllm_visible_devices {spec} names a device twice")
+    section, key, id_keys, variable = _VISIBLE_KEYS[backend]
+    devices = (facts.get(section) or {}).get(key) or []
+    if not devices:
+        return {"ids": ids, "count": len(ids), "memory_mib": None, "variable": variable}
+    chosen = []
+    for wanted in ids:
+        match = next((d for d in devices if any(str(d.get(k)) == wanted for k in id_keys if d.get(k) is not None)), None)
+        if match is None:
+            known = ", ".join(str(d.get(id_keys[0])) for d in devices)
+            raise PlanError(f"vllm_visible_devices {spec}: {wanted} is not a device of this host ({variable} ids here: {known})")
+        chosen.append(match)
+    memory = [d.get("device_memory_mib") for d in chosen if d.get("device_memory_mib")]
+    return {"ids": ids, "count": len(ids), "memory_mib": min(memory) if memory else None, "variable": variable}
+
+
 # --- parallel layouts ----------------------------------------------------------------------------
 
 def valid_tensor_parallel(model: Dict[str, Any], devices_per_node: int) -> List[int]:

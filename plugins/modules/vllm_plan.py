@@ -112,11 +112,20 @@ options:
     default: 1
   devices_per_node:
     description:
-      - Accelerators per node; defaults to C(summary.device_count).
+      - Accelerators per node; defaults to the number of O(visible_devices), else C(summary.device_count).
     type: int
+  visible_devices:
+    description:
+      - The devices the instance may use, as the role's C(vllm_visible_devices) gives them to the service
+        (C(CUDA_VISIBLE_DEVICES) GPU indices or UUIDs, C(ASCEND_RT_VISIBLE_DEVICES) NPU logic ids), for example C(0,1).
+        Only these are counted and their smallest memory is planned for. Empty means every device of the host.
+      - An id the probe does not know fails. Not used on C(cpu).
+    type: str
+    default: ""
   device_memory_mib:
     description:
-      - Memory of one accelerator in MiB; defaults to C(summary.min_device_memory_mib) (the smallest device).
+      - Memory of one accelerator in MiB; defaults to the smallest of O(visible_devices), else
+        C(summary.min_device_memory_mib) (the smallest device).
     type: int
   host_memory_mib:
     description:
@@ -434,11 +443,17 @@ def load_model(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return model
 
 
-def hardware(backend: str, params: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
+def hardware(backend: str, params: Dict[str, Any], facts: Dict[str, Any], notes: List[str]) -> Dict[str, Any]:
     summary = facts.get("summary") or {}
+    visible = capacity.visible_devices(backend, facts, params.get("visible_devices"))
+    if visible:
+        notes.append(f"Planned for the {visible['count']} visible device(s) {','.join(visible['ids'])} "
+                     f"({visible['variable']}) of the host's {summary.get('device_count') or 'unknown number of'}.")
+    elif params.get("visible_devices") and backend == "cpu":
+        notes.append("vllm_visible_devices is not used on the cpu backend.")
     return {
-        "devices_per_node": params["devices_per_node"] or summary.get("device_count") or 0,
-        "device_memory_mib": params["device_memory_mib"] or summary.get("min_device_memory_mib"),
+        "devices_per_node": params["devices_per_node"] or (visible or {}).get("count") or summary.get("device_count") or 0,
+        "device_memory_mib": params["device_memory_mib"] or (visible or {}).get("memory_mib") or summary.get("min_device_memory_mib"),
         "host_memory_mib": params["host_memory_mib"] or summary.get("host_memory_mib") or (facts.get("cpu") or {}).get("memory_mib"),
         "nodes": params["nodes"],
     }
@@ -478,7 +493,7 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     elif plan["fp8_mode"] == "weight_only":
         notes.append(f"FP8 runs weight-only (W8A16, Marlin kernels) on compute capability {min(caps, key=compat_matrix.version_key)}: "
                      "memory as FP8, compute in 16-bit, no FP8 speed-up.")
-    hw = hardware(backend, params, facts)
+    hw = hardware(backend, params, facts, notes)
     plan.update(fits=None, misfit=None, fixes=[], numbers={}, model=None)
     engine_args: Dict[str, Any] = {}
     if model:
@@ -534,6 +549,7 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     weight_dtype=dict(type="str", default="auto", choices=["auto"] + sorted(capacity.WEIGHT_FORMATS)),
     nodes=dict(type="int", default=1),
     devices_per_node=dict(type="int"),
+    visible_devices=dict(type="str", default=""),
     device_memory_mib=dict(type="int"),
     host_memory_mib=dict(type="int"),
     kv_cache_space_gib=dict(type="float", default=4),

@@ -116,3 +116,32 @@ def test_engine_version_is_the_vllm_ascend_release_on_ascend(probe):
     assert (result["row"]["vllm_ascend"], result["row"]["vllm"]) == ("0.7.3", "0.7.3")
     with pytest.raises(PlanError, match="engine_version 0.7.3 and vllm_ascend_version 0.9.1 disagree"):
         plan(probe("atlas-800i-a2"), engine_version="0.7.3", vllm_ascend_version="0.9.1")
+
+
+# --- vllm_visible_devices: only those devices are planned for ------------------------------------
+
+def test_visible_npus_are_the_devices_planned_for(probe):
+    facts = probe("atlas-800i-a2")  # 8 x 910B4, 32768 MiB each
+    every = plan(facts, model_config_path=model("deepseek-v2-lite"), python_version="3.10")
+    assert every["fits"] is True and every["engine_args"]["tensor_parallel_size"] == 2
+    one = plan(facts, model_config_path=model("deepseek-v2-lite"), python_version="3.10", visible_devices="3")
+    assert one["fits"] is False
+    assert "does not fit 1 node(s) x 1 x 32.0 GiB" in one["misfit"]
+    assert any("visible device(s) 3 (ASCEND_RT_VISIBLE_DEVICES) of the host's 8" in note for note in one["notes"])
+
+
+def test_visible_gpus_by_index_or_uuid(probe):
+    facts = probe("hgx-h100")
+    with pytest.raises(PlanError, match=r"tensor_parallel_size 4 exceeds the 2 devices"):
+        plan(facts, model_config_path=model("deepseek-v2-lite"), visible_devices="0, GPU-1f1c2c36-0d6e-4b7e-9f3e-1b2a3c4d5e61",
+             requested_engine_args={"tensor_parallel_size": 4})
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("0,9", "vllm_visible_devices 0,9: 9 is not a device of this host (CUDA_VISIBLE_DEVICES ids here: 0, 1, 2, 3, 4, 5, 6, 7)"),
+    ("1,1", "vllm_visible_devices 1,1 names a device twice"),
+])
+def test_unknown_visible_device_is_refused(probe, spec, message):
+    with pytest.raises(PlanError) as info:
+        plan(probe("hgx-h100"), visible_devices=spec)
+    assert str(info.value) == message
