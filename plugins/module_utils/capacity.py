@@ -56,8 +56,21 @@ WEIGHT_FORMATS: Dict[str, float] = {
 }
 FP8_BLOCK_SCALE = 4.0 / (128 * 128)  # one fp32 scale per 128x128 block
 HIGH_PRECISION_BYTES = 2.0  # embeddings, LM head, norms, router gates
-KV_DTYPES = {"auto": 2, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
-             "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1, "int8": 1}
+# The choices of ``vllm serve --kv-cache-dtype`` in vLLM 0.32 (the CacheDType literal of vllm/config/cache.py),
+# exactly: vLLM refuses anything else at start, so the planner does too.  Value: bytes per cached element.
+# 16-bit and 8-bit formats are exact (per-token scales are negligible); fp8_ds_mla stores 656 bytes per
+# token and layer for the 576 latent elements (512 fp8 + 4 fp32 scales + 64 rope values in 16 bit).  The
+# sub-byte formats are counted as 1 byte: their scales and layout are not modelled, and an upper bound only
+# makes the planned max_model_len smaller than what fits, never larger.
+KV_DTYPES: Dict[str, float] = {
+    "auto": 2, "float16": 2, "bfloat16": 2,
+    "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1, "fp8_ds_mla": 656 / 576,
+    "nvfp4_ds_mla": 1, "turboquant_k8v4": 1, "turboquant_4bit_nc": 1, "turboquant_k3v4_nc": 1, "turboquant_3bit_nc": 1,
+    "ultraquant_4bit": 1, "int4_per_token_head": 1, "int8_per_token_head": 1, "fp8_per_token_head": 1,
+    "nvfp4": 1, "nvfp4_4over6": 1,
+}
+# Spellings vLLM does not take, with the choice meant.
+_KV_DTYPE_SPELLINGS = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "float": "float16"}
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}
 
 
@@ -242,10 +255,20 @@ def weight_bytes(model: Dict[str, Any], fmt: Optional[str] = None) -> float:
     return linear * bytes_per_param(fmt, model["block_fp8"] and fmt == "fp8") + (p["embed"] + p["lm_head"] + p["small"]) * high
 
 
-def kv_bytes_per_token(model: Dict[str, Any], kv_bytes: int) -> Optional[int]:
+def kv_cache_bytes(requested: Dict[str, Any]) -> Tuple[str, float]:
+    """``(choice, bytes per element)`` of the requested ``kv_cache_dtype``; anything vLLM refuses raises."""
+    name = requested.get("kv_cache_dtype") or "auto"
+    if name in KV_DTYPES:
+        return name, KV_DTYPES[name]
+    meant = _KV_DTYPE_SPELLINGS.get(str(name).lower())
+    hint = f"use {meant}" if meant else f"use one of {', '.join(KV_DTYPES)}"
+    raise PlanError(f"kv_cache_dtype {name} is not a choice of vLLM's --kv-cache-dtype, so the engine would not start; {hint}")
+
+
+def kv_bytes_per_token(model: Dict[str, Any], kv_bytes: float) -> Optional[int]:
     if model["kv_per_token_elems"] is None:
         return None
-    return model["kv_per_token_elems"] * kv_bytes
+    return math.ceil(model["kv_per_token_elems"] * kv_bytes)
 
 
 def per_device_weight_bytes(model: Dict[str, Any], fmt: str, tp: int, pp: int, dp: int, ep: bool) -> float:
@@ -259,7 +282,7 @@ def per_device_weight_bytes(model: Dict[str, Any], fmt: str, tp: int, pp: int, d
     return body + ends * high / tp
 
 
-def per_device_kv_bytes_per_token(model: Dict[str, Any], kv_bytes: int, tp: int, pp: int) -> Optional[float]:
+def per_device_kv_bytes_per_token(model: Dict[str, Any], kv_bytes: float, tp: int, pp: int) -> Optional[float]:
     if model["kv_per_token_elems"] is None:
         return None
     layers = math.ceil(model["layers"] / pp)
@@ -330,7 +353,7 @@ def tensor_parallel_problem(model: Dict[str, Any], tp: int) -> Optional[str]:
 
 
 def evaluate(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, tp: int, pp: int, dp: int, ep: bool,
-             kv_bytes: int, need_len: int, sequences: int, utilization: float) -> Dict[str, Any]:
+             kv_bytes: float, need_len: int, sequences: int, utilization: float) -> Dict[str, Any]:
     """Memory of one layout on one device (GPU/NPU backends)."""
     available = hw["device_memory_mib"] * MIB * utilization
     weights = per_device_weight_bytes(model, fmt, tp, pp, dp, ep)
@@ -385,10 +408,7 @@ def plan_accelerator(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[
     total_devices = per_node * nodes
     fmt = model["weight_dtype"]
     utilization = float(requested.get("gpu_memory_utilization") or 0.9)
-    kv_name = str(requested.get("kv_cache_dtype") or "auto").lower()
-    if kv_name not in KV_DTYPES:
-        raise PlanError(f"kv_cache_dtype {kv_name} is not modelled; use one of {', '.join(sorted(KV_DTYPES))}")
-    kv_bytes = KV_DTYPES[kv_name]
+    kv_name, kv_bytes = kv_cache_bytes(requested)
     sequences = int(options.get("concurrent_sequences") or 1)
     max_pos = model["max_position_embeddings"]
     want_len = requested.get("max_model_len")
@@ -449,7 +469,7 @@ def plan_accelerator(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[
     return result
 
 
-def _summary(model: Dict[str, Any], layout: Dict[str, Any], hw: Dict[str, Any], kv_bytes: int, need_len: int,
+def _summary(model: Dict[str, Any], layout: Dict[str, Any], hw: Dict[str, Any], kv_bytes: float, need_len: int,
              want_len: Optional[int]) -> Dict[str, Any]:
     kv_token = kv_bytes_per_token(model, kv_bytes)
     return {
@@ -531,8 +551,7 @@ def plan_cpu(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[str, Any
     """Fit on the CPU backend: host RAM holds the weights, the fixed KV space and the runtime."""
     host = hw["host_memory_mib"] * MIB
     kv_space = float(options.get("kv_cache_space_gib") or 4) * GIB
-    kv_name = str(requested.get("kv_cache_dtype") or "auto").lower()
-    kv_bytes = KV_DTYPES.get(kv_name, 2)
+    kv_name, kv_bytes = kv_cache_bytes(requested)
     weights = weight_bytes(model)
     margin = max(3 * GIB, 0.10 * host)
     kv_token = kv_bytes_per_token(model, kv_bytes)

@@ -153,8 +153,9 @@ options:
       - The engine arguments the operator set (the role's C(vllm_engine_args); dashes or underscores).
       - C(tensor_parallel_size), C(pipeline_parallel_size), C(data_parallel_size) are checked (a size that does not divide
         the attention heads, or more devices than there are, fails) and used as given instead of searched;
-        C(max_model_len), C(gpu_memory_utilization) (default 0.9), C(kv_cache_dtype), C(enable_expert_parallel) and
-        C(quantization) are respected. All keys come back in RV(engine_args), the plan's values filling the gaps.
+        C(max_model_len), C(gpu_memory_utilization) (default 0.9), C(kv_cache_dtype) (exactly one of vLLM's
+        C(--kv-cache-dtype) choices, for example C(auto), C(bfloat16), C(fp8); C(bf16) or C(int8) fail), C(enable_expert_parallel)
+        and C(quantization) are respected. All keys come back in RV(engine_args), the plan's values filling the gaps.
     type: dict
     default: {}
   fail_on_misfit:

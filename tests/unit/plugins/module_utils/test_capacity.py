@@ -257,3 +257,32 @@ def test_declared_size_without_config_checks_weights_only():
     assert result["fits"] and result["engine_args"]["tensor_parallel_size"] == 2
     assert "max_model_len" not in result["engine_args"]
     assert result["numbers"]["kv_bytes_per_token"] is None
+
+
+def _kv_choices_of_0_32():
+    with open(os.path.join(FIXTURES, "vllm", "kv-cache-dtype-0.32.0.txt")) as handle:
+        return [line.strip() for line in handle if line.strip() and not line.startswith("#")]
+
+
+def test_kv_cache_dtypes_are_exactly_the_choices_of_vllm_0_32():
+    assert list(cap.KV_DTYPES) == _kv_choices_of_0_32()
+
+
+@pytest.mark.parametrize("choice", _kv_choices_of_0_32())
+def test_every_kv_cache_dtype_choice_is_planned(choice):
+    result = cap.plan_accelerator(model("deepseek-r1-distill-qwen-7b"), hw(H200_MIB, per_node=1), {"kv_cache_dtype": choice}, OPTIONS)
+    assert result["fits"] is True
+    assert result["engine_args"].get("kv_cache_dtype", "auto") == choice
+
+
+@pytest.mark.parametrize("name,fix", [
+    ("bf16", "use bfloat16"), ("fp16", "use float16"), ("half", "use float16"),
+    ("int8", "use one of auto, float16, bfloat16, fp8,"), ("FP8", "use one of auto"),
+])
+def test_kv_cache_dtype_vllm_refuses_is_refused(name, fix):
+    for plan in (lambda: cap.plan_accelerator(model("smollm2-135m"), hw(H200_MIB, per_node=1), {"kv_cache_dtype": name}, OPTIONS),
+                 lambda: cap.plan_cpu(model("smollm2-135m"), {"host_memory_mib": 16000, "nodes": 1}, {"kv_cache_dtype": name}, OPTIONS)):
+        with pytest.raises(PlanError) as info:
+            plan()
+        assert str(info.value).startswith(f"kv_cache_dtype {name} is not a choice of vLLM's --kv-cache-dtype")
+        assert fix in str(info.value)
