@@ -17,7 +17,11 @@ redo it on paper:
 * Per device: layers split over pipeline stages (the largest stage counts),
   sharded weights divided by the tensor-parallel size, MLA's low-rank input
   projections (``q_a_proj``, ``kv_a_proj_with_mqa``) replicated on every rank,
-  routed experts divided by TP x DP when expert parallelism is on.
+  routed experts divided by TP x DP with or without expert parallelism: vLLM's
+  fused MoE layer flattens TP x DP into one group and either tensor-shards
+  every expert over it (no EP) or gives each rank whole experts (EP)
+  (``FusedMoEParallelConfig.make`` / ``flatten_tp_across_dp_and_pcp`` in
+  vllm/model_executor/layers/fused_moe/config.py).
 * KV cache per token: ``2 x layers x kv_heads x head_dim x bytes`` (MHA/GQA,
   kv heads divided by TP), ``(kv_lora_rank + qk_rope_head_dim) x layers x bytes``
   for MLA (the latent cache is replicated on every TP rank).
@@ -272,12 +276,13 @@ def kv_bytes_per_token(model: Dict[str, Any], kv_bytes: float) -> Optional[int]:
 
 
 def per_device_weight_bytes(model: Dict[str, Any], fmt: str, tp: int, pp: int, dp: int, ep: bool) -> float:
+    """Weights on one device.  ``ep`` changes how the routed experts are split, not how much each rank holds."""
     p = model["params"]
     per = bytes_per_param(fmt, model["block_fp8"] and fmt == "fp8")
     high = min(HIGH_PRECISION_BYTES, WEIGHT_FORMATS[fmt])
     layers = model["layers"] or pp
     stage = math.ceil(layers / pp) / layers
-    body = (p["sharded"] * per / tp + p["experts"] * per / (tp * (dp if ep else 1)) + p["replicated"] * per + p["small"] * high) * stage
+    body = (p["sharded"] * per / tp + p["experts"] * per / (tp * dp) + p["replicated"] * per + p["small"] * high) * stage
     ends = (p["embed"] + p["lm_head"]) if pp == 1 else max(p["embed"], p["lm_head"])
     return body + ends * high / tp
 

@@ -153,10 +153,22 @@ def test_r1_w8a8_on_two_atlas_a2_64g_nodes():
     guide = cap.plan_accelerator(r1, hw(A2_64G_MIB, nodes=2), {"data_parallel_size": 4, "tensor_parallel_size": 4}, OPTIONS)
     assert guide["fits"] and guide["engine_args"]["enable_expert_parallel"] is True
     assert guide["engine_args"]["data_parallel_size"] == 4
-    # without expert parallelism every DP rank would hold a quarter of all experts
+    # without expert parallelism vLLM tensor-shards every expert over TP x DP: the same bytes per device
     no_ep = cap.plan_accelerator(r1, hw(A2_64G_MIB, nodes=2),
                                  {"data_parallel_size": 4, "tensor_parallel_size": 4, "enable_expert_parallel": False}, OPTIONS)
-    assert not no_ep["fits"]
+    assert no_ep["fits"] and no_ep["engine_args"]["enable_expert_parallel"] is False
+    assert no_ep["numbers"]["per_device_weights_gib"] == guide["numbers"]["per_device_weights_gib"]
+
+
+@pytest.mark.parametrize("tp,dp", [(1, 2), (2, 2), (4, 4), (8, 1)])
+def test_routed_experts_spread_over_tp_x_dp_with_or_without_expert_parallelism(tp, dp):
+    """vllm/model_executor/layers/fused_moe/config.py: FusedMoEParallelConfig.make flattens TP x DP for the experts."""
+    r1 = model("deepseek-v3", "w8a8")
+    with_ep = cap.per_device_weight_bytes(r1, "w8a8", tp, 1, dp, True)
+    without = cap.per_device_weight_bytes(r1, "w8a8", tp, 1, dp, False)
+    assert with_ep == without
+    experts = r1["params"]["experts"]
+    assert cap.per_device_weight_bytes(r1, "w8a8", tp, 1, dp * 2, False) == pytest.approx(without - experts / (tp * dp * 2))
 
 
 def test_r1_w8a8_on_one_910b4_node_does_not_fit():
