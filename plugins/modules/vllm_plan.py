@@ -75,6 +75,13 @@ options:
   python_version:
     description:
       - Python version of the interpreter that will own the engine's venv, C(3.11) or C(3.11.2). Not checked when omitted.
+      - A Python outside the chosen row's range fails with a fix that names C(vllm_python) and, where the OS's own
+        repositories have a fitting interpreter, its package (Ubuntu 22.04, Python 3.10, python3.11 from universe).
+    type: str
+  distribution:
+    description:
+      - The node's OS as C(ansible_facts) gives it, distribution and version, for example C(Ubuntu 22.04) or
+        C(openEuler 22.03). Only used to word the fix of a Python conflict.
     type: str
   model_config:
     description:
@@ -375,7 +382,7 @@ def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], notes: L
         notes.extend(compat_matrix.check_atlas_series(series))
         cann = (facts.get("ascend") or {}).get("cann_version")
         row = compat_matrix.select_ascend(params["vllm_version"], params["vllm_ascend_version"], cann,
-                                          params["python_version"], params["torch_npu_version"])
+                                          params["python_version"], params["torch_npu_version"], params["distribution"])
         if not facts:
             notes.append(f"No probe facts: CANN not checked; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
         elif not cann:
@@ -384,7 +391,7 @@ def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], notes: L
     elif backend == "cuda":
         driver = (facts.get("nvidia") or {}).get("driver_version")
         caps = _compute_caps(facts)
-        row = compat_matrix.select_cuda(params["vllm_version"], driver, params["python_version"], caps)
+        row = compat_matrix.select_cuda(params["vllm_version"], driver, params["python_version"], caps, params["distribution"])
         least = compat_matrix.min_compute_capability(row)
         if not facts:
             notes.append(f"No probe facts: driver and GPU not checked; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver "
@@ -397,7 +404,7 @@ def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], notes: L
     else:
         cpu = facts.get("cpu") or {}
         row = compat_matrix.select_cpu(params["vllm_version"], params["python_version"], cpu.get("architecture"),
-                                       cpu.get("features") if cpu else None)
+                                       cpu.get("features") if cpu else None, params["distribution"])
         requirements = {"python": row["python_range"]}
         if cpu.get("architecture") in compat_matrix.CPU_REQUIRED_FEATURES:
             requirements["cpu_feature"] = compat_matrix.CPU_REQUIRED_FEATURES[cpu["architecture"]][1]
@@ -550,6 +557,7 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     vllm_ascend_version=dict(type="str"),
     torch_npu_version=dict(type="str"),
     python_version=dict(type="str"),
+    distribution=dict(type="str"),
     model_config=dict(type="dict"),
     model_config_path=dict(type="path"),
     model_name=dict(type="str"),
