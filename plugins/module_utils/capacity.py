@@ -323,7 +323,7 @@ def visible_devices(backend: str, facts: Dict[str, Any], spec: Any) -> Optional[
     section, key, id_keys, variable = _VISIBLE_KEYS[backend]
     devices = (facts.get(section) or {}).get(key) or []
     if not devices:
-        return {"ids": ids, "count": len(ids), "memory_mib": None, "variable": variable}
+        return {"ids": ids, "count": len(ids), "memory_mib": None, "variable": variable, "devices": []}
     chosen = []
     for wanted in ids:
         match = next((d for d in devices if any(str(d.get(k)) == wanted for k in id_keys if d.get(k) is not None)), None)
@@ -332,7 +332,7 @@ def visible_devices(backend: str, facts: Dict[str, Any], spec: Any) -> Optional[
             raise PlanError(f"vllm_visible_devices {spec}: {wanted} is not a device of this host ({variable} ids here: {known})")
         chosen.append(match)
     memory = [d.get("device_memory_mib") for d in chosen if d.get("device_memory_mib")]
-    return {"ids": ids, "count": len(ids), "memory_mib": min(memory) if memory else None, "variable": variable}
+    return {"ids": ids, "count": len(ids), "memory_mib": min(memory) if memory else None, "variable": variable, "devices": chosen}
 
 
 # --- parallel layouts ----------------------------------------------------------------------------

@@ -353,8 +353,10 @@ def _normalized(args: Dict[str, Any]) -> Dict[str, Any]:
     return {str(key).replace("-", "_"): value for key, value in (args or {}).items()}
 
 
-def _compute_caps(facts: Dict[str, Any]) -> List[str]:
-    return [str(gpu["compute_cap"]) for gpu in (facts.get("nvidia") or {}).get("gpus") or [] if gpu.get("compute_cap")]
+def _compute_caps(facts: Dict[str, Any], visible: Optional[Dict[str, Any]]) -> List[str]:
+    """Compute capabilities of the GPUs the instance uses (the visible ones when vllm_visible_devices names them)."""
+    gpus = (visible or {}).get("devices") or (facts.get("nvidia") or {}).get("gpus") or []
+    return [str(gpu["compute_cap"]) for gpu in gpus if gpu.get("compute_cap")]
 
 
 def fp8_mode(backend: str, weight_dtype: Optional[str], caps: List[str]) -> str:
@@ -373,7 +375,7 @@ def fp8_mode(backend: str, weight_dtype: Optional[str], caps: List[str]) -> str:
                       "Use BF16 or 4-bit (AWQ/GPTQ) weights")
 
 
-def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], notes: List[str]) -> Dict[str, Any]:
+def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], caps: List[str], notes: List[str]) -> Dict[str, Any]:
     """Row, packages and requirements for the backend."""
     summary_problems = (facts.get("summary") or {}).get("problems") or []
     notes.extend(f"Probe: {problem}" for problem in summary_problems)
@@ -390,7 +392,6 @@ def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], notes: L
         requirements = {"python": row["python_range"], "cann": row["cann"], "atlas_series": series}
     elif backend == "cuda":
         driver = (facts.get("nvidia") or {}).get("driver_version")
-        caps = _compute_caps(facts)
         row = compat_matrix.select_cuda(params["vllm_version"], driver, params["python_version"], caps, params["distribution"])
         least = compat_matrix.min_compute_capability(row)
         if not facts:
@@ -458,9 +459,9 @@ def load_model(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return model
 
 
-def hardware(backend: str, params: Dict[str, Any], facts: Dict[str, Any], notes: List[str]) -> Dict[str, Any]:
+def hardware(backend: str, params: Dict[str, Any], facts: Dict[str, Any], visible: Optional[Dict[str, Any]],
+             notes: List[str]) -> Dict[str, Any]:
     summary = facts.get("summary") or {}
-    visible = capacity.visible_devices(backend, facts, params.get("visible_devices"))
     if visible:
         notes.append(f"Planned for the {visible['count']} visible device(s) {','.join(visible['ids'])} "
                      f"({visible['variable']}) of the host's {summary.get('device_count') or 'unknown number of'}.")
@@ -494,10 +495,11 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     params.update(_versions(backend, params))
     notes: List[str] = []
     plan: Dict[str, Any] = {"backend": backend}
-    plan.update(select(backend, params, facts, notes))
+    visible = capacity.visible_devices(backend, facts, params.get("visible_devices"))
+    caps = _compute_caps(facts, visible)
+    plan.update(select(backend, params, facts, caps, notes))
     requested = _normalized(params["requested_engine_args"])
     model = load_model(params)
-    caps = _compute_caps(facts)
     plan["fp8_mode"] = fp8_mode(backend, model["weight_dtype"] if model else None, caps)
     plan["atlas_series"] = params["atlas_series"]
     if model and model["weight_dtype"] == "fp8" and backend == "ascend":
@@ -508,7 +510,7 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     elif plan["fp8_mode"] == "weight_only":
         notes.append(f"FP8 runs weight-only (W8A16, Marlin kernels) on compute capability {min(caps, key=compat_matrix.version_key)}: "
                      "memory as FP8, compute in 16-bit, no FP8 speed-up.")
-    hw = hardware(backend, params, facts, notes)
+    hw = hardware(backend, params, facts, visible, notes)
     plan.update(fits=None, misfit=None, fixes=[], numbers={}, model=None)
     engine_args: Dict[str, Any] = {}
     if model:

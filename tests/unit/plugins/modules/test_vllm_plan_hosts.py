@@ -23,6 +23,7 @@ PLAIN_SYSFS = os.path.join(FIXTURES, "sysfs", "plain-x86")
 H100 = os.path.join(FIXTURES, "nvidia", "hgx-h100")
 V100 = os.path.join(FIXTURES, "plan", "hosts", "v100-sxm2-driver580")
 A100_535 = os.path.join(FIXTURES, "plan", "hosts", "a100-sxm4-80g-driver535")
+V100_L40S = os.path.join(FIXTURES, "plan", "hosts", "v100-and-l40s-driver580")
 
 
 def _a2(tmp, driver=True):
@@ -41,6 +42,7 @@ HOSTS = {
     "atlas-800i-a2-no-driver": lambda tmp: _a2(tmp, driver=False),
     "v100-driver580": lambda tmp: fakes.nvidia_host(tmp, V100),
     "a100-driver535": lambda tmp: fakes.nvidia_host(tmp, A100_535),
+    "v100-and-l40s": lambda tmp: fakes.nvidia_host(tmp, V100_L40S),
 }
 
 
@@ -156,6 +158,14 @@ def test_v100_with_a_580_driver_gets_the_cuda_12_row(probe):
     result = plan(facts, python_version="3.11")
     assert result["row"]["cuda"] == "12.8" and result["engine_version"] == "0.11.0"
     assert result["requirements"]["compute_capability_min"] == "7.0"
+
+
+def test_the_visible_gpus_decide_the_generation(probe):
+    facts = probe("v100-and-l40s")
+    assert plan(facts, python_version="3.11")["engine_version"] == "0.11.0"  # the V100 holds the host back
+    l40s = plan(facts, python_version="3.11", visible_devices="1", params_b=7, weight_dtype="fp8")
+    assert l40s["engine_version"] == "0.33.0" and l40s["fp8_mode"] == "native"
+    assert l40s["numbers"]["device_memory_gib"] == 44.99
 
 
 def test_v100_is_refused_a_cuda_13_row_with_the_cuda_12_fix(probe):
