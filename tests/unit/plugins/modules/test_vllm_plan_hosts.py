@@ -8,7 +8,7 @@ so a plan is only ever tested against facts the probe really produces.
 import copy
 import os
 
-import fakes
+import plan_hosts
 import pytest
 import yaml
 from conftest import FIXTURES, ROOT
@@ -17,47 +17,11 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.capacity import PlanE
 from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import CompatError
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan
 
-A2 = os.path.join(FIXTURES, "ascend", "atlas-800i-a2")
-A2_SYSFS = os.path.join(FIXTURES, "sysfs", "atlas-800i-a2")
-PLAIN_SYSFS = os.path.join(FIXTURES, "sysfs", "plain-x86")
-H100 = os.path.join(FIXTURES, "nvidia", "hgx-h100")
-V100 = os.path.join(FIXTURES, "plan", "hosts", "v100-sxm2-driver580")
-A100_535 = os.path.join(FIXTURES, "plan", "hosts", "a100-sxm4-80g-driver535")
-V100_L40S = os.path.join(FIXTURES, "plan", "hosts", "v100-and-l40s-driver580")
-
-
-def _a2(tmp, driver=True):
-    args = fakes.host_args(tmp, A2_SYSFS, "kunpeng920", "aarch64", **fakes.ascend_root(tmp))
-    if driver:
-        fakes.write_tool(args["tool_path"][0], "npu-smi", fakes.npu_smi_replies(A2))
-    return args
-
-
-# name: module arguments of accelerator_facts replaying that host
-HOSTS = {
-    "cpu-x86": lambda tmp: fakes.host_args(tmp, PLAIN_SYSFS, "x86-avx2", "x86_64"),
-    "hgx-h100": lambda tmp: fakes.nvidia_host(tmp, H100),
-    "hgx-h100-no-driver": lambda tmp: fakes.host_args(tmp, os.path.join(H100, "sysfs"), H100, "x86_64"),
-    "atlas-800i-a2": _a2,
-    "atlas-800i-a2-no-driver": lambda tmp: _a2(tmp, driver=False),
-    "v100-driver580": lambda tmp: fakes.nvidia_host(tmp, V100),
-    "a100-driver535": lambda tmp: fakes.nvidia_host(tmp, A100_535),
-    "v100-and-l40s": lambda tmp: fakes.nvidia_host(tmp, V100_L40S),
-}
-
 
 @pytest.fixture(scope="module")
-def probe(tmp_path_factory):
-    """``probe(name)``: the kunpeng_accelerators fact of a replayed host (probed once per module)."""
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            result, dummy = fakes.run_module(HOSTS[name](str(tmp_path_factory.mktemp(name))))
-            cache[name] = fakes.facts_of(result)
-        return copy.deepcopy(cache[name])
-
-    return get
+def probe():
+    """``probe(name)``: the kunpeng_accelerators fact of a replayed host (plan_hosts.HOSTS)."""
+    return plan_hosts.facts
 
 
 def plan(facts, **params):
