@@ -31,10 +31,6 @@ def h200(count=1):
     return facts
 
 
-def host(name):
-    return load("plan", name + ".json")
-
-
 def model(name):
     return load("models", name + ".json")
 
@@ -116,7 +112,7 @@ def test_more_than_one_node_is_refused():
 
 
 def test_r1_w8a8_on_one_atlas_a2_64g_node_needs_a_bigger_host():
-    result = ok({"accelerators": host("atlas-800i-a2-64g"), "vllm_ascend_version": "0.11.0", "python_version": "3.11",
+    result = ok({"accelerators": plan_hosts.facts("atlas-800i-a2-64g-cann8.3"), "vllm_ascend_version": "0.11.0", "python_version": "3.11",
                  "model_config": model("deepseek-v3"), "weight_dtype": "w8a8", "fail_on_misfit": False})
     assert result["packages"] == ["torch==2.7.1", "torch-npu==2.7.1.post1", "vllm==0.11.0", "vllm-ascend==0.11.0"]
     assert result["atlas_series"] == "A2"
@@ -130,7 +126,7 @@ def test_r1_w8a8_on_one_atlas_a2_64g_node_needs_a_bigger_host():
 
 
 def test_requested_layout_is_respected():
-    result = ok({"accelerators": host("atlas-800i-a2-64g"), "model_config": model("deepseek-v2-lite"),
+    result = ok({"accelerators": plan_hosts.facts("atlas-800i-a2-64g-cann8.3"), "model_config": model("deepseek-v2-lite"),
                  "requested_engine_args": {"data-parallel-size": 2, "tensor-parallel-size": 4, "enforce-eager": True}})
     args = result["engine_args"]
     assert args["data_parallel_size"] == 2 and args["tensor_parallel_size"] == 4 and args["enforce_eager"] is True
@@ -138,35 +134,35 @@ def test_requested_layout_is_respected():
 
 
 def test_r1_w8a8_on_one_910b4_node_does_not_fit():
-    result = fails({"accelerators": host("atlas-800i-a2-32g"), "model_config": model("deepseek-v3"), "weight_dtype": "w8a8"})
+    result = fails({"accelerators": plan_hosts.facts("atlas-800i-a2-32g-cann8.3"), "model_config": model("deepseek-v3"), "weight_dtype": "w8a8"})
     assert "1 node(s) x 8 x 32.0 GiB" in result["msg"] and "28.8 GiB available" in result["msg"]
     assert "Cheapest fix: larger devices: 8 with at least 93 GiB each (tensor_parallel_size 8)." in result["msg"]
 
 
 def test_fp8_checkpoint_on_ascend_fails():
-    result = fails({"accelerators": host("atlas-800i-a2-64g"), "model_config": model("deepseek-v3")})
+    result = fails({"accelerators": plan_hosts.facts("atlas-800i-a2-64g-cann8.3"), "model_config": model("deepseek-v3")})
     assert "FP8 weights do not run on Ascend NPUs" in result["msg"]
 
 
 def test_cann_too_old_for_the_requested_vllm_ascend():
-    result = fails({"accelerators": host("atlas-800i-a2-64g"), "vllm_ascend_version": "0.23.0"})
+    result = fails({"accelerators": plan_hosts.facts("atlas-800i-a2-64g-cann8.3"), "vllm_ascend_version": "0.23.0"})
     assert result["msg"] == "CANN 8.3.RC2 installed, vllm-ascend 0.23.0 needs CANN 9.1.0; use vllm-ascend 0.11.0 or upgrade CANN"
 
 
 def test_atlas_a3_gets_the_cann_9_row():
-    result = ok({"accelerators": host("atlas-800i-a3"), "python_version": "3.11", "model_config": model("deepseek-v2-lite")})
+    result = ok({"accelerators": plan_hosts.facts("atlas-800i-a3-cann9.1"), "python_version": "3.11", "model_config": model("deepseek-v2-lite")})
     assert result["atlas_series"] == "A3" and result["row"]["vllm_ascend"] == "0.23.0"
     assert "triton-ascend==3.2.2" in result["packages"]
     assert result["engine_args"]["tensor_parallel_size"] == 1
 
 
 def test_ascend_910_a1_is_refused():
-    result = fails({"accelerators": host("atlas-a1-910")})
+    result = fails({"accelerators": plan_hosts.facts("atlas-a1-910")})
     assert "Ascend 910 (Atlas A1) is not supported by vllm-ascend" in result["msg"]
 
 
 def test_300i_duo_is_experimental():
-    result = ok({"accelerators": host("atlas-300i-duo"), "vllm_ascend_version": "0.11.0"})
+    result = ok({"accelerators": plan_hosts.facts("atlas-300i-duo-cann8.3"), "vllm_ascend_version": "0.11.0"})
     assert result["atlas_series"] == "300I Duo"
     assert any("experimental" in note for note in result["notes"])
 
