@@ -291,3 +291,8 @@ def test_adopted_driver_with_another_kernel_module_is_left_as_found(tmp_path):
     assert lines[0] == "adopted driver 580.159.04 (open kernel module), installed from package nvidia-utils-580"
     assert any(re.match(r"kernel module is open, nvidia_kernel_module asks for proprietary: left as found", line) for line in lines)
     assert fact["adopted"] is True
+
+
+def test_adopted_driver_needs_no_runfile_checksum(tmp_path):
+    decision = decide(args_for(probe_h200(tmp_path), "openEuler", runfile_src="/srv/NVIDIA-Linux-x86_64-580.159.04.run"))
+    assert decision["action"] == "adopt" and decision["refusals"] == []
