@@ -272,8 +272,11 @@ def report_lines(plan: Dict[str, Any], outcome: Dict[str, Any], fact: Dict[str, 
                      "then run again)")
     else:
         lines.append(f"driver from {plan['source']}: {fact['driver_version']} ({fact['kernel_module']} kernel module) running")
-    names = ", ".join(dict.fromkeys(gpu.get("name") or "" for gpu in gpus))
-    lines.append(f"{fact['gpu_count']} GPU(s) {names}, CUDA {final.get('cuda_version') or 'unknown'} supported by the driver")
+    if gpus:
+        names = ", ".join(dict.fromkeys(gpu.get("name") or "" for gpu in gpus))
+        lines.append(f"{fact['gpu_count']} GPU(s) {names}, CUDA {final.get('cuda_version') or 'unknown'} supported by the driver")
+    else:
+        lines.append("nvidia-smi lists no GPU yet")
     if plan["min_version"]:
         lines.append(f"minimum {plan['min_version']} ({plan['min_version_from']}) met")
     wanted = outcome.get("kernel_module") or ""

@@ -274,6 +274,7 @@ def test_fresh_install_without_reboot_leaves_a_reboot_pending(tmp_path):
     assert fact["reboot_pending"] is True and fact["action"] == "install" and fact["source"] == "cuda_repo"
     assert fact["services_managed"] is True and fact["adopted"] is False
     assert lines[0].startswith("driver from cuda_repo: installed, reboot pending")
+    assert lines[1] == "nvidia-smi lists no GPU yet"
     assert "NVSwitch system: Fabric Manager required" in lines
 
 
