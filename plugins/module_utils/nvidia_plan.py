@@ -167,7 +167,7 @@ def decide(params: Dict[str, Any]) -> Dict[str, Any]:
             "distro": params["repo_distro"],
             "arch": repo_arch,
             "url": url,
-            "key_url": url + params["repo_key"] if params.get("repo_key") else "",
+            "key_url": url + params["repo_key"] if params.get("repo_key") and not params.get("repo_trusted") else "",
             "wanted": source == "cuda_repo" or bool(toolkit),
         },
         "pinning_packages": names["pinning"],

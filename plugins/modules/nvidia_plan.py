@@ -95,9 +95,14 @@ options:
     type: str
     required: true
   repo_key:
-    description: File name of the repository's signing key next to the repository; empty for a key-less test repository.
+    description: File name of the repository's signing key next to the repository.
     type: str
     default: ""
+  repo_trusted:
+    description:
+      - A local test repository without a key (C(nvidia_cuda_repo_trusted)); RV(plan.repo.key_url) is then empty.
+    type: bool
+    default: false
   toolkit_version:
     description: The CUDA toolkit to install (C(nvidia_cuda_toolkit_version)); empty for none.
     type: str
@@ -218,7 +223,9 @@ plan:
       description: The branch to install.
       type: str
     repo:
-      description: The CUDA repository, keys C(distro), C(arch) (C(sbsa) on aarch64), C(url), C(key_url), C(wanted).
+      description:
+        - The CUDA repository, keys C(distro), C(arch) (C(sbsa) on aarch64), C(url), C(key_url) (empty for a trusted
+          test repository), C(wanted).
       type: dict
       sample: {"distro": "ubuntu2404", "arch": "sbsa", "url": "https://mirror.example/ubuntu2404/sbsa/", "wanted": true}
     pinning_packages:
@@ -293,6 +300,7 @@ def main() -> None:
             repo_base_url=dict(type="str", required=True),
             repo_distro=dict(type="str", required=True),
             repo_key=dict(type="str", default="", no_log=False),
+            repo_trusted=dict(type="bool", default=False),
             toolkit_version=dict(type="str", default=""),
             runfile_src=dict(type="str", default=""),
             runfile_sha256=dict(type="str", default=""),

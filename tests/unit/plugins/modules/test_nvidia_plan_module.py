@@ -157,7 +157,8 @@ def test_trailing_slashes_of_the_mirror_url_are_ignored(tmp_path):
 
 
 def test_trusted_test_repository_has_no_key(tmp_path):
-    decision = decide(args_for(probe_h100_without_driver(tmp_path), repo_base_url="file:///srv/repo", repo_key=""))
+    decision = decide(args_for(probe_h100_without_driver(tmp_path), repo_base_url="file:///srv/repo", repo_trusted=True))
+    assert decision["repo"]["url"] == "file:///srv/repo/ubuntu2404/x86_64/"
     assert decision["repo"]["key_url"] == ""
 
 
