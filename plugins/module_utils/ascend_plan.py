@@ -307,8 +307,17 @@ def installer_argv(component: str, package_path: str, flags: List[str], toolkit_
     return ["bash", package_path] + flags
 
 
-def device_group(install_user: str, install_group: str) -> str:
-    """The group a service user must join to open the NPUs; '' when the driver is installed for all users."""
+def device_group(install_user: str, install_group: str, install_record: Optional[Dict[str, Any]] = None) -> str:
+    """The group a service user must join to open the NPUs; '' when the driver is installed for all users.
+
+    The driver's own record (``/etc/ascend_install.info``: ``UserGroup``,
+    ``Driver_Install_For_All``) wins over the role's settings, so a driver
+    installed earlier, by hand or for another user, is described as it is.
+    """
+    record = install_record or {}
+    if record.get("UserGroup"):
+        for_all = str(record.get("Driver_Install_For_All") or "no").strip().lower() in ("yes", "true", "1")
+        return "" if for_all else str(record["UserGroup"])
     return "" if install_user == "root" else install_group
 
 

@@ -183,7 +183,10 @@ message:
   type: str
   sample: "Ascend 910b on aarch64: firmware 7.1.0.11.220 -> 7.7.0.1.231 (upgrade), driver 24.1.rc1 -> 25.0.rc1.1 (upgrade)"
 device_group:
-  description: Group a service user must join to open the NPUs; '' when the driver is installed for all users (root run user).
+  description:
+    - Group a service user must join to open the NPUs; '' when the driver is installed for all users.
+    - Read from the driver's record (C(UserGroup), C(Driver_Install_For_All) of C(/etc/ascend_install.info)) when there is
+      one, else the group the role installs the driver for (none for a C(root) run user, which gets C(--install-for-all)).
   returned: always
   type: str
   sample: HwHiAiUser
@@ -279,7 +282,7 @@ def decide(params: Dict[str, Any]) -> Dict[str, Any]:
     runs = params["runs"] or []
     changed = [str(run.get("component")) for run in runs]
     reboot_now = any(ap.reboot_needed(str(run.get("component")), str(run.get("stdout") or "")) for run in runs)
-    group = ap.device_group(params["install_user"], params["install_group"])
+    group = ap.device_group(params["install_user"], params["install_group"], record)
     nodes = ap.device_nodes(ascend, int(pci.get("ascend_count") or 0))
     result: Dict[str, Any] = {
         "series": stem, "arch": arch, "installed": installed, "wanted": wanted, "plan": plan, "steps": steps,

@@ -198,6 +198,16 @@ def test_device_group_follows_install_for_all(user, group, device_group):
     assert ("--install-for-all" in ap.installer_flags("driver", "install", user, group)) == (device_group == "")
 
 
+@pytest.mark.parametrize("record, device_group", [
+    ({"UserName": "HwHiAiUser", "UserGroup": "HwHiAiUser", "Driver_Install_For_All": "no"}, "HwHiAiUser"),
+    ({"UserName": "npu", "UserGroup": "npu"}, "npu"),
+    ({"UserName": "root", "UserGroup": "root", "Driver_Install_For_All": "yes"}, ""),
+    ({}, "HwHiAiUser"),  # no record yet (before the first install): the role's settings
+])
+def test_device_group_of_an_installed_driver(record, device_group):
+    assert ap.device_group("HwHiAiUser", "HwHiAiUser", record) == device_group
+
+
 @pytest.mark.parametrize("component, toolkit_env, argv", [
     ("toolkit", "/usr/local/Ascend/ascend-toolkit/set_env.sh", ["bash", "/s/t.run", "--quiet"]),
     ("nnal", None, ["bash", "/s/t.run", "--quiet"]),

@@ -27,9 +27,11 @@ V1 = PACKAGE_NAMES["v1"]
 V2 = PACKAGE_NAMES["v2"]
 
 
-def probe(tmp_path, sysfs=A2_SYSFS, npu_smi=None, installed=False, arch="aarch64"):
+def probe(tmp_path, sysfs=A2_SYSFS, npu_smi=None, installed=False, arch="aarch64", install_info="ascend_install.info"):
     """kunpeng_accelerators of a replayed Kunpeng host (optionally with npu-smi replies and the v1 version files)."""
     extra = fakes.ascend_root(str(tmp_path)) if installed else {}
+    if installed:
+        extra["ascend_install_info"] = os.path.join(FIXTURES, "ascend", "versions", install_info)
     args = fakes.host_args(str(tmp_path), sysfs, "kunpeng920", arch, **extra)
     if npu_smi:
         fakes.write_tool(args["tool_path"][0], "npu-smi", fakes.npu_smi_replies(npu_smi))
@@ -162,3 +164,49 @@ def test_environment_from_an_env_dump(tmp_path):
     dump = "PATH=/usr/bin\n" + ascend_plan.ap.ENV_MARKER + "\nPATH=/usr/bin\nLD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64:\n"
     failed, result = run(facts, root, env_output=dump)
     assert not failed and result["environment"] == {"LD_LIBRARY_PATH": "/usr/local/Ascend/driver/lib64"}
+
+
+# --- the report in the vllm unit ---------------------------------------------------------------------
+
+def render_unit(backend, kunpeng_ascend):
+    """roles/vllm/templates/vllm.service.j2 rendered with the vllm role's defaults and vars, as Ansible would."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    def trust(value):
+        if isinstance(value, str):
+            return trust_as_template(value)
+        if isinstance(value, dict):
+            return {key: trust(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [trust(item) for item in value]
+        return value
+
+    loader = DataLoader()
+    variables = {}
+    for name in ("defaults", "vars"):
+        variables.update(trust(loader.load_from_file(os.path.join(ROOT, "roles", "vllm", name, "main.yml"))))
+    variables.update(__vllm_backend=backend, kunpeng_ascend=kunpeng_ascend, ansible_managed="managed", vllm_model_name="m")
+    with open(os.path.join(ROOT, "roles", "vllm", "templates", "vllm.service.j2")) as handle:
+        text = Templar(loader=loader, variables=variables).template(trust_as_template(handle.read()))
+    return [line for line in text.splitlines() if line.startswith(("SupplementaryGroups=", "DeviceAllow=", "DevicePolicy=", "PrivateDevices="))]
+
+
+@pytest.mark.parametrize("install_info, groups", [
+    # the default run user: the driver (installed without --install-for-all) keeps the NPUs to HwHiAiUser's group
+    ("ascend_install.info", ["SupplementaryGroups=HwHiAiUser"]),
+    # a driver installed for all users: no group to join
+    ("ascend_install-root.info", []),
+])
+def test_vllm_unit_joins_the_driver_group_and_allows_its_devices(tmp_path, install_info, groups):
+    facts, root = probe(tmp_path, npu_smi=A2, installed=True, install_info=install_info)
+    _failed, result = run(facts, root)
+    lines = render_unit("ascend", result["report"])
+    assert [line for line in lines if line.startswith("SupplementaryGroups=")] == groups
+    assert [line for line in lines if line.startswith(("DeviceAllow=", "DevicePolicy="))] == (
+        ["DevicePolicy=closed"] + [f"DeviceAllow=/dev/davinci{n} rw" for n in range(8)]
+        + ["DeviceAllow=/dev/davinci_manager rw", "DeviceAllow=/dev/devmm_svm rw", "DeviceAllow=/dev/hisi_hdc rw"])
+
+
+def test_cpu_unit_has_no_driver_group():
+    assert render_unit("cpu", None) == ["PrivateDevices=yes"]
