@@ -213,6 +213,31 @@ def check_packages(packages: Dict[str, Any], stem: str, arch: str, ascend_chips:
         raise AscendPlanError(" ".join(problems) + " Nothing was changed.")
 
 
+def check_files(packages: Dict[str, Any], stats: Dict[str, Any], package_source: str, package_dir: str) -> None:
+    """Refuse a package that is missing or whose sha256 differs from ``ascend_packages.<c>.sha256``.
+
+    ``stats`` maps a component to the ``stat`` of its file (``exists``,
+    ``checksum`` in sha256); components without a stat (URL source: the
+    download checks the sum) are not judged here.
+    """
+    problems = []
+    for component in COMPONENTS:
+        stat = stats.get(component)
+        if component not in packages or stat is None:
+            continue
+        path = f"{package_dir.rstrip('/')}/{packages[component]['file']}"
+        expected = str(packages[component].get("sha256") or "").strip().lower()
+        if not stat.get("exists"):
+            problems.append(f"ascend_packages.{component}: {path} does not exist on the {package_source}; put the package there "
+                            "or fix ascend_package_dir.")
+        elif expected and expected != str(stat.get("checksum") or "").lower():
+            problems.append(f"ascend_packages.{component}: sha256 of {path} is {stat.get('checksum')}, expected {expected}. "
+                            "The file is damaged or not the release you meant: download it again (compare with Huawei's "
+                            f"published checksum) or correct ascend_packages.{component}.sha256.")
+    if problems:
+        raise AscendPlanError(" ".join(problems) + " Nothing was changed.")
+
+
 def wanted_versions(packages: Dict[str, Any]) -> Dict[str, str]:
     """Component -> the version it will report once installed (``version:`` when given, else the file name's)."""
     return {component: str(spec.get("version") or version_from_name(spec["file"]))

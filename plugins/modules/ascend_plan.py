@@ -14,7 +14,8 @@ short_description: Decide what the Ascend role installs, in which order and how,
 version_added: "0.1.0"
 description:
   - The decisions of the C(kunpeng.vllm.ascend) role. It reads only; the role runs the installers it plans.
-  - Identifies each package of O(packages) by its file name (series and architecture, see the chip table in
+  - Checks each package of O(packages) against O(package_stats) (present, sha256 as declared) and identifies it by its
+    file name (series and architecture, see the chip table in
     C(plugins/module_utils/chips.py)) and fails, before any change, when a package is not built for the host's series
     (from the PCI chips, or O(series)) and CPU architecture, with the names that would fit.
   - Reads the installed versions (from the probe in O(accelerators) and the kernels/ops and NNAL version files under
@@ -56,6 +57,14 @@ options:
     description: Directory of the packages (controller or host).
     type: str
     default: ""
+  package_stats:
+    description:
+      - The C(results) of M(ansible.builtin.stat) looped over C(ascend_packages | dict2items) with C(checksum_algorithm=sha256),
+        on the controller or the host; skipped items are ignored. A missing file or a sha256 other than the package's
+        C(sha256) fails.
+    type: list
+    elements: dict
+    default: []
   package_base_url:
     description: Base URL of the artifact server (C(url) source).
     type: str
@@ -262,6 +271,8 @@ def decide(params: Dict[str, Any]) -> Dict[str, Any]:
     ap.check_settings(packages, params["package_source"], params["package_dir"], params["package_base_url"])
     stem = ap.host_stem(ascend_chips, params["series"])
     ap.check_packages(packages, stem, arch, ascend_chips)
+    stats = {str((result.get("item") or {}).get("key")): result["stat"] for result in params["package_stats"] or [] if "stat" in result}
+    ap.check_files(packages, stats, params["package_source"], params["package_dir"])
 
     root = params["install_path"]
     installed = ap.installed_versions(ascend, _read(os.path.join(root, ap.KERNELS_VERSION_FILE)),
@@ -306,6 +317,7 @@ def main() -> None:
             package_source=dict(type="str", default="controller", choices=["controller", "host", "url"]),
             package_dir=dict(type="str", default=""),
             package_base_url=dict(type="str", default=""),
+            package_stats=dict(type="list", elements="dict", default=[]),
             staging_dir=dict(type="path", default="/var/cache/kunpeng-vllm/ascend"),
             series=dict(type="str", default=""),
             install_path=dict(type="path", default="/usr/local/Ascend"),

@@ -131,6 +131,25 @@ def test_bad_settings_are_refused(pkgs, source, pkg_dir, url, expected):
         ap.check_settings(pkgs, source, pkg_dir, url)
 
 
+SHA = "ab" * 32
+
+
+@pytest.mark.parametrize("spec, stat, expected", [
+    ({"file": "d.run", "sha256": SHA.upper()}, {"exists": True, "checksum": SHA}, None),
+    ({"file": "d.run"}, {"exists": True, "checksum": SHA}, None),  # no sha256 declared: presence only
+    ({"file": "d.run", "sha256": "0" * 64}, {"exists": True, "checksum": SHA},
+     f"ascend_packages.driver: sha256 of /p/d.run is {SHA}, expected {'0' * 64}. The file is damaged or not the release you meant"),
+    ({"file": "d.run"}, {"exists": False}, "ascend_packages.driver: /p/d.run does not exist on the controller; put the package there"),
+])
+def test_package_files(spec, stat, expected):
+    if expected is None:
+        ap.check_files({"driver": spec}, {"driver": stat}, "controller", "/p/")
+        return
+    with pytest.raises(ap.AscendPlanError) as error:
+        ap.check_files({"driver": spec}, {"driver": stat}, "controller", "/p/")
+    assert expected in str(error.value) and str(error.value).endswith("Nothing was changed.")
+
+
 # --- the plan --------------------------------------------------------------------------------------
 
 NONE = {component: "" for component in ap.COMPONENTS}
