@@ -400,8 +400,12 @@ def plan_message(stem: str, arch: str, plan: List[str], installed: Dict[str, str
 
 
 def reboot_message(changed: List[str]) -> str:
-    return (f"{', '.join(changed) or 'The firmware or driver'} changed: reboot the host to load them "
-            "(or set ascend_reboot: true). The device check is skipped until then.")
+    """What to tell the operator while a reboot is pending (``changed``: this run's components, [] for an earlier run's)."""
+    if changed:
+        what = f"{', '.join(changed)} changed: reboot the host to load them"
+    else:
+        what = "An earlier run changed the firmware or driver and the host has not rebooted since: reboot it to load them"
+    return f"{what} (or set ascend_reboot: true). The device check is skipped until then."
 
 
 def device_problems(ascend: Dict[str, Any], pci_count: int) -> List[str]:

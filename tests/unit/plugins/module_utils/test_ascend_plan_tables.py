@@ -283,6 +283,11 @@ def test_plan_message(plan, message):
     assert ap.plan_message("910b", "aarch64", plan, V1_INSTALLED, V2_WANTED) == message
 
 
-def test_reboot_message_names_the_variable():
-    assert ap.reboot_message(["firmware", "driver"]) == (
-        "firmware, driver changed: reboot the host to load them (or set ascend_reboot: true). The device check is skipped until then.")
+@pytest.mark.parametrize("changed, message", [
+    (["firmware", "driver"],
+     "firmware, driver changed: reboot the host to load them (or set ascend_reboot: true). The device check is skipped until then."),
+    ([], "An earlier run changed the firmware or driver and the host has not rebooted since: reboot it to load them "
+         "(or set ascend_reboot: true). The device check is skipped until then."),
+])
+def test_reboot_message_names_the_variable(changed, message):
+    assert ap.reboot_message(changed) == message
