@@ -47,9 +47,8 @@ def sysfs_of(tmp_path, device_id):
 
 def run(facts, install_path, check_mode=False, **args):
     args.setdefault("package_dir", "/srv/ascend")
-    failed, result = run_main(ascend_plan.main, dict(args, accelerators=facts, install_path=install_path,
-                                                      reboot_marker=os.path.join(install_path, "no-marker")), check_mode)
-    return failed, result
+    args.update(accelerators=facts, install_path=install_path, reboot_marker=os.path.join(install_path, "no-marker"))
+    return run_main(ascend_plan.main, args, check_mode)
 
 
 def files(names):
