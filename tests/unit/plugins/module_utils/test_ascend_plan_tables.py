@@ -9,9 +9,10 @@ import json
 import os
 
 import pytest
+import yaml
 from ansible_collections.kunpeng.vllm.plugins.module_utils import ascend_plan as ap
 from ansible_collections.kunpeng.vllm.plugins.module_utils import chips, compat_matrix, pci
-from conftest import FIXTURES
+from conftest import FIXTURES, ROOT
 
 # Package names of the Molecule scenario's v1 / v2 doubles (molecule/ascend/doubles/packages).
 with open(os.path.join(FIXTURES, "ascend", "packages.json")) as _handle:
@@ -28,6 +29,12 @@ def packages(names):
 
 def test_every_installable_stem_has_package_names():
     assert set(ap.PACKAGE_NAMES) == set(chips.PACKAGE_STEMS) == {"910b", "A3", "310p"}
+
+
+def test_ascend_series_choices_are_the_chip_tables_stems():
+    with open(os.path.join(ROOT, "roles", "ascend", "meta", "argument_specs.yml")) as handle:
+        spec = yaml.safe_load(handle)["argument_specs"]["main"]["options"]["ascend_series"]
+    assert spec["choices"] == [""] + chips.PACKAGE_STEMS
 
 
 @pytest.mark.parametrize("device_id, chip, series, stem", [
