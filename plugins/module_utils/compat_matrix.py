@@ -56,7 +56,7 @@ ATLAS_300I_DUO = chips.ATLAS_300I_DUO
 ASCEND_SUPPORTED_SERIES = [ATLAS_A2, ATLAS_A3]
 ASCEND_EXPERIMENTAL_SERIES = [ATLAS_300I_DUO]
 
-_ASCEND_SOURCE = "vllm-ascend release notes / installation guide (FACTS.md section 4)"
+_ASCEND_SOURCE = "vllm-ascend release notes and installation guide (its version compatibility table)"
 ASCEND_ROWS: List[Dict[str, Any]] = [
     {"vllm_ascend": "0.23.0", "vllm": "0.23.0", "cann": "9.1.0", "torch": "2.10.0", "torch_npu": "2.10.0.post4",
      "triton_ascend": "3.2.2", "python": ("3.10", "3.13")},
