@@ -44,16 +44,19 @@ __metaclass__ = type  # noqa: UP001
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils import chips
+
 # --- the matrix ------------------------------------------------------------------------------
 
-ATLAS_A2 = "A2"
-ATLAS_A3 = "A3"
-ATLAS_300I_DUO = "300I Duo"
+# Atlas series names come from the one chip table (chips.py).
+ATLAS_A2 = chips.ATLAS_A2
+ATLAS_A3 = chips.ATLAS_A3
+ATLAS_300I_DUO = chips.ATLAS_300I_DUO
 
 ASCEND_SUPPORTED_SERIES = [ATLAS_A2, ATLAS_A3]
 ASCEND_EXPERIMENTAL_SERIES = [ATLAS_300I_DUO]
 
-_ASCEND_SOURCE = "vllm-ascend release notes / installation guide (its version compatibility table)"
+_ASCEND_SOURCE = "vllm-ascend release notes and installation guide (its version compatibility table)"
 ASCEND_ROWS: List[Dict[str, Any]] = [
     {"vllm_ascend": "0.23.0", "vllm": "0.23.0", "cann": "9.1.0", "torch": "2.10.0", "torch_npu": "2.10.0.post4",
      "triton_ascend": "3.2.2", "python": ("3.10", "3.13")},
@@ -234,35 +237,24 @@ def _same(a: Optional[str], b: Optional[str]) -> bool:
 
 # --- Atlas series ----------------------------------------------------------------------------
 
-# kunpeng_accelerators.pci.ascend_chips names (plugins/module_utils/pci.py) -> series.
-_CHIP_SERIES = {
-    "ascend 910b": ATLAS_A2,
-    "ascend 910_93": ATLAS_A3,
-    "ascend 310p": ATLAS_300I_DUO,
-    "ascend 910": "A1",
-    "ascend 310": "310",
-}
-
-
 def atlas_series(facts: Dict[str, Any]) -> Optional[str]:
     """Atlas series of an Ascend host from the probe: PCI chip names first, npu-smi names as fallback.
 
-    npu-smi alone is ambiguous (Atlas A3 chips report the name ``Ascend910``), so
-    the name fallback only trusts names that say 910B / 310P, and the A3 table layout.
+    Both lookups go through the chip table (chips.py).  npu-smi alone is
+    ambiguous (Atlas A3 chips report the name ``Ascend910``), so the name
+    fallback only trusts names that say 910B / 310P, and the A3 table layout.
     """
-    chips = [str(c).lower() for c in (facts.get("pci") or {}).get("ascend_chips") or []]
-    for chip in chips:
-        if chip in _CHIP_SERIES:
-            return _CHIP_SERIES[chip]
+    for chip in (facts.get("pci") or {}).get("ascend_chips") or []:
+        series = chips.series_of_chip(chip)
+        if series:
+            return series
     ascend = facts.get("ascend") or {}
     if ascend.get("table_layout") == "chip_phy_id":
         return ATLAS_A3
     for device in ascend.get("devices") or []:
-        name = str(device.get("name") or "").lower().replace("ascend", "").strip()
-        if name.startswith("910b"):
-            return ATLAS_A2
-        if name.startswith("310p"):
-            return ATLAS_300I_DUO
+        series = chips.series_of_npu_smi_name(device.get("name"))
+        if series:
+            return series
     return None
 
 
@@ -272,7 +264,7 @@ def check_atlas_series(series: Optional[str]) -> List[str]:
         return []
     if series in ASCEND_EXPERIMENTAL_SERIES:
         return [f"Atlas {series} (310P) support in vllm-ascend is experimental."]
-    if series == "A1":
+    if series == chips.ATLAS_A1:
         raise CompatError("Ascend 910 (Atlas A1) is not supported by vllm-ascend; it needs Atlas A2 (910B) or A3 (910_93) "
                           "(300I Duo / 310P experimentally)")
     raise CompatError(f"Ascend {series} is not supported by vllm-ascend; it needs Atlas A2 (910B) or A3 (910_93) "

@@ -16,17 +16,13 @@ __metaclass__ = type  # noqa: UP001
 import os
 from typing import Any, Dict, List, Optional
 
-HUAWEI_VENDOR = "0x19e5"
+from ansible_collections.kunpeng.vllm.plugins.module_utils import chips
+
+HUAWEI_VENDOR = chips.HUAWEI_VENDOR
 NVIDIA_VENDOR = "0x10de"
 
-# device id -> (chip, product family).  Source: Huawei's published PCI ids.
-ASCEND_DEVICES = {
-    "0xd801": ("Ascend 910", "Atlas A1 (910)"),
-    "0xd802": ("Ascend 910B", "Atlas A2"),
-    "0xd803": ("Ascend 910_93", "Atlas A3"),
-    "0xd500": ("Ascend 310P", "Atlas 300I Duo / 310P"),
-    "0xd100": ("Ascend 310", "Atlas 300 / 310"),
-}
+# device id -> (chip, product family), from the one chip table (chips.py).
+ASCEND_DEVICES = {row.device_id: (row.chip, row.product) for row in chips.CHIPS}
 
 # PCI class codes (base class + subclass) that matter here.
 CLASS_VGA = "0x0300"

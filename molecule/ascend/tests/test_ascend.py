@@ -91,3 +91,10 @@ def test_npu_smi_from_the_driver_reports_eight_healthy_npus(host):
     board = host.check_output("/usr/local/bin/npu-smi info -t board -i 3")
     assert re.search(r"Software Version\s*:\s*25\.0\.rc1\.1", board)
     assert re.search(r"Firmware Version\s*:\s*7\.7\.0\.1\.231", board)
+
+
+def test_a_service_with_the_driver_group_can_open_its_files(host):
+    # What the vllm unit does with kunpeng_ascend.device_group: SupplementaryGroups= of the driver's group
+    # (HwHiAiUser here; the driver was installed without --install-for-all).
+    out = host.check_output("systemd-run --quiet --wait --pipe -p User=nobody -p SupplementaryGroups=HwHiAiUser id -Gn")
+    assert "HwHiAiUser" in out.split()
