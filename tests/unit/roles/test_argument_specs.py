@@ -112,7 +112,10 @@ def test_internal_role_options_are_prefixed_documented_and_used(role):
 
 
 def test_internal_role_is_called_by_entry_point():
-    """Every include of kunpeng.vllm._common names an entry point that exists."""
+    """Every include of kunpeng.vllm._common names an entry point that exists, without ".yml".
+
+    Ansible validates the options of the entry point named exactly as tasks_from.
+    """
     specs = _load(os.path.join(ROLES, "_common", "meta", "argument_specs.yml"))["argument_specs"]
     calls = []
     for folder in ("roles", "playbooks"):
@@ -120,6 +123,6 @@ def test_internal_role_is_called_by_entry_point():
             for name in files:
                 if name.endswith(".yml"):
                     with open(os.path.join(dirpath, name)) as handle:
-                        calls += re.findall(r"name: kunpeng\.vllm\._common\n\s+tasks_from: (\S+)\.yml", handle.read())
+                        calls += re.findall(r"name: kunpeng\.vllm\._common\n\s+tasks_from: (\S+)\n", handle.read())
     assert calls and set(calls) <= set(specs)
     assert set(specs) <= set(calls), "an entry point nobody calls"
