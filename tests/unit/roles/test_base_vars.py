@@ -88,6 +88,15 @@ UNSUPPORTED = {
         "os_family": "Debian",
         "pkg_mgr": "apt",
     },
+    "Debian 12 on ppc64le": {
+        "distribution": "Debian",
+        "distribution_version": "12.11",
+        "distribution_major_version": "12",
+        "distribution_release": "bookworm",
+        "os_family": "Debian",
+        "pkg_mgr": "apt",
+        "architecture": "ppc64le",
+    },
 }
 COMMON = {
     "kernel": "6.6.0-28.0.0.34.oe2403.aarch64",
@@ -164,7 +173,9 @@ def test_unsupported_platform_fails_listing_supported(resolved, platform):
     facts = UNSUPPORTED[platform]
     message = re.search(rf"fatal: \[{_host(platform)}\]: FAILED! => (.*)", output)
     assert message, output
-    assert f"does not support {facts['distribution']} {facts['distribution_version']}" in message.group(1), output
+    arch = facts.get("architecture", COMMON["architecture"])
+    assert f"does not support {facts['distribution']} {facts['distribution_version']} ({facts['os_family']} family) on {arch}." \
+        in message.group(1), output
     assert "Supported platforms: Debian 12, Ubuntu 22.04/24.04, openEuler 22.03/24.03, on aarch64 or x86_64" in message.group(1)
 
 
