@@ -88,15 +88,7 @@ UNSUPPORTED = {
         "os_family": "Debian",
         "pkg_mgr": "apt",
     },
-    "Debian 12 on ppc64le": {
-        "distribution": "Debian",
-        "distribution_version": "12.11",
-        "distribution_major_version": "12",
-        "distribution_release": "bookworm",
-        "os_family": "Debian",
-        "pkg_mgr": "apt",
-        "architecture": "ppc64le",
-    },
+    "Debian 12 on ppc64le": dict(PLATFORMS["Debian 12"], architecture="ppc64le"),
 }
 COMMON = {
     "kernel": "6.6.0-28.0.0.34.oe2403.aarch64",
