@@ -148,7 +148,8 @@ ansible_facts:
             nvidia:
               description:
                 - NVIDIA (vendor 0x10de) display / 3D controllers (class 0x0300xx, 0x0302xx).
-                - Same keys as the Ascend entries minus C(chip) and C(product).
+                - One entry per function with C(bus_id), C(vendor_id), C(device_id), C(subsystem_vendor_id), C(subsystem_device_id),
+                  C(class) and C(numa_node), as for the Ascend entries.
               type: list
               elements: dict
               sample: [{"bus_id": "0000:18:00.0", "vendor_id": "0x10de", "device_id": "0x2330", "subsystem_vendor_id": "0x10de",
@@ -158,7 +159,10 @@ ansible_facts:
               type: int
               sample: 8
             nvswitch:
-              description: NVIDIA bridge functions (class 0x0680xx), i.e. NVSwitch chips.
+              description:
+                - NVIDIA bridge functions (class 0x0680xx), i.e. NVSwitch chips.
+                - Same keys as the GPU entries, C(bus_id), C(vendor_id), C(device_id), C(subsystem_vendor_id), C(subsystem_device_id),
+                  C(class) and C(numa_node).
               type: list
               elements: dict
               sample: []

@@ -14,8 +14,8 @@ PLAYBOOKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "playbooks"
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 
 
-def run_playbook(collections_path, playbook, extra_vars, *args, timeout=300):
-    """ansible-playbook PLAYBOOK against localhost; returns the CompletedProcess."""
+def run_playbook(collections_path, playbook, extra_vars, *args, timeout=300, hosts=("localhost",)):
+    """ansible-playbook PLAYBOOK against ``hosts`` (all local); returns the CompletedProcess."""
     env = dict(os.environ)
     env.update(
         ANSIBLE_COLLECTIONS_PATH=collections_path,
@@ -25,6 +25,6 @@ def run_playbook(collections_path, playbook, extra_vars, *args, timeout=300):
         ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
     )
     extra_vars = dict(extra_vars, ansible_python_interpreter=sys.executable)
-    cmd = [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", "-e", json.dumps(extra_vars), *args,
+    cmd = [ANSIBLE_PLAYBOOK, "-i", ",".join(hosts) + ",", "-c", "local", "-e", json.dumps(extra_vars), *args,
            os.path.join(PLAYBOOKS, playbook)]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)

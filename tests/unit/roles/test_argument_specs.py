@@ -17,7 +17,13 @@ ROLES = os.path.join(ROOT, "roles")
 
 
 def _roles():
-    return sorted(r for r in os.listdir(ROLES) if os.path.isfile(os.path.join(ROLES, r, "meta", "argument_specs.yml")))
+    """Public roles (one ``main`` entry point); internal ones (``_common``) are checked below."""
+    return sorted(r for r in os.listdir(ROLES)
+                  if not r.startswith("_") and os.path.isfile(os.path.join(ROLES, r, "meta", "argument_specs.yml")))
+
+
+def _internal_roles():
+    return sorted(r for r in os.listdir(ROLES) if r.startswith("_"))
 
 
 def _load(path):
@@ -75,3 +81,48 @@ def test_every_documented_variable_is_used_and_every_used_one_documented(role):
     used = _used_variables(role)
     assert sorted(set(specs) - used) == [], f"{role}: documented but never used"
     assert sorted(used - set(specs)) == [], f"{role}: used but not documented"
+
+
+@pytest.mark.parametrize("role", _internal_roles())
+def test_internal_role_has_one_entry_point_per_task_file(role):
+    """Like prometheus-community's _common: each task file is an entry point, called with include_role tasks_from."""
+    specs = _load(os.path.join(ROLES, role, "meta", "argument_specs.yml"))["argument_specs"]
+    task_files = sorted(name[:-len(".yml")] for name in os.listdir(os.path.join(ROLES, role, "tasks")))
+    assert sorted(specs) == task_files
+    assert "main" not in specs
+
+
+@pytest.mark.parametrize("role", _internal_roles())
+def test_internal_role_options_are_prefixed_documented_and_used(role):
+    specs = _load(os.path.join(ROLES, role, "meta", "argument_specs.yml"))["argument_specs"]
+    defaults = _load(os.path.join(ROLES, role, "defaults", "main.yml"))
+    with open(os.path.join(ROLES, role, "README.md")) as handle:
+        readme = handle.read()
+    with open(os.path.join(ROLES, role, "vars", "main.yml")) as handle:
+        role_vars = handle.read()
+    for entry, spec in specs.items():
+        with open(os.path.join(ROLES, role, "tasks", entry + ".yml")) as handle:
+            tasks = handle.read()
+        for name, option in (spec.get("options") or {}).items():
+            assert name.startswith(role + "_"), name
+            assert f"`{name}`" in readme, name
+            assert name in tasks or name in role_vars, f"{entry}: {name} is never used"
+            if not option.get("required"):
+                assert defaults.get(name) == option["default"], name
+
+
+def test_internal_role_is_called_by_entry_point():
+    """Every include of kunpeng.vllm._common names an entry point that exists, without ".yml".
+
+    Ansible validates the options of the entry point named exactly as tasks_from.
+    """
+    specs = _load(os.path.join(ROLES, "_common", "meta", "argument_specs.yml"))["argument_specs"]
+    calls = []
+    for folder in ("roles", "playbooks"):
+        for dirpath, _dirs, files in os.walk(os.path.join(ROOT, folder)):
+            for name in files:
+                if name.endswith(".yml"):
+                    with open(os.path.join(dirpath, name)) as handle:
+                        calls += re.findall(r"name: kunpeng\.vllm\._common\n\s+tasks_from: (\S+)\n", handle.read())
+    assert calls and set(calls) <= set(specs)
+    assert set(specs) <= set(calls), "an entry point nobody calls"

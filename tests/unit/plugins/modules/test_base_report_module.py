@@ -1,0 +1,20 @@
+"""base_report as Ansible runs it: the role's probe results in, decisions out, nothing changed."""
+
+from module_runner import run_main
+
+from ansible_collections.kunpeng.vllm.plugins.modules import base_report
+
+
+def test_each_question_answers_only_when_asked():
+    failed, result = run_main(base_report.main, {"firewall": {"manage": True, "name": "ufw", "probe_rc": 0,
+                                                              "probe_stdout": "Status: inactive", "ports": [8000]}}, True)
+    assert not failed and result["changed"] is False
+    assert result["firewall"]["active"] is False and "driver_build" not in result and "tuning" not in result
+
+
+def test_tuning_lists_must_line_up():
+    failed, result = run_main(base_report.main, {"tuning": {"tunables": [{"name": "vm.swappiness", "kind": "sysctl", "value": 10,
+                                                                          "probe": "/proc/sys/vm/swappiness"}],
+                                                            "exists": [], "writeable": [], "service_mgr": "systemd",
+                                                            "sysctl_file": "a", "tmpfiles_file": "b"}})
+    assert failed and "one entry per tunable" in result["msg"]
