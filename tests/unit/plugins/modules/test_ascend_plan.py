@@ -11,6 +11,7 @@ import subprocess
 
 import fakes
 import pytest
+from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
 from ansible_collections.kunpeng.vllm.plugins.modules import ascend_plan
 from conftest import FIXTURES, ROOT
 from module_runner import run_main
@@ -152,6 +153,7 @@ def test_reboot_pending_in_the_report(tmp_path, runs, rebooted, marker, required
                                                  "reboot_marker": str(marker_path), "env_file": "/etc/vllm/ascend.env"})
     assert not failed
     report = result["report"]
+    assert fact_contract.check("kunpeng_ascend", report) == []
     assert report["reboot_required"] is required and report["reboot_pending"] is pending
     assert report["changed"] == [run["component"] for run in runs]
     assert report["driver_version"] == "24.1.rc1" and report["cann_version"] == "8.1.RC1" and report["series"] == "910b"

@@ -9,6 +9,7 @@ import json
 import os
 
 import fakes
+import plan_hosts
 import pytest
 import yaml
 from conftest import FIXTURES
@@ -99,12 +100,10 @@ def test_accelerator_facts_output_is_the_declared_shape(tmp_path):
 
 
 def _plans():
-    """vllm_plan on every committed probe fixture, without and with each committed model config."""
-    hosts = sorted(glob.glob(os.path.join(FIXTURES, "plan", "*.json"))) + [os.path.join(FIXTURES, "nvidia", "h200", "expected.json")]
+    """vllm_plan on every replayed probe host (plan_hosts), without and with each committed model config."""
     models = [None] + sorted(glob.glob(os.path.join(FIXTURES, "models", "*.json")))
-    for host in hosts:
-        with open(host) as handle:
-            facts = json.load(handle)
+    for host in sorted(plan_hosts.HOSTS):
+        facts = plan_hosts.facts(host)
         for model in models:
             args = {"accelerators": facts, "fail_on_misfit": False}
             if model:
@@ -112,7 +111,7 @@ def _plans():
                     args["model_config"] = json.load(handle)
             failed, result = run_main(vllm_plan.main, args)
             if not failed:
-                yield f"{os.path.basename(host)} + {os.path.basename(model or 'no model')}", result
+                yield f"{host} + {os.path.basename(model or 'no model')}", result
 
 
 def test_vllm_plan_output_is_the_declared_shape():

@@ -15,6 +15,7 @@ import yaml
 from conftest import FIXTURES, ROOT
 from module_runner import run_main
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
 from ansible_collections.kunpeng.vllm.plugins.modules import nvidia_plan, vllm_plan
 
 H200 = os.path.join(FIXTURES, "nvidia", "h200")
@@ -30,9 +31,18 @@ PLATFORMS = {
 }
 
 
+OS_FAMILY = {"Ubuntu": "Debian", "Debian": "Debian", "openEuler": "RedHat"}
+
+
 def role_vars(distribution):
-    with open(os.path.join(VARS, distribution + ".yml"), encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+    """The role's platform data, layered as _common's set_vars loads it (os_family, then distribution)."""
+    data = {}
+    for name in dict.fromkeys((OS_FAMILY[distribution], distribution)):
+        path = os.path.join(VARS, name + ".yml")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as handle:
+                data.update(yaml.safe_load(handle))
+    return data
 
 
 def probe_h200(tmp_path):
@@ -247,6 +257,8 @@ def report(accelerators, plan, **outcome):
     args = args_for(accelerators, report_for=plan, outcome=base)
     failed, result = run_main(nvidia_plan.main, args)
     assert not failed, result.get("msg")
+    # Every report the module builds keeps to the declared fact contract.
+    assert fact_contract.check("kunpeng_nvidia", result["ansible_facts"]["kunpeng_nvidia"]) == []
     return result["ansible_facts"]["kunpeng_nvidia"], result["report_lines"]
 
 
