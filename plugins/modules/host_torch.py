@@ -18,7 +18,7 @@ description:
     C(kunpeng_vllm_plan.row)) and fails with the fix when they differ.
   - The C(kunpeng.vllm.vllm) role then adds those folders to the engine virtualenv through a C(.pth) file, after the
     virtualenv's own site-packages, so the engine's own packages shadow the host's. C(python -m venv
-    --system-site-packages) would not do: it exposes the base interpreter's site-packages, not a virtualenv's.
+    --system-site-packages) would not do, since it exposes the base interpreter's site-packages, not a virtualenv's.
 version_added: "1.1.0"
 author: kunpeng.vllm maintainers
 extends_documentation_fragment:
@@ -72,10 +72,10 @@ problem:
   returned: always
 """
 
-import json
+import json  # noqa: E402
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.kunpeng.vllm.plugins.module_utils.wheelhouse import host_torch_problem
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.wheelhouse import host_torch_problem  # noqa: E402
 
 PROBE = r"""
 import json, site, sys, sysconfig

@@ -120,9 +120,9 @@ unknown_leave_out:
   returned: when O(resolved) is given
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import CompatError
-from ansible_collections.kunpeng.vllm.plugins.module_utils.wheelhouse import select_downloads, target_for
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import CompatError  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.wheelhouse import select_downloads, target_for  # noqa: E402
 
 
 def main() -> None:

