@@ -73,6 +73,7 @@ problem:
 """
 
 import json  # noqa: E402
+import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.wheelhouse import host_torch_problem  # noqa: E402
@@ -103,6 +104,9 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
+    if not os.access(p["python"], os.X_OK):
+        module.fail_json(msg=f"{p['python']} is not an executable interpreter on this host; set vllm_host_torch_python to "
+                         "the interpreter of the environment that holds torch")
     rc, out, err = module.run_command([p["python"], "-c", PROBE])
     if rc != 0:
         module.fail_json(msg=f"{p['python']} did not run: {(err or out).strip()}; set vllm_host_torch_python to the "
