@@ -19,8 +19,9 @@ description:
   - The C(kunpeng.vllm.vllm) role then adds those folders to the engine virtualenv through a C(.pth) file, after the
     virtualenv's own site-packages, so the engine's own packages shadow the host's. C(python -m venv
     --system-site-packages) would not do, since it exposes the base interpreter's site-packages, not a virtualenv's.
-version_added: "1.1.0"
-author: kunpeng.vllm maintainers
+version_added: "0.1.0"
+author:
+  - kunpeng.vllm maintainers (@kunpeng-vllm)
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
 options:

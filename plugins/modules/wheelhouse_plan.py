@@ -18,8 +18,9 @@ description:
     download, leaving out what the target already has (O(target_has)) and optional packages named in O(leave_out).
   - Used by the C(kunpeng.vllm.wheelhouse) role on a connected controller; the C(kunpeng.vllm.vllm) role installs the
     result with C(--no-index --no-deps).
-version_added: "1.1.0"
-author: kunpeng.vllm maintainers
+version_added: "0.1.0"
+author:
+  - kunpeng.vllm maintainers (@kunpeng-vllm)
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
 options:
