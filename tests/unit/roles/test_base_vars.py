@@ -236,3 +236,14 @@ def test_every_vars_file_is_a_layer_of_some_platform(role):
 def test_layer_order_is_least_specific_first():
     assert _layer_files("base", dict(COMMON, **PLATFORMS["Ubuntu 24.04"])) == ["main.yml", "Debian.yml", "Ubuntu.yml"]
     assert _layer_files("base", dict(COMMON, **PLATFORMS["openEuler 24.03"])) == ["main.yml", "openEuler.yml"]
+
+
+def test_check_mode_without_apt_bindings_stops_before_any_change(collections_path):
+    """An Ubuntu 24.04 GPU host (Ansible in a virtualenv, no python3-apt) failed half-way through --check
+    (tests/unit/fixtures/nvidia/h200/base-check/base-check-diff.log); the preflight now stops first."""
+    proc = run_playbook(collections_path, "validate_args.yml", {"__base_apt_pythons": ["/nonexistent/python3"]}, "--check")
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0, output
+    assert "--check needs the python3-apt bindings" in output and "Nothing was changed" in output, output
+    assert "Refresh the apt package lists" not in output, output
+    assert re.search(r"localhost\s+: ok=\d+\s+changed=0\s+unreachable=0\s+failed=1", output), output
