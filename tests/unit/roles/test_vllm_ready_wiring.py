@@ -7,31 +7,14 @@ step and upgrade.yml's check of a restored instance must hand the module the
 host (vllm_ready_host, or the restored config's host) and the expectation.
 """
 
-import os
-
 import pytest
-import yaml
+from task_files import load, tasks
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 FILES = ["roles/vllm/tasks/verify.yml", "playbooks/upgrade.yml"]
 
 
-def _tasks(node):
-    """Every task dict in a task list or play list, blocks and rescues included."""
-    if isinstance(node, list):
-        for item in node:
-            yield from _tasks(item)
-    elif isinstance(node, dict):
-        yield node
-        for key in ("tasks", "pre_tasks", "post_tasks", "handlers", "block", "rescue", "always"):
-            if key in node:
-                yield from _tasks(node[key])
-
-
 def _ready_calls(path):
-    with open(os.path.join(ROOT, path)) as handle:
-        return [task["kunpeng.vllm.vllm_ready"] for task in _tasks(yaml.safe_load(handle))
-                if "kunpeng.vllm.vllm_ready" in task]
+    return [task["kunpeng.vllm.vllm_ready"] for task in tasks(load(path)) if "kunpeng.vllm.vllm_ready" in task]
 
 
 @pytest.mark.parametrize("path", FILES)
@@ -48,7 +31,6 @@ def test_gate_passes_host_and_expectation(path):
 def test_role_gate_follows_vllm_ready_host():
     (args,) = _ready_calls("roles/vllm/tasks/verify.yml")
     assert args["host"] == "{{ vllm_ready_host }}"
-    with open(os.path.join(ROOT, "roles/vllm/defaults/main.yml")) as handle:
-        defaults = yaml.safe_load(handle)
+    defaults = load("roles/vllm/defaults/main.yml")
     # The module turns a wildcard bind address into loopback (test_vllm_ready.test_base_url).
     assert defaults["vllm_ready_host"] == "{{ vllm_host }}"
