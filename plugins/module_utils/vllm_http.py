@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 import json
+import re
 import socket
 import time
 from urllib.error import HTTPError, URLError
@@ -36,6 +37,12 @@ PROBE_TIMEOUT = 10
 INACTIVE_GRACE_S = 10
 
 UNIT_PROPERTIES = ("ActiveState", "SubState", "NRestarts", "ExecMainStatus")
+
+DEFAULT_PORT = 8000
+
+# Addresses a server binds to in order to listen everywhere; a client reaches
+# such a server on the loopback address of the same family.
+WILDCARD_HOSTS = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1", "[::]": "::1"}
 
 
 class VllmNotReady(Exception):
@@ -83,6 +90,42 @@ def snippet(text, limit=200):
 def join_url(base, path):
     """Join the server base URL and an endpoint path, tolerating a trailing '/'."""
     return base.rstrip("/") + "/" + path.lstrip("/")
+
+
+def base_url(url=None, host=None, port=None):
+    """The server base URL the check talks to: ``url`` as given, else built from ``host`` and ``port``.
+
+    ``host`` may be the address vLLM was told to listen on (``vllm serve
+    --host``): a wildcard (``0.0.0.0``, ``::`` or empty) means "every
+    address", which the same machine reaches on loopback.  An IPv6 literal
+    gets the brackets a URL needs.  Raises ValueError for a host that is a
+    URL or carries a port, naming the option to use instead.
+    """
+    if url:
+        return url
+    if host is None:
+        host = "127.0.0.1"
+    host = host.strip()
+    port = DEFAULT_PORT if port is None else port
+    if "/" in host:
+        raise ValueError(f"host {host!r} looks like a URL: give the address or name in host, "
+                         "or the whole base URL in url")
+    host = WILDCARD_HOSTS.get(host, host)
+    if host.startswith("[") and not host.endswith("]") or not host.startswith("[") and host.count(":") == 1:
+        raise ValueError(f"host {host!r} carries a port: give the address in host and the port in port")
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 literal
+    return f"http://{host}:{port}"
+
+
+def compile_expect_regex(pattern):
+    """Compile ``expect_regex`` before any waiting; ValueError names the option and the error."""
+    if not pattern:
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"expect_regex {pattern!r} is not a valid Python regular expression: {exc}") from None
 
 
 def request_headers(api_key=None, with_body=False):
@@ -166,6 +209,26 @@ def tokens_per_second(tokens, seconds):
 def answer_matches(answer, expect):
     """Case-insensitive substring test; no expectation always matches."""
     return not expect or expect.lower() in (answer or "").lower()
+
+
+def answer_problem(answer, expect=None, expect_regex=None, prompt=None):
+    """Why the answer is not the expected one, or None when it is (or nothing is expected).
+
+    ``expect`` is a case-insensitive substring, ``expect_regex`` a compiled
+    pattern searched anywhere in the answer (``re.search``); when both are
+    given, both must hold.  The message shows the answer, so a model that
+    loaded the wrong weights or a broken chat template is visible in the
+    play's failure.
+    """
+    wanted = []
+    if not answer_matches(answer, expect):
+        wanted.append(f"does not contain {expect!r}")
+    if expect_regex is not None and not expect_regex.search(answer or ""):
+        wanted.append(f"does not match expect_regex {expect_regex.pattern!r}")
+    if not wanted:
+        return None
+    asked = f" to {snippet(prompt, 80)!r}" if prompt else ""
+    return f"the answer{asked} {' and '.join(wanted)}: {snippet(answer)!r}"
 
 
 def parse_version(document):
@@ -272,8 +335,11 @@ def api_key_message(result, url, path):
             "give api_key the value of the server's --api-key / VLLM_API_KEY")
 
 
-def check_chat(result, url, expect):
-    """Return ``(answer, completion_tokens)`` or raise VllmNotReady."""
+def check_chat(result, url, expect=None, expect_regex=None, prompt=None):
+    """Return ``(answer, completion_tokens)`` or raise VllmNotReady.
+
+    ``expect`` / ``expect_regex`` / ``prompt`` are as for ``answer_problem``.
+    """
     path = "/v1/chat/completions"
     if result.status in (401, 403):
         raise VllmNotReady(api_key_message(result, url, path))
@@ -283,6 +349,7 @@ def check_chat(result, url, expect):
         answer, tokens = parse_chat_completion(result.json())
     except ValueError as exc:
         raise VllmNotReady(f"POST {join_url(url, path)}: {exc}") from None
-    if not answer_matches(answer, expect):
-        raise VllmNotReady(f"the answer does not contain {expect!r}: {snippet(answer)!r}", answer=answer)
+    problem = answer_problem(answer, expect, expect_regex, prompt)
+    if problem:
+        raise VllmNotReady(f"{problem} (from {url})", answer=answer)
     return answer, tokens

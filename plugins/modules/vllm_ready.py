@@ -29,9 +29,22 @@ author:
 options:
   url:
     description:
-      - Base URL of the server, without C(/v1).
+      - Base URL of the server, without C(/v1), for example C(https://llm.example.com).
+      - Mutually exclusive with O(host) and O(port). When neither O(url) nor O(host) is given, the check
+        targets C(http://127.0.0.1:8000).
     type: str
-    default: http://127.0.0.1:8000
+  host:
+    description:
+      - Address or name of the server; the check talks plain HTTP to O(host) on O(port).
+      - Takes what vLLM listens on (C(vllm serve --host)) as it is. A wildcard (C(0.0.0.0), C(::) or empty)
+        means the server listens on every address, so the check uses loopback (C(127.0.0.1) or C(::1)).
+        A specific address is used as given, so a server bound to C(10.0.0.5) only is checked there.
+      - An IPv6 literal is given without brackets. A port belongs in O(port), a full URL in O(url).
+    type: str
+  port:
+    description:
+      - TCP port of the server, with O(host). Defaults to C(8000), vLLM's own default.
+    type: int
   model:
     description:
       - The served model name clients use, as listed by C(/v1/models) (vLLM's C(--served-model-name),
@@ -67,6 +80,13 @@ options:
   expect:
     description:
       - Substring the answer must contain, compared case-insensitively. Not checked when omitted.
+      - When the answer does not contain it, the module fails with the answer in the message.
+    type: str
+  expect_regex:
+    description:
+      - Python regular expression searched anywhere in the answer (C(re.search)); case-sensitive unless the
+        pattern starts with C((?i)). Not checked when omitted.
+      - With O(expect) as well, both must hold. An invalid pattern fails at once, before any request.
     type: str
   service:
     description:
@@ -104,6 +124,14 @@ EXAMPLES = r"""
   ansible.builtin.debug:
     msg: "{{ ready.answer }} ({{ ready.tokens_per_s }} tokens/s, healthy after {{ ready.health_wait_s }} s)"
 
+- name: Check an instance that listens on one address only, with a pattern
+  kunpeng.vllm.vllm_ready:
+    host: 10.0.0.5
+    port: 8001
+    model: qwen3
+    prompt: "Answer with one word: what is the capital of France?"
+    expect_regex: '(?i)\bparis\b'
+
 - name: Check a remote endpoint protected by an API key
   kunpeng.vllm.vllm_ready:
     url: https://llm.example.com
@@ -116,7 +144,7 @@ EXAMPLES = r"""
 RETURN = r"""
 answer:
   description: Text of the check answer.
-  returned: success
+  returned: success, and on failure when the answer is not the expected one
   type: str
   sample: The capital of France is Paris.
 latency_s:
@@ -145,6 +173,11 @@ health_wait_s:
   returned: success
   type: float
   sample: 41.3
+url:
+  description: Base URL the check talked to (from O(url), or built from O(host) and O(port)).
+  returned: success, and on failure once the options were accepted
+  type: str
+  sample: http://127.0.0.1:8000
 version:
   description: vLLM version from C(/version); null when the server has no such endpoint.
   returned: success
@@ -221,7 +254,9 @@ class UnitWatch:
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            url=dict(type="str", default="http://127.0.0.1:8000"),
+            url=dict(type="str"),
+            host=dict(type="str"),
+            port=dict(type="int"),
             model=dict(type="str", required=True),
             api_key=dict(type="str", no_log=True),
             timeout=dict(type="int", default=600),
@@ -229,22 +264,28 @@ def main():
             prompt=dict(type="str", default="What is the capital of France?"),
             max_tokens=dict(type="int", default=16, no_log=False),
             expect=dict(type="str"),
+            expect_regex=dict(type="str"),
             service=dict(type="str"),
             validate_certs=dict(type="bool", default=True),
         ),
+        mutually_exclusive=[("url", "host"), ("url", "port")],
         supports_check_mode=True,
     )
     p = module.params
     if min(p["timeout"], p["interval"], p["max_tokens"]) < 1:
         module.fail_json(msg="timeout, interval and max_tokens must be at least 1")
-    url = p["url"]
+    try:
+        url = vllm_http.base_url(p["url"], p["host"], p["port"])
+        expect_regex = vllm_http.compile_expect_regex(p["expect_regex"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
 
     def call(path, method="GET", payload=None, timeout=vllm_http.PROBE_TIMEOUT):
         return vllm_http.http_request(vllm_http.join_url(url, path), method=method, payload=payload,
                                       api_key=p["api_key"], timeout=timeout, validate_certs=p["validate_certs"])
 
     watch = UnitWatch(module, p["service"]) if p["service"] else None
-    result = dict(changed=False)
+    result = dict(changed=False, url=url)
     try:
         result["health_wait_s"] = vllm_http.wait_for_health(
             lambda: call("/health", timeout=min(vllm_http.PROBE_TIMEOUT, p["timeout"])),
@@ -255,7 +296,7 @@ def main():
         chat = call("/v1/chat/completions", method="POST", timeout=p["timeout"],
                     payload=vllm_http.chat_payload(p["model"], p["prompt"], p["max_tokens"]))
         latency = time.monotonic() - started
-        answer, tokens = vllm_http.check_chat(chat, url, p["expect"])
+        answer, tokens = vllm_http.check_chat(chat, url, p["expect"], expect_regex, p["prompt"])
     except VllmNotReady as exc:
         msg = exc.msg
         result.update(exc.details)

@@ -105,8 +105,8 @@ def test_server_answers_with_the_restored_settings(base_url):
     assert "Paris" in answer
 
 
-def test_current_link_still_on_the_previous_venv(host):
-    link = host.file("/opt/vllm/current")
+def test_instance_link_still_on_the_previous_venv(host):
+    link = host.file(f"/opt/vllm/current-{MODEL}")
     assert link.is_symlink
     assert link.linked_to == VENV
 
@@ -117,7 +117,7 @@ def test_backups_hold_the_state_before_each_run(host):
     # One backup per run that got past the plan: good, then crash.
     before_bad = f"{BACKUP_ROOT}/{stamps[-1]}"
     assert host.file(before_bad).mode == 0o700
-    assert host.file(f"{before_bad}/current").content_string.strip() == VENV
+    assert host.file(f"{before_bad}/current-{MODEL}").content_string.strip() == VENV
     assert host.file(f"{before_bad}/systemd/{UNIT}").exists
     saved = host.file(f"{before_bad}/config/smollm2.yaml")
     assert saved.exists

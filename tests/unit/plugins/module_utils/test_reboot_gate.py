@@ -1,0 +1,32 @@
+"""A host whose new driver waits for a reboot stops before its vLLM service starts; nothing else does."""
+
+import pytest
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils.reboot_gate import reboot_gate
+
+
+@pytest.mark.parametrize("backend, nvidia, ascend, stop, variable", [
+    ("cuda", True, False, True, "nvidia_reboot"),
+    ("cuda", False, False, False, None),
+    ("ascend", False, True, True, "ascend_reboot"),
+    ("ascend", False, False, False, None),
+    # Only the driver of the planned backend counts.
+    ("cuda", False, True, False, None),
+    ("ascend", True, False, False, None),
+    ("cpu", True, True, False, None),
+])
+def test_reboot_gate(backend, nvidia, ascend, stop, variable):
+    decision = reboot_gate(backend, nvidia, ascend, "node1")
+    assert decision["stop"] is stop
+    assert decision["variable"] == variable
+
+
+def test_message_names_the_variable_and_the_way_on():
+    msg = reboot_gate("cuda", True, False, "gpu1")["msg"]
+    assert msg.startswith("gpu1: the new NVIDIA driver is installed but not loaded until the host reboots "
+                          "(kunpeng_nvidia.reboot_pending)")
+    assert "Set nvidia_reboot: true to let the role reboot it, or reboot it yourself" in msg
+    assert "The other hosts go on." in msg
+    msg = reboot_gate("ascend", False, True)["msg"]
+    assert msg.startswith("the new Ascend firmware or driver is installed")
+    assert "(kunpeng_ascend.reboot_pending)" in msg and "Set ascend_reboot: true" in msg
