@@ -22,7 +22,7 @@ from playbook_run import run_playbook
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 MAKE_SYSFS = os.path.join(ROOT, "molecule", "ascend", "doubles", "make-sysfs.sh")
 
-FACTS = {
+PLATFORM_FACTS = {
     "distribution": "Debian",
     "distribution_version": "12.11",
     "distribution_major_version": "12",
@@ -56,7 +56,7 @@ def add_packages(host, names):
 
 def role_vars(host, packages):
     return {
-        "facts": FACTS,
+        "facts": PLATFORM_FACTS,
         "ascend_packages": packages,
         "ascend_package_source": "controller",
         "ascend_package_dir": str(host / "packages"),

@@ -32,8 +32,8 @@ def test_a2_table_eight_910b4():
     assert npu_smi.device_memory_mib(first) == 32768
 
 
-def test_facts_md_excerpt_parses():
-    """The one-NPU excerpt quoted verbatim in FACTS.md section 3."""
+def test_documented_one_npu_excerpt_parses():
+    """The first NPU of the Atlas 800I A2 table, the layout Huawei's npu-smi command reference shows for `npu-smi info`."""
     text = "\n".join(fixture("atlas-800i-a2", "info.txt").splitlines()[:9])
     devices = npu_smi.parse_info_table(text)["devices"]
     assert [(d["npu_id"], d["bus_id"], d["hbm_total_mib"]) for d in devices] == [(0, "0000:c1:00.0", 32768)]
