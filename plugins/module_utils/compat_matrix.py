@@ -63,6 +63,11 @@ ASCEND_EXPERIMENTAL_SERIES = [ATLAS_300I_DUO]
 HUAWEI_PYPI = "https://mirrors.huaweicloud.com/ascend/repos/pypi"
 PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
+# torch-npu's x86_64 wheels pin the CPU build of torch (torch==2.9.0+cpu for
+# torch-npu 2.9.0), which only the PyTorch CPU index has; vllm-ascend's guide
+# has x86_64 hosts add that index (and torch from it is not the CUDA build).
+_ASCEND_X86_64_INDEX = {"x86_64": {"torch": PYTORCH_CPU_INDEX, "torch-npu": PYTORCH_CPU_INDEX}}
+
 _ASCEND_SOURCE = ("vllm-ascend installation guide (docs/source/installation.md, Requirements, at the release tag) and "
                   "the Requires-Dist / Requires-Python of its vllm-ascend wheels on PyPI")
 # torch, torch_npu and triton_ascend are the exact pins of the vllm-ascend wheel
@@ -79,15 +84,13 @@ ASCEND_ROWS: List[Dict[str, Any]] = [
     {"vllm_ascend": "0.11.0", "vllm": "0.11.0", "cann": "8.3.RC2", "torch": "2.7.1", "torch_npu": "2.7.1",
      "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {}},
     {"vllm_ascend": "0.9.1", "vllm": "0.9.1", "cann": "8.2.RC1", "torch": "2.5.1", "torch_npu": "2.5.1.post1",
-     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {},
-     # torch-npu 2.5.1.post1 for x86_64 pins torch==2.5.1+cpu, which only the PyTorch CPU index has.
-     "vendor_index_arch": {"x86_64": {"torch-npu": PYTORCH_CPU_INDEX}}},
+     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {}},
     {"vllm_ascend": "0.7.3", "vllm": "0.7.3", "cann": "8.1.RC1", "torch": "2.5.1", "torch_npu": "2.5.1",
-     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {},
-     "vendor_index_arch": {"x86_64": {"torch-npu": PYTORCH_CPU_INDEX}}},
+     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {}},
 ]
 for _row in ASCEND_ROWS:
-    _row.update(series=list(ASCEND_SUPPORTED_SERIES), experimental_series=list(ASCEND_EXPERIMENTAL_SERIES), source=_ASCEND_SOURCE)
+    _row.update(series=list(ASCEND_SUPPORTED_SERIES), experimental_series=list(ASCEND_EXPERIMENTAL_SERIES), source=_ASCEND_SOURCE,
+                vendor_index_arch=_ASCEND_X86_64_INDEX)
 
 # CUDA minor-version compatibility (NVIDIA "CUDA Compatibility", Linux): every
 # runtime of a CUDA major release runs on any driver at or above this one.
@@ -418,20 +421,24 @@ def install_steps(backend: str, row: Dict[str, Any], architecture: Optional[str]
     of the step that only a vendor's index (or a wheelhouse) has; their index is
     already in ``pip_args``.
 
-    Ascend follows vllm-ascend's installation guide: vLLM first, without device
-    code and without its own torch pin (the wheel with ``--no-deps``; where a
-    release has no wheel for the architecture pip builds the sdist, and
-    ``VLLM_TARGET_DEVICE=empty`` makes that a build without device code), then
-    the NPU stack (torch, torch-npu, triton-ascend, vllm-ascend) together with
-    what a device-less vLLM needs at run time (its ``requirements/common.txt``),
-    in one call so that pip resolves them against the row's torch.  One call
-    with ``vllm==V`` and the row's torch cannot resolve: every vLLM wheel pins
-    a newer torch than its vllm-ascend release.
+    Ascend follows vllm-ascend's installation guide and Dockerfile: vLLM first,
+    without device code and without its own torch pin (the wheel with
+    ``--no-deps``; where a release has no wheel for the architecture pip builds
+    the sdist, and ``VLLM_TARGET_DEVICE=empty`` makes that a build without
+    device code); then what such a vLLM needs at run time (its
+    ``requirements/common.txt``), resolved against the row's torch; then the
+    NPU stack (torch, torch-npu, triton-ascend, vllm-ascend).  One call with
+    ``vllm==V`` and the row's torch cannot resolve: every vLLM wheel pins a
+    newer torch than its vllm-ascend release.  Where vllm-ascend caps a package
+    below what vLLM asks for (vllm-ascend 0.18.0: opencv-python-headless <=
+    4.11.0.86, vLLM 0.18.0: >= 4.13.0), the last step wins, as in upstream's
+    own image.
     """
     if backend == "ascend":
         return [
             _step("vllm", [f"vllm=={row['vllm']}"], row, architecture, ["--no-deps"], {"VLLM_TARGET_DEVICE": "empty"}),
-            _step("npu-stack", ascend_stack(row) + list(COMMON_REQUIREMENTS[row["vllm"]]), row, architecture),
+            _step("vllm-requirements", [f"torch=={row['torch']}"] + list(COMMON_REQUIREMENTS[row["vllm"]]), row, architecture),
+            _step("npu-stack", ascend_stack(row), row, architecture),
         ]
     if backend == "cuda":
         return [_step("vllm", [f"vllm=={row['vllm']}"], row, architecture, env={"VLLM_TARGET_DEVICE": "cuda"})]

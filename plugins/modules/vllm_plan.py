@@ -220,14 +220,16 @@ install_steps:
       C(pip_args) (added to the role's pip options, for example C(--no-deps) or a vendor C(--extra-index-url)),
       C(env) (environment of the call) and C(vendor_index) (package -> the vendor index it needs, already in C(pip_args);
       an offline install must carry those wheels in the wheelhouse).
-    - Ascend rows take two steps, as vllm-ascend's installation guide does, vLLM with C(--no-deps) and C(VLLM_TARGET_DEVICE=empty),
-      then torch, torch-npu, triton-ascend and vllm-ascend with what a device-less vLLM needs at run time.
+    - Ascend rows take three steps, in the order of vllm-ascend's installation guide, vLLM with C(--no-deps) and
+      C(VLLM_TARGET_DEVICE=empty), what a device-less vLLM needs at run time (resolved against the row's torch),
+      then torch, torch-npu, triton-ascend and vllm-ascend.
   returned: always
   type: list
   elements: dict
   sample: [{"name": "vllm", "packages": ["vllm==0.11.0"], "pip_args": ["--no-deps"], "env": {"VLLM_TARGET_DEVICE": "empty"},
             "vendor_index": {}},
-           {"name": "npu-stack", "packages": ["torch==2.7.1", "torch-npu==2.7.1", "vllm-ascend==0.11.0", "regex"], "pip_args": [],
+           {"name": "vllm-requirements", "packages": ["torch==2.7.1", "regex"], "pip_args": [], "env": {}, "vendor_index": {}},
+           {"name": "npu-stack", "packages": ["torch==2.7.1", "torch-npu==2.7.1", "vllm-ascend==0.11.0"], "pip_args": [],
             "env": {}, "vendor_index": {}}]
 requirements:
   description:

@@ -27,35 +27,38 @@ def test_no_cp312_wheels_means_python_below_3_12(version):
         cm.select_ascend(vllm_ascend_version=version, python_version="3.12.3")
 
 
-def test_ascend_installs_vllm_without_deps_before_the_npu_stack():
+def test_ascend_installs_vllm_without_deps_then_its_requirements_then_the_npu_stack():
     row = cm.select_ascend(vllm_ascend_version="0.18.0")
-    first, second = cm.install_steps("ascend", row, "aarch64")
+    first, second, third = cm.install_steps("ascend", row, "aarch64")
     assert first == {"name": "vllm", "packages": ["vllm==0.18.0"], "pip_args": ["--no-deps"],
                      "env": {"VLLM_TARGET_DEVICE": "empty"}, "vendor_index": {}}
-    # vllm's own torch pin (2.10.0 for 0.18.0) is never in the same pip call as the row's torch.
-    assert second["packages"][:4] == ["torch==2.9.0", "torch-npu==2.9.0", "triton-ascend==3.2.0", "vllm-ascend==0.18.0"]
-    assert second["packages"][4:] == list(COMMON_REQUIREMENTS["0.18.0"])
-    assert not any(p.startswith(("torch", "vllm==")) for p in second["packages"][4:])
-    assert second["pip_args"] == [] and second["vendor_index"] == {}
+    # vllm's own torch pin (2.10.0 for 0.18.0) is never in a pip call: its requirements resolve against the row's torch.
+    assert second["packages"] == ["torch==2.9.0"] + list(COMMON_REQUIREMENTS["0.18.0"])
+    assert not any(p.startswith(("torch", "vllm==")) for p in second["packages"][1:])
+    assert third["packages"] == ["torch==2.9.0", "torch-npu==2.9.0", "triton-ascend==3.2.0", "vllm-ascend==0.18.0"]
+    assert third["pip_args"] == [] and third["vendor_index"] == {}
 
 
 def test_vendor_only_packages_bring_their_index():
-    steps = cm.install_steps("ascend", cm.select_ascend(vllm_ascend_version="0.23.0"))
-    assert steps[1]["vendor_index"] == {"triton-ascend": cm.HUAWEI_PYPI}
-    assert f"--extra-index-url={cm.HUAWEI_PYPI}" in steps[1]["pip_args"]
+    steps = cm.install_steps("ascend", cm.select_ascend(vllm_ascend_version="0.23.0"), "aarch64")
+    assert steps[2]["vendor_index"] == {"triton-ascend": cm.HUAWEI_PYPI}
+    assert f"--extra-index-url={cm.HUAWEI_PYPI}" in steps[2]["pip_args"]
 
 
 def test_vendor_index_per_architecture():
-    row = cm.select_ascend(vllm_ascend_version="0.9.1")
-    assert cm.install_steps("ascend", row, "aarch64")[1]["vendor_index"] == {}
-    assert cm.install_steps("ascend", row, "x86_64")[1]["vendor_index"] == {"torch-npu": cm.PYTORCH_CPU_INDEX}
-    assert cm.install_steps("ascend", row)[1]["vendor_index"] == {"torch-npu": cm.PYTORCH_CPU_INDEX}
+    # torch-npu's x86_64 wheels pin torch==X+cpu, which only the PyTorch CPU index has.
+    row = cm.select_ascend(vllm_ascend_version="0.11.0")
+    assert cm.install_steps("ascend", row, "aarch64")[2]["vendor_index"] == {}
+    x86 = {"torch": cm.PYTORCH_CPU_INDEX, "torch-npu": cm.PYTORCH_CPU_INDEX}
+    assert cm.install_steps("ascend", row, "x86_64")[2]["vendor_index"] == x86
+    assert cm.install_steps("ascend", row)[2]["vendor_index"] == x86
+    assert cm.install_steps("ascend", row, "x86_64")[2]["pip_args"] == [f"--extra-index-url={cm.PYTORCH_CPU_INDEX}"]
 
 
 def test_every_ascend_row_has_its_vllm_requirements():
     for row in cm.ASCEND_ROWS:
         assert COMMON_REQUIREMENTS[row["vllm"]], row["vllm"]
-        assert [s["name"] for s in cm.install_steps("ascend", row)] == ["vllm", "npu-stack"]
+        assert [s["name"] for s in cm.install_steps("ascend", row)] == ["vllm", "vllm-requirements", "npu-stack"]
 
 
 def test_cuda_and_cpu_steps():

@@ -119,7 +119,7 @@ def test_r1_w8a8_on_two_atlas_a2_64g_nodes():
     result = ok({"accelerators": host("atlas-800i-a2-64g"), "vllm_ascend_version": "0.11.0", "python_version": "3.11",
                  "model_config": model("deepseek-v3"), "weight_dtype": "w8a8", "nodes": 2})
     assert result["packages"] == ["vllm==0.11.0", "torch==2.7.1", "torch-npu==2.7.1", "vllm-ascend==0.11.0"]
-    assert [step["name"] for step in result["install_steps"]] == ["vllm", "npu-stack"]
+    assert [step["name"] for step in result["install_steps"]] == ["vllm", "vllm-requirements", "npu-stack"]
     assert result["atlas_series"] == "A2"
     assert result["requirements"] == {"python": ">=3.9,<3.12", "cann": "8.3.RC2", "atlas_series": "A2"}
     args = result["engine_args"]
