@@ -321,13 +321,14 @@ def release_options(vllm_version):
                  if compat_matrix.version_cmp(release, vllm_version) == 0), None)
 
 
-def release_option_message(name, vllm_version, options):
-    """Why ``name`` fails on ``vllm_version`` (whose options are ``options``), with a fix true for that release."""
+def release_option_message(name, vllm_version, options, key=None):
+    """Why ``name`` (written ``key``) fails on ``vllm_version`` (whose options are ``options``), with a fix true for that release."""
+    key = name if key is None else key
     if name in RELEASE_FIXES:
         fix = next(text for needed, text in RELEASE_FIXES[name] if needed is None or needed in options)
-        return f"{name} is not an option of vLLM {vllm_version}; {fix}"
+        return f"{key} is not an option of vLLM {vllm_version}; {fix}"
     if name in REMOVED_OPTIONS:
-        return f"{name} is not an option of vLLM {vllm_version}: {REMOVED_OPTIONS[name]}"
+        return f"{key} is not an option of vLLM {vllm_version}: {REMOVED_OPTIONS[name]}"
     others = sorted((release for release, names in OPTIONS_BY_RELEASE.items() if name in names), key=compat_matrix.version_key)
     close = difflib.get_close_matches(name, sorted(options), n=3, cutoff=0.6)
     if others:
@@ -337,7 +338,7 @@ def release_option_message(name, vllm_version, options):
             hint += ", or did you mean {}?".format(" or ".join(close))
     else:
         hint = "did you mean {}?".format(" or ".join(close)) if close else "see `vllm serve --help=all` for the option names"
-    return f"{name} is not an option of vLLM {vllm_version}; {hint}"
+    return f"{key} is not an option of vLLM {vllm_version}; {hint}"
 
 
 def normalize_engine_args(args, vllm_version=None):
@@ -365,7 +366,7 @@ def normalize_engine_args(args, vllm_version=None):
         seen[name] = key
         if options is not None:
             if name not in options:
-                problems.append(release_option_message(name, vllm_version, options))
+                problems.append(release_option_message(name, vllm_version, options, key))
                 continue
         elif name in REMOVED_OPTIONS:
             problems.append(f"{key}: {REMOVED_OPTIONS[name]}")

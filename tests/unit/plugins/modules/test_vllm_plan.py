@@ -218,5 +218,5 @@ def test_engine_args_checked_against_the_rows_release():
     base = {"accelerators": host("atlas-800i-a2-64g"), "vllm_ascend_version": "0.11.0", "python_version": "3.11"}
     message = fails(dict(base, requested_engine_args={"max_cudagraph_capture_size": 64}))["msg"]
     assert "vllm_engine_args does not fit vLLM 0.11.0" in message
-    assert "max-cudagraph-capture-size is not an option of vLLM 0.11.0" in message
+    assert "max_cudagraph_capture_size is not an option of vLLM 0.11.0" in message
     assert ok(dict(base, requested_engine_args={"swap_space": 4}))["engine_args"]["swap_space"] == 4
