@@ -103,3 +103,12 @@ def test_diff_names_the_fields_the_metadata_contradicts():
                          "~ ASCEND_ROWS vllm_ascend=0.18.0: python ['3.10', '3.13'] -> ['3.10', '3.12']"]
     assert lines[3].startswith('+ ASCEND_ROWS {"vllm_ascend": "0.30.0"')
     assert refresh.diff("ASCEND_ROWS", "vllm_ascend", cm.ASCEND_ROWS, proposed[:1]) == []
+
+
+def test_first_set_of_each_row_and_step_asks_the_index():
+    seen = []
+    resolve.check(resolve.jobs_for({"cuda": cm.CUDA_ROWS[:1]}), lambda job: seen.append(job["warm"]) or (0, ""))
+    assert seen == [False, True, True, True]
+    seen.clear()
+    resolve.check(resolve.jobs_for({"cuda": cm.CUDA_ROWS[:1]}), lambda job: seen.append(job["warm"]) or (0, ""), all_warm=True)
+    assert seen == [True] * 4
