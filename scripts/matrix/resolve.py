@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Resolve every install set of the version matrix against the real package index, without installing.
 
 For every matrix row x architecture (x86_64, aarch64) x the lowest and the
@@ -154,7 +153,7 @@ def summary(report):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=12, help="uv processes at once (they wait on the network)")
     parser.add_argument("--uv", default=shutil.which("uv") or "uv")
     parser.add_argument("--only", help="only rows naming this version")

@@ -51,8 +51,8 @@ def test_broken_row_fails_the_check():
     report = resolve.check(resolve.jobs_for({"ascend": [broken]}), recorded_uv)
     assert not report["ok"]
     # The NPU stack fails on aarch64 (both Pythons); on x86_64 torch and torch-npu need the PyTorch CPU index.
-    assert {(j["arch"], j["python"], j["step"]) for j in report["failed"]} == {("aarch64", "3.10", "npu-stack"),
-                                                                                ("aarch64", "3.11", "npu-stack")}
+    failed = {(j["arch"], j["python"], j["step"]) for j in report["failed"]}
+    assert failed == {("aarch64", "3.10", "npu-stack"), ("aarch64", "3.11", "npu-stack")}
     assert "there is no version of torch-npu==2.9.0.post1" in report["failed"][0]["output"]
     text = resolve.summary(report)
     assert "FAIL ascend vllm-ascend 0.18.0 aarch64 py3.10 step npu-stack:" in text
