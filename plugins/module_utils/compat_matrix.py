@@ -72,15 +72,19 @@ _ASCEND_SOURCE = ("vllm-ascend installation guide (docs/source/installation.md, 
                   "the Requires-Dist / Requires-Python of its vllm-ascend wheels on PyPI")
 # torch, torch_npu and triton_ascend are the exact pins of the vllm-ascend wheel
 # (its Requires-Dist); python is the guide's range, narrowed to the wheels'
-# cp tags; glibc is the newest manylinux tag of the row's wheels.
+# cp tags; glibc is the newest manylinux tag of the row's wheels;
+# source_builds lists pins of vllm-ascend that have no wheel (arctic-inference
+# publishes sdists only), so pip compiles them: the node needs a C++ compiler.
 ASCEND_ROWS: List[Dict[str, Any]] = [
     {"vllm_ascend": "0.23.0", "vllm": "0.23.0", "cann": "9.1.0", "torch": "2.10.0", "torch_npu": "2.10.0.post4",
      "triton_ascend": "3.2.2", "python": ("3.10", "3.13"), "glibc": "2.34",
-     "vendor_index": {"triton-ascend": HUAWEI_PYPI}},
+     "vendor_index": {"triton-ascend": HUAWEI_PYPI}, "source_builds": ["arctic-inference==0.1.1"]},
     {"vllm_ascend": "0.18.0", "vllm": "0.18.0", "cann": "8.5.1", "torch": "2.9.0", "torch_npu": "2.9.0",
-     "triton_ascend": "3.2.0", "python": ("3.10", "3.12"), "glibc": "2.28", "vendor_index": {}},
+     "triton_ascend": "3.2.0", "python": ("3.10", "3.12"), "glibc": "2.28", "vendor_index": {},
+     "source_builds": ["arctic-inference==0.1.1"]},
     {"vllm_ascend": "0.13.0", "vllm": "0.13.0", "cann": "8.5.0", "torch": "2.8.0", "torch_npu": "2.8.0.post2",
-     "triton_ascend": "3.2.0", "python": ("3.10", "3.12"), "glibc": "2.28", "vendor_index": {}},
+     "triton_ascend": "3.2.0", "python": ("3.10", "3.12"), "glibc": "2.28", "vendor_index": {},
+     "source_builds": ["arctic-inference==0.1.1"]},
     {"vllm_ascend": "0.11.0", "vllm": "0.11.0", "cann": "8.3.RC2", "torch": "2.7.1", "torch_npu": "2.7.1",
      "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {}},
     {"vllm_ascend": "0.9.1", "vllm": "0.9.1", "cann": "8.2.RC1", "torch": "2.5.1", "torch_npu": "2.5.1.post1",
@@ -399,7 +403,8 @@ def vendor_indexes(row: Dict[str, Any], architecture: Optional[str] = None) -> D
 
 
 def _step(name: str, packages: List[str], row: Dict[str, Any], architecture: Optional[str],
-          pip_args: Optional[List[str]] = None, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+          pip_args: Optional[List[str]] = None, env: Optional[Dict[str, str]] = None,
+          source_builds: Optional[List[str]] = None) -> Dict[str, Any]:
     vendor = vendor_indexes(row, architecture)
     names = [re.split(r"[=<>!~;\[ ]", package, maxsplit=1)[0].lower() for package in packages]
     indexes = sorted({vendor[name] for name in names if name in vendor})
@@ -409,17 +414,20 @@ def _step(name: str, packages: List[str], row: Dict[str, Any], architecture: Opt
         "pip_args": list(pip_args or []) + [f"--extra-index-url={url}" for url in indexes],
         "env": dict(env or {}),
         "vendor_index": {name: vendor[name] for name in names if name in vendor},
+        "source_builds": list(source_builds or []),
     }
 
 
 def install_steps(backend: str, row: Dict[str, Any], architecture: Optional[str] = None) -> List[Dict[str, Any]]:
     """The pip calls that install a row, in order.
 
-    Each step is ``{"name", "packages", "pip_args", "env", "vendor_index"}``: one
+    Each step is ``{"name", "packages", "pip_args", "env", "vendor_index",
+    "source_builds"}``: one
     ``pip install`` of ``packages`` with ``pip_args`` added to the role's own
     options and ``env`` in its environment.  ``vendor_index`` names the packages
     of the step that only a vendor's index (or a wheelhouse) has; their index is
-    already in ``pip_args``.
+    already in ``pip_args``; ``source_builds`` the requirements pip compiles
+    from source in that step (the node needs a C++ compiler).
 
     Ascend follows vllm-ascend's installation guide and Dockerfile: vLLM first,
     without device code and without its own torch pin (the wheel with
@@ -438,7 +446,7 @@ def install_steps(backend: str, row: Dict[str, Any], architecture: Optional[str]
         return [
             _step("vllm", [f"vllm=={row['vllm']}"], row, architecture, ["--no-deps"], {"VLLM_TARGET_DEVICE": "empty"}),
             _step("vllm-requirements", [f"torch=={row['torch']}"] + list(COMMON_REQUIREMENTS[row["vllm"]]), row, architecture),
-            _step("npu-stack", ascend_stack(row), row, architecture),
+            _step("npu-stack", ascend_stack(row), row, architecture, source_builds=row.get("source_builds")),
         ]
     if backend == "cuda":
         return [_step("vllm", [f"vllm=={row['vllm']}"], row, architecture, env={"VLLM_TARGET_DEVICE": "cuda"})]

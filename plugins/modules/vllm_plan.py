@@ -218,8 +218,9 @@ install_steps:
   description:
     - The pip calls that install the row, in order. Each has C(name), C(packages) (requirements of that call),
       C(pip_args) (added to the role's pip options, for example C(--no-deps) or a vendor C(--extra-index-url)),
-      C(env) (environment of the call) and C(vendor_index) (package -> the vendor index it needs, already in C(pip_args);
-      an offline install must carry those wheels in the wheelhouse).
+      C(env) (environment of the call), C(vendor_index) (package -> the vendor index it needs, already in C(pip_args);
+      an offline install must carry those wheels in the wheelhouse) and C(source_builds) (requirements that have no wheel,
+      which pip compiles, so the node needs a C++ compiler, for example C(arctic-inference==0.1.1) of vllm-ascend 0.13 to 0.23).
     - Ascend rows take three steps, in the order of vllm-ascend's installation guide, vLLM with C(--no-deps) and
       C(VLLM_TARGET_DEVICE=empty), what a device-less vLLM needs at run time (resolved against the row's torch),
       then torch, torch-npu, triton-ascend and vllm-ascend.
@@ -227,10 +228,11 @@ install_steps:
   type: list
   elements: dict
   sample: [{"name": "vllm", "packages": ["vllm==0.11.0"], "pip_args": ["--no-deps"], "env": {"VLLM_TARGET_DEVICE": "empty"},
-            "vendor_index": {}},
-           {"name": "vllm-requirements", "packages": ["torch==2.7.1", "regex"], "pip_args": [], "env": {}, "vendor_index": {}},
+            "vendor_index": {}, "source_builds": []},
+           {"name": "vllm-requirements", "packages": ["torch==2.7.1", "regex"], "pip_args": [], "env": {}, "vendor_index": {},
+            "source_builds": []},
            {"name": "npu-stack", "packages": ["torch==2.7.1", "torch-npu==2.7.1", "vllm-ascend==0.11.0"], "pip_args": [],
-            "env": {}, "vendor_index": {}}]
+            "env": {}, "vendor_index": {}, "source_builds": []}]
 requirements:
   description:
     - What the node must provide for the row, C(python) always, plus C(cann) and C(atlas_series) (ascend),

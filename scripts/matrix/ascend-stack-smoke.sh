@@ -44,7 +44,7 @@ docker run --rm --platform linux/arm64 --entrypoint /bin/bash "${mounts[@]}" "$i
   set -u
   python3 -m venv --without-pip /venv && wheel=$(ls /pipwheel/pip-*.whl | head -1) &&
     /venv/bin/python "$wheel/pip" install -q --no-index "$wheel"
-  set -e; bash /steps.sh; set +e
+  bash -e /steps.sh || echo "=== install failed (exit $?)"
   echo "=== installed"; /venv/bin/pip list 2>/dev/null | grep -iE "^(vllm|vllm-ascend|torch|torch-npu|triton-ascend|numpy|opencv-python-headless) "
   echo "=== pip check"; /venv/bin/pip check 2>&1 | head -20
   for module in torch torch_npu vllm vllm_ascend; do

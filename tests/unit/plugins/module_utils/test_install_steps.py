@@ -31,12 +31,16 @@ def test_ascend_installs_vllm_without_deps_then_its_requirements_then_the_npu_st
     row = cm.select_ascend(vllm_ascend_version="0.18.0")
     first, second, third = cm.install_steps("ascend", row, "aarch64")
     assert first == {"name": "vllm", "packages": ["vllm==0.18.0"], "pip_args": ["--no-deps"],
-                     "env": {"VLLM_TARGET_DEVICE": "empty"}, "vendor_index": {}}
+                     "env": {"VLLM_TARGET_DEVICE": "empty"}, "vendor_index": {}, "source_builds": []}
     # vllm's own torch pin (2.10.0 for 0.18.0) is never in a pip call: its requirements resolve against the row's torch.
     assert second["packages"] == ["torch==2.9.0"] + list(COMMON_REQUIREMENTS["0.18.0"])
     assert not any(p.startswith(("torch", "vllm==")) for p in second["packages"][1:])
     assert third["packages"] == ["torch==2.9.0", "torch-npu==2.9.0", "triton-ascend==3.2.0", "vllm-ascend==0.18.0"]
     assert third["pip_args"] == [] and third["vendor_index"] == {}
+    # vllm-ascend 0.18.0 pins arctic-inference 0.1.1, published as an sdist only (seen failing to build
+    # without a C++ compiler in the arm64 image: "No CMAKE_CXX_COMPILER could be found").
+    assert third["source_builds"] == ["arctic-inference==0.1.1"]
+    assert cm.install_steps("ascend", cm.select_ascend(vllm_ascend_version="0.11.0"))[2]["source_builds"] == []
 
 
 def test_vendor_only_packages_bring_their_index():
