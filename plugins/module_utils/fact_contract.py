@@ -253,8 +253,23 @@ VLLM_PLAN = {
         python=_strs(),
         python_range=_str(),
         source=_str(),
+        # newest manylinux tag of the row's wheels; packages only a vendor
+        # index has (per package, and per architecture); pins built from source
+        glibc=_str(optional=True),
+        vendor_index=_f(DICT, optional=True, open_keys=True),
+        vendor_index_arch=_f(DICT, optional=True, open_keys=True),
+        source_builds=_strs(optional=True),
     )),
     "packages": _strs(),
+    # The pip calls that install the row, in order (compat_matrix.install_steps).
+    "install_steps": _dicts(dict(
+        name=_str(),
+        packages=_strs(),
+        pip_args=_strs(),
+        env=_f(DICT, open_keys=True),
+        vendor_index=_f(DICT, open_keys=True),
+        source_builds=_strs(),
+    )),
     # python always; the rest by backend (ascend: cann, atlas_series; cuda:
     # nvidia_driver_min, cuda; cpu: cpu_feature).
     "requirements": _f(DICT, keys=dict(

