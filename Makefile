@@ -45,7 +45,7 @@ sanity: venv ## ansible-test sanity on a copy under ansible_collections/kunpeng/
 	VENV=$(VENV) bash scripts/sanity.sh
 
 unit: venv ## pytest unit tests
-	$(BIN)/python -m pytest tests/unit -q
+	$(BIN)/python -m pytest tests/unit -q -n 2
 
 matrix: venv collection-link ## Resolve every version-matrix row's install sets against PyPI (uv, no install)
 	$(BIN)/python scripts/matrix/resolve.py --uv $(BIN)/uv

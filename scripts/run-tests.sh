@@ -56,7 +56,7 @@ case "${1:-all}" in
     stage ansible-lint ansible-lint --profile production
     stage ruff ruff check .
     stage sanity bash scripts/sanity.sh
-    stage unit python -m pytest tests/unit -q
+    stage unit python -m pytest tests/unit -q -n 2
     # Network to the package index only: every matrix row's install sets, resolved by uv.
     stage matrix python scripts/matrix/resolve.py --uv "$venv/bin/uv"
     stage build bash -c 'ansible-galaxy collection build --force --output-path .build/dist >/dev/null && ls .build/dist/kunpeng-vllm-*.tar.gz'
