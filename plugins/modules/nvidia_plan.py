@@ -100,7 +100,7 @@ options:
     default: ""
   repo_trusted:
     description:
-      - A local test repository without a key (C(nvidia_cuda_repo_trusted)); RV(plan.repo.key_url) is then empty.
+      - A local test repository without a key (C(nvidia_cuda_repo_trusted)); the plan's C(repo.key_url) is then empty.
     type: bool
     default: false
   toolkit_version:
