@@ -252,3 +252,12 @@ def test_check_mode_without_apt_bindings_skips_the_apt_steps_and_says_so(collect
     assert "auto-installing missing dependency" not in output, output
     # (check mode reports the local-facts file it would write as changed)
     assert re.search(r"localhost\s+: ok=\d+\s+changed=\d+\s+unreachable=0\s+failed=0", output), output
+
+
+def test_tuning_report_keys_are_strings():
+    """YAML 1.1 reads a bare ``off:`` key as the boolean false: the exported report had a ``false`` key
+    (seen in tests/unit/fixtures/nvidia/h200/base-check/base-check-diff-after-fix.log, captured before the fix)."""
+    tasks = _yaml(os.path.join(ROLES, "base", "tasks", "tuning.yml"))
+    report = next(t["ansible.builtin.set_fact"]["kunpeng_base_tuning"] for t in tasks
+                  if "kunpeng_base_tuning" in t.get("ansible.builtin.set_fact", {}))
+    assert sorted(report) == ["applied", "items", "off", "skipped"]
