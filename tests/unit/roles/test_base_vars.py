@@ -13,9 +13,8 @@ import json
 import os
 import re
 
-import jinja2
 import pytest
-import yaml
+import role_vars
 from playbook_run import run_playbook
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -188,23 +187,8 @@ def test_wrong_variable_type_fails_before_any_change(collections_path):
 ROLES = os.path.join(ROOT, "roles")
 
 
-def _yaml(path):
-    with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle) or {}
-
-
-def _layer_files(role, facts):
-    """The role's vars files that set_vars loads for ``facts``, in load order (main.yml first).
-
-    The layer names come from kunpeng.vllm._common's own list, rendered as Ansible would.
-    """
-    layers = _yaml(os.path.join(ROLES, "_common", "vars", "main.yml"))["__common_vars_layers"]
-    names = []
-    for layer in layers:
-        name = jinja2.Template(layer).render(ansible_facts=facts) + ".yml"
-        if name not in names and os.path.isfile(os.path.join(ROLES, role, "vars", name)):
-            names.append(name)
-    return ["main.yml"] + names
+_yaml = role_vars.read_yaml
+_layer_files = role_vars.layer_files
 
 
 def _layered_roles():

@@ -11,7 +11,7 @@ import shutil
 
 import fakes
 import pytest
-import yaml
+import role_vars
 from conftest import FIXTURES, ROOT
 from module_runner import run_main
 
@@ -34,15 +34,12 @@ PLATFORMS = {
 OS_FAMILY = {"Ubuntu": "Debian", "Debian": "Debian", "openEuler": "RedHat"}
 
 
-def role_vars(distribution):
-    """The role's platform data, layered as _common's set_vars loads it (os_family, then distribution)."""
-    data = {}
-    for name in dict.fromkeys((OS_FAMILY[distribution], distribution)):
-        path = os.path.join(VARS, name + ".yml")
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as handle:
-                data.update(yaml.safe_load(handle))
-    return data
+def role_vars_for(distribution):
+    """The nvidia role's platform data, layered as _common's set_vars loads it."""
+    version = PLATFORMS[distribution][0]
+    return role_vars.platform_vars("nvidia", {"os_family": OS_FAMILY[distribution], "distribution": distribution,
+                                              "distribution_version": version,
+                                              "distribution_major_version": version.split(".")[0]})
 
 
 def probe_h200(tmp_path):
@@ -78,7 +75,7 @@ def real_plan(accelerators, **extra):
 
 def args_for(accelerators, distribution="Ubuntu", architecture="x86_64", **extra):
     version, distro, key = PLATFORMS[distribution]
-    data = role_vars(distribution)
+    data = role_vars_for(distribution)
     args = {
         "accelerators": accelerators,
         "distribution": distribution,
