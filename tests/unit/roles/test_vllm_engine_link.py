@@ -16,6 +16,8 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from task_files import ROOT, load, task
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils.endpoint_security import private_users
+
 ROLE = os.path.join(ROOT, "roles", "vllm")
 INSTANCES = ("smollm2", "qwen3")
 
@@ -38,7 +40,8 @@ def templar(instance, extra=None):
     variables.update(_trusted(load("roles/vllm/vars/main.yml")))
     variables.update(_trusted(extra or {}))
     variables.update(vllm_model_name=instance, __vllm_backend="cpu", ansible_managed="managed",
-                     __vllm_venv="/opt/vllm/0.32.0-cpu")
+                     __vllm_venv="/opt/vllm/0.32.0-cpu",
+                     __vllm_endpoint={"private_users": private_users("auto", "docker", "guest")})
     return Templar(loader=DataLoader(), variables=variables)
 
 

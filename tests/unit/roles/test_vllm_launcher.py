@@ -14,6 +14,8 @@ import jinja2
 import pytest
 from conftest import FIXTURES
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils.endpoint_security import private_users
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TEMPLATES = os.path.join(ROOT, "roles", "vllm", "templates")
 SERVE = os.path.join(FIXTURES, "nvidia", "h200", "offline-serve")
@@ -36,7 +38,7 @@ H200_RUN = {
     "__vllm_backends": {"cuda": {"device_nodes": []}},
     "vllm_restart_sec": 5,
     "vllm_limit_nofile": 65535,
-    "vllm_private_users": False,
+    "__vllm_endpoint": {"private_users": private_users("auto", "docker", "guest")},
 }
 
 

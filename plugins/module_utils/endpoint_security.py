@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""Who may talk to a vLLM instance: the API key it requires and the user namespace it runs in.
+
+vLLM serves without authentication unless ``--api-key`` / ``VLLM_API_KEY`` is set
+(vLLM docs, "OpenAI-Compatible Server", section "API key").  An instance that
+listens on any address other than loopback is therefore given a key even when
+the user names none: one generated on the node, kept in a root-only file next
+to the instance's config, and reused on every later run.  Only an explicit
+opt-out (``vllm_allow_unauthenticated``) serves an open endpoint on the network.
+
+``PrivateUsers=`` (systemd.exec(5)) needs a kernel that lets the service manager
+create a user namespace, which container runtimes usually refuse (the unit then
+fails with status 217/USER), so ``auto`` turns it on everywhere except in a
+container.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import ipaddress
+from typing import Any, Dict, Optional
+
+# What each decision means for the instance.
+GIVEN = "given"          # vllm_api_key is set: that key.
+STORED = "stored"        # the key generated on an earlier run, read from the key file.
+GENERATE = "generate"    # a new key, written to the key file.
+LOOPBACK = "loopback"    # no key: the instance listens on loopback only.
+OPEN = "open"            # no key on the network: vllm_allow_unauthenticated is true.
+
+# ansible_facts['virtualization_type'] values of container runtimes (setup module, facts/virtual/linux.py).
+CONTAINER_TYPES = ("docker", "podman", "container", "containerd", "lxc", "openvz", "systemd-nspawn", "wsl")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (vllm_host) is a loopback address, so only this node can connect.
+
+    ``localhost`` counts; any other name is treated as reachable from the network,
+    since what it resolves to is not known here.
+    """
+    name = (host or "").strip().strip("[]")
+    if name.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def api_key_decision(given: bool, host: str, allow_unauthenticated: bool, key_file: str,
+                     stored_key: Optional[str]) -> Dict[str, Any]:
+    """Where the instance's API key comes from, and the sentence that says so (never the key).
+
+    ``given``: vllm_api_key is set (the key itself never comes here).  ``stored_key`` is the
+    content of ``key_file`` (None when the file does not exist).  Returns ``source`` (one of
+    GIVEN, STORED, GENERATE, LOOPBACK, OPEN), ``key`` (the stored key for STORED, else '')
+    and ``message``.
+    """
+    if given:
+        return {"source": GIVEN, "key": "", "message": "the API key is vllm_api_key"}
+    if is_loopback(host):
+        return {"source": LOOPBACK, "key": "",
+                "message": f"no API key: the instance listens on {host} only (loopback)"}
+    if allow_unauthenticated:
+        return {"source": OPEN, "key": "",
+                "message": (f"no API key on {host}: vllm_allow_unauthenticated is true, so anyone who reaches "
+                            "the port can use the instance")}
+    stored = (stored_key or "").strip()
+    if stored:
+        return {"source": STORED, "key": stored,
+                "message": f"the API key is the one generated on this node earlier, in {key_file} (root only)"}
+    return {"source": GENERATE, "key": "",
+            "message": (f"vllm_api_key is empty and the instance listens on {host}: a key was generated on this "
+                        f"node and stored in {key_file} (root only); clients send it as 'Authorization: Bearer <key>'")}
+
+
+def private_users(wanted: Any, virtualization_type: str, virtualization_role: str) -> Dict[str, Any]:
+    """Whether the unit gets ``PrivateUsers=yes``: ``wanted`` true or false, or ``auto`` (off only in a container)."""
+    if isinstance(wanted, bool):
+        return {"enabled": wanted, "reason": f"vllm_private_users is {str(wanted).lower()}"}
+    if virtualization_role == "guest" and virtualization_type in CONTAINER_TYPES:
+        return {"enabled": False,
+                "reason": f"vllm_private_users is auto and this host is a {virtualization_type} container (217/USER)"}
+    return {"enabled": True, "reason": "vllm_private_users is auto and this host is not a container"}

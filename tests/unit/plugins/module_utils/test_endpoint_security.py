@@ -1,0 +1,66 @@
+"""Which API key a vLLM instance requires, and whether its unit gets PrivateUsers (module_utils/endpoint_security.py)."""
+
+import pytest
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import endpoint_security as es
+
+KEY_FILE = "/etc/vllm/smollm2.api-key"
+
+
+@pytest.mark.parametrize("host, loopback", [
+    ("127.0.0.1", True), ("127.0.1.1", True), ("::1", True), ("[::1]", True), ("localhost", True), ("LOCALHOST", True),
+    ("0.0.0.0", False), ("::", False), ("10.0.0.5", False), ("fe80::1", False), ("node1.example.org", False),
+    ("", False),
+])
+def test_is_loopback(host, loopback):
+    assert es.is_loopback(host) is loopback
+
+
+@pytest.mark.parametrize("given, host, allow_open, stored, source, key", [
+    # The user's key always wins, on loopback too, and is never echoed back.
+    (True, "0.0.0.0", False, None, es.GIVEN, ""),
+    (True, "127.0.0.1", True, "old\n", es.GIVEN, ""),
+    # No key on loopback: only this node can connect.
+    (False, "127.0.0.1", False, None, es.LOOPBACK, ""),
+    (False, "::1", False, "old\n", es.LOOPBACK, ""),
+    # The default (0.0.0.0, no key): generated once, then reused.
+    (False, "0.0.0.0", False, None, es.GENERATE, ""),
+    (False, "0.0.0.0", False, "", es.GENERATE, ""),
+    (False, "0.0.0.0", False, "  \n", es.GENERATE, ""),
+    (False, "0.0.0.0", False, "s3cret\n", es.STORED, "s3cret"),
+    (False, "10.1.2.3", False, "s3cret", es.STORED, "s3cret"),
+    # Only the explicit opt-out serves an open endpoint on the network.
+    (False, "0.0.0.0", True, None, es.OPEN, ""),
+    (False, "0.0.0.0", True, "s3cret", es.OPEN, ""),
+])
+def test_api_key_decision(given, host, allow_open, stored, source, key):
+    decision = es.api_key_decision(given, host, allow_open, KEY_FILE, stored)
+    assert (decision["source"], decision["key"]) == (source, key)
+    assert "s3cret" not in decision["message"]
+
+
+@pytest.mark.parametrize("source, stored, words", [
+    (es.GENERATE, None, ["generated", KEY_FILE, "root only", "0.0.0.0"]),
+    (es.STORED, "k", ["generated on this node earlier", KEY_FILE]),
+    (es.OPEN, None, ["vllm_allow_unauthenticated is true", "anyone"]),
+])
+def test_the_message_says_where_the_key_is(source, stored, words):
+    decision = es.api_key_decision(False, "0.0.0.0", source == es.OPEN, KEY_FILE, stored)
+    assert decision["source"] == source
+    for word in words:
+        assert word in decision["message"]
+
+
+@pytest.mark.parametrize("wanted, vtype, vrole, enabled", [
+    (True, "docker", "guest", True),
+    (False, "kvm", "host", False),
+    ("auto", "docker", "guest", False),
+    ("auto", "podman", "guest", False),
+    ("auto", "lxc", "guest", False),
+    ("auto", "kvm", "guest", True),
+    ("auto", "kvm", "host", True),
+    ("auto", "", "", True),
+    ("auto", "NA", "NA", True),
+])
+def test_private_users(wanted, vtype, vrole, enabled):
+    assert es.private_users(wanted, vtype, vrole)["enabled"] is enabled

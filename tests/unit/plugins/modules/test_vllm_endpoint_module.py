@@ -1,0 +1,57 @@
+"""vllm_endpoint as Ansible runs it: the key file is written once, 0600, reused, and never written in check mode."""
+
+import os
+import stat
+
+from module_runner import run_main
+
+from ansible_collections.kunpeng.vllm.plugins.modules import vllm_endpoint
+
+
+def args(key_file, **overrides):
+    return dict({"api_key_given": False, "host": "0.0.0.0", "key_file": str(key_file)}, **overrides)
+
+
+def test_generates_once_and_reuses(tmp_path):
+    key_file = tmp_path / "smollm2.api-key"
+    failed, first = run_main(vllm_endpoint.main, args(key_file))
+    assert not failed and first["changed"] and first["api_key_source"] == "generate"
+    assert len(first["api_key"]) >= 40 and first["api_key"] not in first["message"]
+    assert stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
+    assert key_file.read_text() == first["api_key"] + "\n"
+    failed, second = run_main(vllm_endpoint.main, args(key_file))
+    assert not failed and not second["changed"] and second["api_key_source"] == "stored"
+    assert second["api_key"] == first["api_key"] and second["key_file"] == str(key_file)
+
+
+def test_check_mode_writes_nothing(tmp_path):
+    key_file = tmp_path / "smollm2.api-key"
+    failed, result = run_main(vllm_endpoint.main, args(key_file), check_mode=True)
+    assert not failed and result["changed"] and result["api_key"] == "" and not key_file.exists()
+
+
+def test_a_loose_key_file_is_put_back_to_0600(tmp_path):
+    key_file = tmp_path / "smollm2.api-key"
+    key_file.write_text("old-key\n")
+    key_file.chmod(0o644)
+    failed, result = run_main(vllm_endpoint.main, args(key_file))
+    assert not failed and result["changed"] and result["api_key"] == "old-key"
+    assert stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
+
+
+def test_given_loopback_and_open_write_no_file(tmp_path):
+    key_file = tmp_path / "smollm2.api-key"
+    for overrides, source in (({"api_key_given": True}, "given"), ({"host": "127.0.0.1"}, "loopback"),
+                              ({"allow_unauthenticated": True}, "open")):
+        failed, result = run_main(vllm_endpoint.main, args(key_file, **overrides))
+        assert not failed and not result["changed"] and result["api_key_source"] == source
+        assert result["api_key"] == "" and result["key_file"] == ""
+    assert not key_file.exists()
+
+
+def test_private_users_auto_and_bad_value(tmp_path):
+    failed, result = run_main(vllm_endpoint.main, args(tmp_path / "k", host="127.0.0.1", virtualization_type="docker",
+                                                       virtualization_role="guest"))
+    assert not failed and result["private_users"]["enabled"] is False
+    failed, result = run_main(vllm_endpoint.main, args(tmp_path / "k", host="127.0.0.1", private_users="maybe"))
+    assert failed and "vllm_private_users" in result["msg"]
