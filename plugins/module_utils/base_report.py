@@ -14,7 +14,8 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
-from typing import Any, Dict, List, Optional
+import ipaddress
+from typing import Any, Dict, List, Optional, Tuple
 
 
 def driver_build(wanted: bool, headers_package: str, headers_found: Optional[bool], kernel: str) -> Dict[str, Any]:
@@ -37,16 +38,95 @@ def firewall_active(manage: bool, firewall: str, probe_rc: Optional[int], probe_
     return firewall == "firewalld" or "Status: active" in (probe_stdout or "")
 
 
-def firewall(manage: bool, name: str, probe_rc: Optional[int], probe_stdout: str, ports: List[int]) -> Dict[str, Any]:
-    """Whether to open ``ports`` in the platform firewall, and the sentence that says what was done."""
+def _source(value: Any, variable: str) -> Tuple[str, str]:
+    """``value`` as a network (``10.0.0.0/8``, ``192.0.2.7/32``, ``2001:db8::/32``) and its family."""
+    try:
+        network = ipaddress.ip_network(str(value).strip(), strict=False)
+    except ValueError:
+        raise ValueError(f"{variable}: {value!r} is not an IP address or network; "
+                         "give addresses or CIDR networks, e.g. 10.0.0.0/8 or 192.0.2.7") from None
+    return str(network), f"ipv{network.version}"
+
+
+def _port(value: Any, variable: str) -> Tuple[int, int]:
+    """``value`` (8000, "8000" or a range "8000-8010") as (first, last)."""
+    text = str(value).strip()
+    first, _, last = text.partition("-")
+    try:
+        low, high = int(first), int(last or first)
+    except ValueError:
+        low = high = 0
+    if not (1 <= low <= high <= 65535):
+        raise ValueError(f"{variable}: {value!r} is not a port (1-65535) or a range of ports (e.g. 10000-10100)")
+    return low, high
+
+
+def firewall_rules(ports: List[Any], sources: List[str], rules: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """One allow rule per port and source: ``ports`` from ``sources``, then each of ``rules`` from its own sources.
+
+    Each rule has ``port`` and ``proto``, ``source`` and ``family``, the port as ufw (``8000:8010``) and
+    firewalld (``8000-8010``) write it, and the firewalld rich rule.  No source, no rule: a port is never
+    opened to everyone unless a source says so (``0.0.0.0/0``).
+    """
+    wanted = [{"ports": ports, "sources": sources, "protocol": "tcp", "what": "base_firewall_ports/base_firewall_sources"}]
+    wanted += [dict(rule, what=f"base_firewall_rules[{index}]") for index, rule in enumerate(rules)]
+    result: List[Dict[str, Any]] = []
+    for rule in wanted:
+        proto = rule.get("protocol") or "tcp"
+        if proto not in ("tcp", "udp"):
+            raise ValueError(f"{rule['what']}: protocol {proto!r} is not tcp or udp")
+        nets = [_source(source, rule["what"]) for source in rule.get("sources") or []]
+        for port in rule.get("ports") or []:
+            low, high = _port(port, rule["what"])
+            span = str(low) if low == high else f"{low}-{high}"
+            for net, family in nets:
+                item = {"port": span, "proto": proto, "source": net, "family": family,
+                        "ufw_port": span.replace("-", ":"),
+                        "rich_rule": (f'rule family="{family}" source address="{net}" '
+                                      f'port port="{span}" protocol="{proto}" accept')}
+                if item not in result:
+                    result.append(item)
+    return result
+
+
+def firewall_ports(ports: List[Any], rules: List[Dict[str, Any]]) -> List[Dict[str, str]]:
+    """Every port the role manages, each once, with its protocol: the ones an allow-from-anywhere rule is removed for."""
+    result: List[Dict[str, str]] = []
+    for proto, port in [("tcp", port) for port in ports] + [(rule.get("protocol") or "tcp", port)
+                                                              for rule in rules for port in rule.get("ports") or []]:
+        low, high = _port(port, "base_firewall_rules")
+        span = str(low) if low == high else f"{low}-{high}"
+        item = {"port": span, "proto": proto, "ufw_port": span.replace("-", ":")}
+        if item not in result:
+            result.append(item)
+    return result
+
+
+def firewall(manage: bool, name: str, probe_rc: Optional[int], probe_stdout: str, ports: List[int],
+             sources: Optional[List[str]] = None, rules: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+    """What to allow in the platform firewall, what to close, and the sentence that says what was done.
+
+    Raises ValueError (naming the variable) on a source or port that is not one.
+    """
+    sources, rules = list(sources or []), list(rules or [])
+    allow = firewall_rules(ports, sources, rules)
+    managed = firewall_ports(ports, rules)
     active = firewall_active(manage, name, probe_rc, probe_stdout)
     if not manage:
         note = "base_firewall_manage is false"
-    elif active:
-        note = f"allowed {', '.join(f'{port}/tcp' for port in ports)} in {name}"
-    else:
+    elif not active:
         note = f"{name} is not installed or not active: left alone"
-    return {"firewall": name, "active": active, "ports": list(ports) if active else [], "note": note}
+    elif allow:
+        by_port: Dict[str, List[str]] = {}
+        for item in allow:
+            by_port.setdefault(f"{item['port']}/{item['proto']}", []).append(item["source"])
+        note = f"in {name}, allowed " + "; ".join(f"{port} from {', '.join(nets)}" for port, nets in by_port.items())
+    else:
+        note = (f"in {name}, allowed nothing: base_firewall_sources is empty, so "
+                f"{', '.join(p['port'] + '/' + p['proto'] for p in managed)} can be reached from this host only")
+    opened = sorted({int(item["port"].split("-")[0]) for item in allow}) if active else []
+    return {"firewall": name, "active": active, "ports": opened, "rules": allow if active else [],
+            "close": managed if active else [], "note": note}
 
 
 def _why_not(tunable: Dict[str, Any], exists: bool, writeable: bool, governors: List[str], service_mgr: str) -> Optional[str]:

@@ -16,7 +16,9 @@ description:
   - The decisions of the C(kunpeng.vllm.base) role, from what its tasks probed, with the sentence that reports each one.
   - With O(driver_build), whether DKMS and the kernel headers can be installed (the distribution has headers for the
     running kernel; a container runs the host's kernel and a custom kernel has none).
-  - With O(firewall), whether the platform firewall is installed and active, so that the vLLM ports are opened in it.
+  - With O(firewall), whether the platform firewall is installed and active, and then the rules to add (each port
+    from each listed source only, with the firewalld rich rule and the ufw port spelling) and the ports whose
+    allow-from-anywhere rule is removed. No source, no rule - a port is never opened to everyone unless a source says so.
   - With O(tuning), which enabled tunables can be applied (the kernel exposes them and lets them be written, systemd-tmpfiles
     can persist sysfs settings, cpufreq offers the wanted governor) and which are skipped with the reason.
   - Only computes; never changes the host, so check mode gives the same result.
@@ -62,9 +64,21 @@ options:
         type: str
         default: ""
       ports:
-        description: The TCP ports to open.
+        description: The TCP ports to open to O(firewall.sources) (C(base_firewall_ports)).
         type: list
         elements: int
+        default: []
+      sources:
+        description: Addresses or CIDR networks allowed to reach O(firewall.ports) (C(base_firewall_sources)).
+        type: list
+        elements: str
+        default: []
+      rules:
+        description:
+          - More ports with their own sources (C(base_firewall_rules)), each with C(ports) (ports or ranges
+            C(first-last)), C(sources) and C(protocol) (C(tcp) or C(udp), default C(tcp)).
+        type: list
+        elements: dict
         default: []
   tuning:
     description: The tuning question.
@@ -129,10 +143,18 @@ driver_build:
   sample: {"wanted": true, "headers_package": "linux-headers-6.1.0-28-amd64", "status": "installed",
            "reason": "dkms and linux-headers-6.1.0-28-amd64"}
 firewall:
-  description: With O(firewall). C(firewall), C(active), C(ports) (opened; empty when not active) and C(note).
+  description:
+    - With O(firewall). C(firewall), C(active), C(ports) (first port of each opened rule; empty when not active),
+      C(rules) (to allow, each C(port), C(proto), C(source), C(family), C(ufw_port), C(rich_rule)),
+      C(close) (each managed C(port), C(proto), C(ufw_port) whose allow-from-anywhere rule is removed) and C(note).
+    - C(rules) and C(close) are empty when the firewall is not active.
   returned: when O(firewall) is given
   type: dict
-  sample: {"firewall": "ufw", "active": false, "ports": [], "note": "ufw is not installed or not active: left alone"}
+  sample: {"firewall": "ufw", "active": true, "ports": [8000],
+           "rules": [{"port": "8000", "proto": "tcp", "source": "10.0.0.0/8", "family": "ipv4", "ufw_port": "8000",
+                      "rich_rule": "rule family=\"ipv4\" source address=\"10.0.0.0/8\" port port=\"8000\" protocol=\"tcp\" accept"}],
+           "close": [{"port": "8000", "proto": "tcp", "ufw_port": "8000"}],
+           "note": "in ufw, allowed 8000/tcp from 10.0.0.0/8"}
 tuning:
   description:
     - With O(tuning). C(items) (per tunable C(setting), C(wanted), C(status) C(applied) or C(skipped), C(reason)),
@@ -163,6 +185,8 @@ def main() -> None:
                 probe_rc=dict(type="int"),
                 probe_stdout=dict(type="str", default=""),
                 ports=dict(type="list", elements="int", default=[]),
+                sources=dict(type="list", elements="str", default=[]),
+                rules=dict(type="list", elements="dict", default=[]),
             )),
             tuning=dict(type="dict", options=dict(
                 tunables=dict(type="list", elements="dict", required=True),
@@ -180,7 +204,10 @@ def main() -> None:
     if module.params["driver_build"]:
         result["driver_build"] = base_report.driver_build(**module.params["driver_build"])
     if module.params["firewall"]:
-        result["firewall"] = base_report.firewall(**module.params["firewall"])
+        try:
+            result["firewall"] = base_report.firewall(**module.params["firewall"])
+        except ValueError as exc:
+            module.fail_json(msg=str(exc))
     if module.params["tuning"]:
         tuning = module.params["tuning"]
         if not len(tuning["tunables"]) == len(tuning["exists"]) == len(tuning["writeable"]):

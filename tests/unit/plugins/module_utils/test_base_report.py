@@ -23,15 +23,56 @@ def test_driver_build(wanted, found, status, reason):
 
 @pytest.mark.parametrize("manage, name, rc, stdout, active, note", [
     (False, "ufw", None, "", False, "base_firewall_manage is false"),
-    (True, "ufw", 0, "Status: active\n\nTo Action From\n", True, "allowed 8000/tcp, 8001/tcp in ufw"),
+    (True, "ufw", 0, "Status: active\n\nTo Action From\n", True, "in ufw, allowed 8000/tcp from 10.0.0.0/8; 8001/tcp from 10.0.0.0/8"),
     (True, "ufw", 0, "Status: inactive\n", False, "ufw is not installed or not active: left alone"),
     (True, "ufw", 127, "", False, "ufw is not installed or not active: left alone"),
-    (True, "firewalld", 0, "running\n", True, "allowed 8000/tcp, 8001/tcp in firewalld"),
+    (True, "firewalld", 0, "running\n", True, "in firewalld, allowed 8000/tcp from 10.0.0.0/8; 8001/tcp from 10.0.0.0/8"),
     (True, "firewalld", 252, "not running\n", False, "firewalld is not installed or not active: left alone"),
 ])
 def test_firewall(manage, name, rc, stdout, active, note):
-    assert base_report.firewall(manage, name, rc, stdout, [8000, 8001]) == {
-        "firewall": name, "active": active, "ports": [8000, 8001] if active else [], "note": note}
+    result = base_report.firewall(manage, name, rc, stdout, [8000, 8001], ["10.0.0.0/8"])
+    assert (result["firewall"], result["active"], result["note"]) == (name, active, note)
+    assert result["ports"] == ([8000, 8001] if active else [])
+    assert [(r["port"], r["source"]) for r in result["rules"]] == ([("8000", "10.0.0.0/8"), ("8001", "10.0.0.0/8")] if active else [])
+    assert [c["port"] for c in result["close"]] == (["8000", "8001"] if active else [])
+
+
+@pytest.mark.parametrize("name", ["ufw", "firewalld"])
+def test_no_source_opens_nothing(name):
+    """The default (base_firewall_sources empty): the port is allowed from nobody, and an open-to-all rule goes."""
+    result = base_report.firewall(True, name, 0, "Status: active" if name == "ufw" else "running", [8000])
+    assert result["active"] and result["rules"] == [] and result["ports"] == []
+    assert result["close"] == [{"port": "8000", "proto": "tcp", "ufw_port": "8000"}]
+    assert result["note"] == f"in {name}, allowed nothing: base_firewall_sources is empty, so 8000/tcp can be reached from this host only"
+
+
+def test_rules_per_source_family_and_range():
+    rules = base_report.firewall_rules([8000], ["192.0.2.7", "2001:db8::/32"],
+                                       [{"ports": ["10000-10100", 29500], "sources": ["10.1.0.0/16"], "protocol": "udp"}])
+    assert [(r["port"], r["proto"], r["source"], r["family"], r["ufw_port"]) for r in rules] == [
+        ("8000", "tcp", "192.0.2.7/32", "ipv4", "8000"),
+        ("8000", "tcp", "2001:db8::/32", "ipv6", "8000"),
+        ("10000-10100", "udp", "10.1.0.0/16", "ipv4", "10000:10100"),
+        ("29500", "udp", "10.1.0.0/16", "ipv4", "29500"),
+    ]
+    assert rules[0]["rich_rule"] == 'rule family="ipv4" source address="192.0.2.7/32" port port="8000" protocol="tcp" accept'
+    assert rules[1]["rich_rule"] == 'rule family="ipv6" source address="2001:db8::/32" port port="8000" protocol="tcp" accept'
+    assert base_report.firewall_ports([8000, 8000], [{"ports": ["10000-10100"], "sources": []}]) == [
+        {"port": "8000", "proto": "tcp", "ufw_port": "8000"}, {"port": "10000-10100", "proto": "tcp", "ufw_port": "10000:10100"}]
+
+
+@pytest.mark.parametrize("ports, sources, rules, words", [
+    ([8000], ["10.0.0.0/33"], [], ["base_firewall_ports/base_firewall_sources", "'10.0.0.0/33'", "CIDR"]),
+    ([8000], ["any; rm -rf /"], [], ["base_firewall_sources", "not an IP address"]),
+    ([70000], ["10.0.0.0/8"], [], ["base_firewall_ports", "70000", "1-65535"]),
+    ([8000], [], [{"ports": ["10100-10000"], "sources": ["10.0.0.1"]}], ["base_firewall_rules[0]", "10100-10000"]),
+    ([8000], [], [{"ports": [1], "sources": ["10.0.0.1"], "protocol": "icmp"}], ["base_firewall_rules[0]", "icmp"]),
+])
+def test_bad_firewall_values_name_the_variable(ports, sources, rules, words):
+    with pytest.raises(ValueError) as error:
+        base_report.firewall(True, "ufw", 0, "Status: active", ports, sources, rules)
+    for word in words:
+        assert word in str(error.value)
 
 
 SWAPPINESS = {"name": "vm.swappiness", "kind": "sysctl", "value": 10, "probe": "/proc/sys/vm/swappiness"}

@@ -18,3 +18,10 @@ def test_tuning_lists_must_line_up():
                                                             "exists": [], "writeable": [], "service_mgr": "systemd",
                                                             "sysctl_file": "a", "tmpfiles_file": "b"}})
     assert failed and "one entry per tunable" in result["msg"]
+
+
+def test_a_bad_source_fails_naming_the_variable():
+    failed, result = run_main(base_report.main, {"firewall": {"manage": True, "name": "ufw", "probe_rc": 0,
+                                                              "probe_stdout": "Status: active", "ports": [8000],
+                                                              "sources": ["10.0.0.300"]}}, True)
+    assert failed and "base_firewall_sources" in result["msg"]
