@@ -53,6 +53,8 @@ ensure_binfmt() {
 
 ensure_tools() {
   command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap
+  # systemd-analyze security --offline scores the unit templates (tests/unit/roles/test_unit_exposure.py).
+  command -v systemd-analyze >/dev/null 2>&1 || apt_install systemd
 }
 
 ensure_tools

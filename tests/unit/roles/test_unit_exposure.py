@@ -1,0 +1,154 @@
+"""Every systemd unit the collection writes scores <= 1.5 in ``systemd-analyze security``.
+
+Each ``roles/*/templates/*.service.j2`` is found by itself and rendered with its role's real defaults and vars
+(as Ansible would), once per variant listed in UNITS, then scored offline with
+``systemd-analyze security --offline=true`` (systemd >= 252).  A template with no UNITS entry fails: a unit
+added later is scored as soon as it exists.  When this machine has no systemd-analyze, the Debian 12 test
+image (systemd 252) scores the files through docker; the tests skip only when neither is there.
+
+The figures are the ones the README's "Security" section lists; a change in a unit that moves a figure
+fails test_readme_lists_the_figures until the README says the new one.
+"""
+
+import functools
+import glob
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+from task_files import ROOT, load
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils.endpoint_security import private_users
+
+LIMIT = 1.5
+IMAGE = "kvllm/debian12:amd64"
+
+# Platform facts of the variants, as ansible_facts gives them (virtualization_type, virtualization_role).
+CONTAINER = ("docker", "guest")
+HOST = ("", "")
+
+
+def _vllm(backend, where):
+    """The vllm unit of ``backend``, with PrivateUsers as kunpeng.vllm.vllm_endpoint resolves the default ``auto``."""
+    return {"vllm_model_name": "smollm2", "__vllm_backend": backend,
+            "__vllm_endpoint": {"private_users": private_users("auto", *where)}}
+
+
+# template (relative to roles/) -> variant -> variables over the role's defaults and vars.
+UNITS = {
+    "vllm/templates/vllm.service.j2": {
+        "cpu, container": _vllm("cpu", CONTAINER),
+        "cpu, host": _vllm("cpu", HOST),
+        "cuda, host": _vllm("cuda", HOST),
+        "ascend, host": _vllm("ascend", HOST),
+    },
+    "nvidia/templates/nvidia-persistenced.service.j2": {
+        "runfile install": {},
+    },
+}
+
+
+def _templates():
+    return sorted(os.path.relpath(path, os.path.join(ROOT, "roles"))
+                  for path in glob.glob(os.path.join(ROOT, "roles", "*", "templates", "*.service.j2")))
+
+
+def _trusted(value):
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, list):
+        return [_trusted(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _trusted(item) for key, item in value.items()}
+    return value
+
+
+def render(template, overrides):
+    """``template`` rendered as the template module would, with its role's defaults and vars/main.yml."""
+    role = template.split("/")[0]
+    variables = {}
+    for layer in (f"roles/{role}/defaults/main.yml", f"roles/{role}/vars/main.yml"):
+        if os.path.exists(os.path.join(ROOT, layer)):
+            variables.update(_trusted(load(layer) or {}))
+    variables.update(_trusted(overrides), ansible_managed="Ansible managed")
+    with open(os.path.join(ROOT, "roles", template), encoding="utf-8") as handle:
+        text = handle.read()
+    return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(text))
+
+
+def _scorer():
+    """The command prefix that runs systemd-analyze on files in a folder, or None with the reason."""
+    if shutil.which("systemd-analyze"):
+        return []
+    if shutil.which("docker") and subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True).returncode == 0:
+        return ["docker", "run", "--rm", "--network", "none", "-v", "{folder}:{folder}:ro", IMAGE]
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def score(unit_text, name="unit.service"):
+    """Overall exposure of ``unit_text`` by ``systemd-analyze security --offline=true``."""
+    prefix = _scorer()
+    if prefix is None:
+        pytest.skip("neither systemd-analyze nor docker with the image " + IMAGE + " is on this machine "
+                    "(scripts/testbed.sh installs systemd)")
+    folder = tempfile.mkdtemp(prefix="unit-exposure-")
+    try:
+        os.chmod(folder, 0o755)
+        path = os.path.join(folder, name)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(unit_text)
+        os.chmod(path, 0o644)
+        command = [part.format(folder=folder) for part in prefix] + [
+            "systemd-analyze", "security", "--offline=true", "--no-pager", path]
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    found = re.search(r"Overall exposure level for \S+: (\d+\.\d)", proc.stdout + proc.stderr)
+    assert found, f"systemd-analyze gave no figure (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return float(found.group(1))
+
+
+def _cases():
+    return [(template, variant) for template in _templates() for variant in UNITS.get(template, {})]
+
+
+def test_every_unit_template_has_a_table_entry():
+    missing = [template for template in _templates() if not UNITS.get(template)]
+    assert _templates(), "no unit template found"
+    assert not missing, f"add the render variables of {missing} (one variant per backend) to UNITS in {__file__}"
+    stale = sorted(set(UNITS) - set(_templates()))
+    assert not stale, f"UNITS lists templates that no longer exist: {stale}"
+
+
+def test_the_vllm_unit_has_every_backend():
+    backends = load("roles/vllm/vars/main.yml")["__vllm_backends"]
+    scored = {variables["__vllm_backend"] for variables in UNITS["vllm/templates/vllm.service.j2"].values()}
+    assert scored == set(backends)
+
+
+@pytest.mark.parametrize("template, variant", _cases())
+def test_exposure_at_most_limit(template, variant):
+    unit = render(template, UNITS[template][variant])
+    assert "[Service]" in unit
+    exposure = score(unit)
+    assert exposure <= LIMIT, f"{template} ({variant}): exposure {exposure} > {LIMIT}"
+
+
+def test_a_plain_unit_fails_the_limit():
+    """The scorer is real: a unit without hardening scores far above the limit."""
+    assert score("[Unit]\nDescription=plain\n[Service]\nExecStart=/bin/true\n") > 9
+
+
+def test_readme_lists_the_figures():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
+        readme = handle.read()
+    for template, variant in _cases():
+        exposure = score(render(template, UNITS[template][variant]))
+        row = f"| `{os.path.basename(template)}` | {variant} | {exposure} |"
+        assert row in readme, f"README.md security section: expected the row {row!r}"
