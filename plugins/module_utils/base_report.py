@@ -51,7 +51,7 @@ def _source(value: Any, variable: str) -> Tuple[str, str]:
 def _port(value: Any, variable: str) -> Tuple[int, int]:
     """``value`` (8000, "8000" or a range "8000-8010") as (first, last)."""
     text = str(value).strip()
-    first, _, last = text.partition("-")
+    first, last = (text.split("-", 1) + [""])[:2]
     try:
         low, high = int(first), int(last or first)
     except ValueError:
@@ -92,8 +92,9 @@ def firewall_rules(ports: List[Any], sources: List[str], rules: List[Dict[str, A
 def firewall_ports(ports: List[Any], rules: List[Dict[str, Any]]) -> List[Dict[str, str]]:
     """Every port the role manages, each once, with its protocol: the ones an allow-from-anywhere rule is removed for."""
     result: List[Dict[str, str]] = []
-    for proto, port in [("tcp", port) for port in ports] + [(rule.get("protocol") or "tcp", port)
-                                                              for rule in rules for port in rule.get("ports") or []]:
+    pairs = [("tcp", port) for port in ports]
+    pairs += [(rule.get("protocol") or "tcp", port) for rule in rules for port in rule.get("ports") or []]
+    for proto, port in pairs:
         low, high = _port(port, "base_firewall_rules")
         span = str(low) if low == high else f"{low}-{high}"
         item = {"port": span, "proto": proto, "ufw_port": span.replace("-", ":")}

@@ -85,7 +85,7 @@ def _scorer():
     """The command prefix that runs systemd-analyze on files in a folder, or None with the reason."""
     if shutil.which("systemd-analyze"):
         return []
-    if shutil.which("docker") and subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True).returncode == 0:
+    if shutil.which("docker") and subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True, check=False).returncode == 0:
         return ["docker", "run", "--rm", "--network", "none", "-v", "{folder}:{folder}:ro", IMAGE]
     return None
 
@@ -106,7 +106,7 @@ def score(unit_text, name="unit.service"):
         os.chmod(path, 0o644)
         command = [part.format(folder=folder) for part in prefix] + [
             "systemd-analyze", "security", "--offline=true", "--no-pager", path]
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     found = re.search(r"Overall exposure level for \S+: (\d+\.\d)", proc.stdout + proc.stderr)
