@@ -34,9 +34,10 @@ HOST = ("", "")
 
 
 def _vllm(backend, where):
-    """The vllm unit of ``backend``, with PrivateUsers as kunpeng.vllm.vllm_endpoint resolves the default ``auto``."""
+    """The vllm unit of ``backend``, with PrivateUsers as kunpeng.vllm.vllm_endpoint resolves the role's default."""
+    default = load("roles/vllm/defaults/main.yml")["vllm_private_users"]
     return {"vllm_model_name": "smollm2", "__vllm_backend": backend,
-            "__vllm_endpoint": {"private_users": private_users("auto", *where)}}
+            "__vllm_endpoint": {"private_users": private_users(default, *where)}}
 
 
 # template (relative to roles/) -> variant -> variables over the role's defaults and vars.
