@@ -3,7 +3,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng.vllm.plugins.filter.engine_args import FilterModule
+from ansible_collections.kunpeng.vllm.plugins.filter.vllm_engine_config import FilterModule
 
 
 @pytest.fixture
