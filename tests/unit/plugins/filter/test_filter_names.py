@@ -30,11 +30,8 @@ def test_file_registers_and_documents_its_own_name(stem):
     assert "_value" in yaml.safe_load(module.RETURN)
 
 
-def test_ansible_doc_finds_the_filter_by_fqcn(tmp_path):
-    tree = tmp_path / "ansible_collections" / "kunpeng"
-    tree.mkdir(parents=True)
-    (tree / "vllm").symlink_to(ROOT)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path), ANSIBLE_NOCOLOR="1")
+def test_ansible_doc_finds_the_filter_by_fqcn(collections_path):
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path, ANSIBLE_NOCOLOR="1")
     ansible_doc = os.path.join(os.path.dirname(sys.executable), "ansible-doc")
     out = subprocess.run([ansible_doc, "-t", "filter", "--json", "kunpeng.vllm.vllm_engine_config"],
                          env=env, capture_output=True, text=True, check=True, timeout=120).stdout
