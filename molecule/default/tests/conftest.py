@@ -1,4 +1,4 @@
-"""What the vllm scenario's tests share: the deployed instance's names and
+"""What the default scenario's tests share: the deployed instance's names and
 the URL of its API on the container's Docker-bridge address."""
 
 import subprocess
