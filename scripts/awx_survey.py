@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Generate the AWX / Automation Controller survey specs of the collection's
 job templates from the roles' meta/argument_specs.yml.
 
@@ -210,7 +209,7 @@ def answers(survey, given):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--check", action="store_true", help="only compare with the committed files")
     args = parser.parse_args(argv)
     options = load_options()
