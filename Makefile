@@ -1,5 +1,5 @@
 # Single entry point for development, tests and the demo.
-#   make test   everything CI runs (lint, sanity, unit, matrix, every Molecule scenario)
+#   make test   everything CI runs (lint, sanity, unit, matrix, build, galaxy-importer, every Molecule scenario)
 #   make demo   deploy the collection to a local container host
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -10,13 +10,13 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 
 # Scenarios, in the order they run; those also run on arm64 (qemu) below.
-SCENARIOS ?= smoke base nvidia ascend vllm
+SCENARIOS ?= smoke base nvidia ascend default
 ARM64_SCENARIOS ?= smoke base
 # Scenarios with several hosts (every platform runs; they share the engine
 # image that molecule/images/engine.sh builds).
 MULTI_HOST_SCENARIOS ?=
 
-.PHONY: help venv collection-link testbed images lint sanity unit matrix molecule test demo build changelog clean
+.PHONY: help venv collection-link testbed images lint sanity unit matrix molecule test demo build galaxy-importer surveys changelog clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -67,6 +67,13 @@ demo: venv collection-link images ## Deploy to a local container host
 
 build: venv ## Build the collection tarball
 	$(BIN)/ansible-galaxy collection build --force
+
+galaxy-importer: venv ## Build the tarball into .build/dist and import it with galaxy-importer (offline; warnings fail)
+	$(BIN)/ansible-galaxy collection build --force --output-path .build/dist
+	bash scripts/galaxy-importer.sh
+
+surveys: venv ## Regenerate the AWX survey specs (docs/awx-surveys/) from the roles' argument_specs
+	$(BIN)/python scripts/awx_survey.py
 
 changelog: venv ## Render CHANGELOG.rst from the fragments
 	$(BIN)/antsibull-changelog release

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the test stages in order, time each, keep going after a failure and
 # close with one summary line "N passed, N failed" (stages and scenarios).
-#   scripts/run-tests.sh all       lint, sanity, unit, matrix, molecule
+#   scripts/run-tests.sh all       lint, sanity, unit, matrix, build, galaxy-importer, molecule
 #   scripts/run-tests.sh molecule  Molecule scenarios only
 # Env: SCENARIOS (amd64), ARM64_SCENARIOS (also run on arm64),
 #      MULTI_HOST_SCENARIOS (every platform of the scenario, all amd64), VENV.
@@ -63,6 +63,8 @@ case "${1:-all}" in
     # Network to the package index only: every matrix row's install sets, resolved by uv.
     stage matrix python scripts/matrix/resolve.py --uv "$venv/bin/uv"
     stage build bash -c 'ansible-galaxy collection build --force --output-path .build/dist >/dev/null && ls .build/dist/kunpeng-vllm-*.tar.gz'
+    # The built tarball through Galaxy's own import checks, offline; warnings fail.
+    stage galaxy-importer bash scripts/galaxy-importer.sh
     molecule_stages
     ;;
   molecule) molecule_stages ;;

@@ -8,7 +8,7 @@
 # Every container of such a scenario starts from this image, so the engine is
 # installed once per test bed instead of once per container: the role finds
 # the exact versions it plans already in the virtualenv and skips pip (the
-# single-host scenario, molecule/vllm, still installs through pip).
+# single-host scenario, molecule/default, still installs through pip).
 #
 # The image is tagged with a hash of this script and of the base image, so it
 # is rebuilt only when either changes; kvllm/engine-cpu:amd64 always points at

