@@ -183,6 +183,10 @@ def _path_or_url(name, value, ctx):
 
 _path_or_url.kind = "characters"
 
+# A path only the controller reads (a fetch destination, a wheelhouse):
+# absolute, no line breaks or control characters; white space is harmless.
+_controller_path = _regex(re.compile(r"^/.*$"), "an absolute path on the controller")
+_opt_controller_path = _regex(re.compile(r"^/.*$"), "an absolute path on the controller", empty=True)
 _path = _regex(_PATH, "an absolute path without white space, quotes, '%', '$' or control characters")
 _opt_path = _regex(_PATH, "an absolute path without white space, quotes, '%', '$' or control characters", empty=True)
 _url = _regex(_URL, "an http(s):// URL without white space or shell characters", empty=True)
@@ -339,7 +343,7 @@ RULES = {
         "vllm_install_dir": _path,
         "vllm_python": _path,
         "vllm_install_os_packages": None,
-        "vllm_wheelhouse_src": _opt_path,
+        "vllm_wheelhouse_src": _opt_controller_path,
         "vllm_pip_index_url": _url,
         "vllm_pip_extra_index_urls": _list_of(_regex(_URL, "an http(s):// URL without white space or shell characters")),
         "vllm_pip_find_links": _list_of(_path_or_url),
@@ -462,7 +466,7 @@ RULES = {
         "ascend_reboot": None,
         "ascend_reboot_timeout": _int_range(60, 86400),
         "ascend_verify_devices": None,
-        "ascend_log_fetch_dir": _path,
+        "ascend_log_fetch_dir": _controller_path,
         "ascend_env_file": _path,
         "ascend_nnal_cxx_abi": None,
         "ascend_probe_options": _dict_of_text,
@@ -473,11 +477,11 @@ RULES = {
         "wheelhouse_python_version": _regex(re.compile(r"^3\.[0-9]+$"), "a Python version such as 3.12"),
         "wheelhouse_architecture": None,
         "wheelhouse_glibc": _regex(re.compile(r"^2\.[0-9]+$"), "a glibc version such as 2.34"),
-        "wheelhouse_dest": _path,
-        "wheelhouse_target_freeze": _opt_path,
+        "wheelhouse_dest": _controller_path,
+        "wheelhouse_target_freeze": _opt_controller_path,
         "wheelhouse_leave_out": _list_of(_requirement),
         "wheelhouse_uv": _regex(re.compile(r"^[A-Za-z0-9/][A-Za-z0-9._/+-]*$"), "a command name or an absolute path"),
-        "wheelhouse_python": _path,
+        "wheelhouse_python": _controller_path,
         "wheelhouse_index_url": _url,
     },
 }
@@ -492,8 +496,8 @@ PATHS = {
         "vllm_model_src": ("node", ("vllm_model_source", "local")),
         "vllm_model_src@controller": ("controller", ("vllm_model_source", "controller")),
     },
-    "nvidia": {"nvidia_runfile_src": ("controller", None)},
-    "wheelhouse": {"wheelhouse_target_freeze": ("controller", None)},
+    # The wheelhouse role runs on the controller: its node is the controller.
+    "wheelhouse": {"wheelhouse_target_freeze": ("node", None)},
 }
 
 
@@ -527,7 +531,7 @@ def paths_to_check(role, values, where):
             continue
         if condition is not None and values.get(condition[0]) != condition[1]:
             continue
-        if not str(value).startswith("/") and place == "node":
+        if not str(value).startswith("/"):  # a URL or a repository id
             continue
         found[name] = str(value)
     return found
