@@ -47,7 +47,9 @@ interrupt() {
   kill -KILL -- "-$1" 2>/dev/null
   wait "$1" 2>/dev/null
   local pids
-  pids=$(dx pgrep -f 'AnsiballZ|bin/pip[0-9.]* install|python3 -m venv' | tr '\n' ' ')
+  # Pipelined modules run as a bare `/usr/bin/python3` under `sh -c ...BECOME-SUCCESS...`.
+  pids=$( (dx pgrep -f 'BECOME-SUCCESS|AnsiballZ|bin/pip[0-9.]* install|python3 -m venv'; dx pgrep -x -f /usr/bin/python3) \
+          | sort -u | tr '\n' ' ')
   [ -z "$pids" ] || dx kill -KILL $pids 2>/dev/null
   echo "killed run $1 and container pids: ${pids:-none}"
 }
@@ -66,7 +68,7 @@ echo "bad input: rc $(cat "$out/bad.rc") after $((SECONDS - start)) s"
 
 # --- interrupted engine install -------------------------------------------------
 pid=$(converge_bg "$out/kill-install.out")
-if wait_for 600 dx pgrep -f 'bin/pip[0-9.]* install'; then
+if wait_for 1200 dx pgrep -f 'bin/pip[0-9.]* install'; then
   sleep 5  # in the middle of the install, not at its first byte
   echo "pip running: $(dx pgrep -af 'bin/pip[0-9.]* install' | head -1 | cut -c1-200)" >"$out/kill-install.when"
 else
@@ -74,11 +76,12 @@ else
 fi
 interrupt "$pid" >>"$out/kill-install.when"
 engine_state >"$out/kill-install.state"
+dx stat -c %i /opt/vllm/0.32.0-cpu >"$out/kill-install.inode" 2>/dev/null
 echo "kill-install: after $((SECONDS - start)) s"
 
 # --- the re-run, interrupted in the model copy -------------------------------------
 pid=$(converge_bg "$out/kill-model.out")
-if wait_for 900 dx test -d /var/lib/vllm/models/smollm2.partial; then
+if wait_for 2400 dx test -d /var/lib/vllm/models/smollm2.partial; then
   sleep 1
   echo "staging present: $(dx du -sb /var/lib/vllm/models/smollm2.partial)" >"$out/kill-model.when"
 else

@@ -92,8 +92,9 @@ def test_the_copy_was_killed_and_left_no_partial_model_where_the_service_reads_i
     # The re-run recreated the partial virtualenv, completed it and linked it.
     venv = state["link"]
     assert state[f"venv {venv}"] == "marked"
-    assert re.search(r"TASK \[kunpeng\.vllm\.vllm : Remove the incomplete virtualenv an interrupted install left\]"
-                     r"[^\n]*\nchanged: \[node\]", _read("kill-model.out"))
+    chunk = _read("kill-model.out").split("TASK [kunpeng.vllm.vllm : Remove the incomplete virtualenv an interrupted "
+                                          "install left]")[1].split("TASK [")[0]
+    assert "changed: [node]" in chunk
 
 
 def test_the_plain_rerun_converged(host):
@@ -104,3 +105,8 @@ def test_the_plain_rerun_converged(host):
     assert not host.file(f"{MODEL}.partial").exists
     assert host.file("/etc/vllm/smollm2.launch.sh").exists
     assert host.run(f"{LINK}/bin/python -c 'import vllm'").rc == 0
+
+
+def test_the_partial_virtualenv_was_recreated_not_reused(host):
+    killed = _read("kill-install.inode").strip()
+    assert killed and host.run(f"stat -c %i {host.file(LINK).linked_to}").stdout.strip() != killed
