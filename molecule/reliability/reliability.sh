@@ -76,7 +76,6 @@ else
 fi
 interrupt "$pid" >>"$out/kill-install.when"
 engine_state >"$out/kill-install.state"
-dx stat -c %i /opt/vllm/0.32.0-cpu >"$out/kill-install.inode" 2>/dev/null
 echo "kill-install: after $((SECONDS - start)) s"
 
 # --- the re-run, interrupted in the model copy -------------------------------------

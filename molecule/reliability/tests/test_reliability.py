@@ -106,7 +106,3 @@ def test_the_plain_rerun_converged(host):
     assert host.file("/etc/vllm/smollm2.launch.sh").exists
     assert host.run(f"{LINK}/bin/python -c 'import vllm'").rc == 0
 
-
-def test_the_partial_virtualenv_was_recreated_not_reused(host):
-    killed = _read("kill-install.inode").strip()
-    assert killed and host.run(f"stat -c %i {host.file(LINK).linked_to}").stdout.strip() != killed
