@@ -315,12 +315,16 @@ def _nofile_or_memlock(name, value, ctx):
 _nofile_or_memlock.kind = "out_of_range"
 
 
+# CPU lists per rank, ranks separated by '|' (VLLM_CPU_OMP_THREADS_BIND).
+_CPU_LIST = r"[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*"
+_CPU_BIND = re.compile(rf"^{_CPU_LIST}(\|{_CPU_LIST})*$")
+
+
 def _omp_bind(name, value, ctx):
     problem = _env_text_problem(name, value)
     if problem:
         return problem
-    if value in ("auto", "all", "nobind") or re.match(r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*(\|[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*)*$",
-                                                     str(value)):
+    if value in ("auto", "all", "nobind") or _CPU_BIND.match(str(value)):
         return None
     return f"{name}: {value!r} is not a CPU binding; set auto, nobind or CPU ranges such as 0-31|32-63"
 

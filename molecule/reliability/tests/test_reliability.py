@@ -105,4 +105,3 @@ def test_the_plain_rerun_converged(host):
     assert not host.file(f"{MODEL}.partial").exists
     assert host.file("/etc/vllm/smollm2.launch.sh").exists
     assert host.run(f"{LINK}/bin/python -c 'import vllm'").rc == 0
-

@@ -298,8 +298,8 @@ def test_controller_and_node_paths_are_checked_where_they_are_read():
     values = {"vllm_python": "/usr/bin/python3", "vllm_model_source": "controller", "vllm_model_src": "/srv/m",
               "vllm_wheelhouse_src": "/srv/w"}
     assert input_check.paths_to_check("vllm", values, "node") == {"vllm_python": "/usr/bin/python3"}
-    assert input_check.paths_to_check("vllm", values, "controller") == {"vllm_model_src": "/srv/m",
-                                                                      "vllm_wheelhouse_src": "/srv/w"}
+    assert input_check.paths_to_check("vllm", values, "controller") == {
+        "vllm_model_src": "/srv/m", "vllm_wheelhouse_src": "/srv/w"}
     # A repository id is not a path.
     values = {"vllm_model_source": "huggingface", "vllm_model_src": "org/model"}
     assert input_check.paths_to_check("vllm", values, "node") == {}
