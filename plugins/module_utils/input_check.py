@@ -1,0 +1,555 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""Is every value a role was given one it can act on, before anything changes?
+
+Ansible's role argument validation (``meta/argument_specs.yml``) already
+rejects a wrong type or a value outside ``choices`` at role entry.  What it
+cannot see is checked here, one rule per user-facing variable:
+
+- out of range: a port above 65535, a timeout of 0, a KV cache of -1 GiB;
+- an engine option that the requested vLLM release does not have
+  (``engine_args.normalize_engine_args`` against ``engine_options``);
+- a path that does not exist where it is read (``missing_paths``, run on the
+  node for node paths and on the controller for controller paths);
+- a name or value with shell, newline or control characters.  Values reach a
+  systemd unit (``ExecStart=``, ``User=``, ``ReadWritePaths=``), the 0600
+  environment file that both systemd (``EnvironmentFile=``) and the
+  ``vllm_service_manager: none`` launcher (POSIX ``sh``, ``. file``) read, a
+  YAML engine config or a command line.  ``vllm_api_key: "abc\\nX=1"`` would
+  otherwise write a second variable into that environment file;
+- a size that does not fit the host (a CPU KV cache larger than its memory).
+
+Every message starts with the variable's name and says the fix.  Secret
+values (API key, tokens) are never repeated in a message.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import os
+import re
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import engine_args
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Instance, model and file names: they name units, paths and directories.
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# POSIX account names (useradd's portable set plus upper case, which Huawei's
+# HwHiAiUser uses).
+_ACCOUNT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
+# Paths written into unit files and command lines: no white space (it splits
+# ExecStart= and ReadWritePaths=), no '%' (a systemd specifier), no '$'
+# (ExecStart= expands it), no quotes, backslashes or control characters.
+_PATH = re.compile(r"^/[A-Za-z0-9._/+@:,=-]*$")
+_URL = re.compile(r"^(https?|file)://[^\s\"'`$\\<>|;&(){}]+$")
+# pip requirement or source: a name with extras and version specifiers, a VCS
+# URL or a path; no white space or shell characters (pip's extra_args are
+# split on white space).
+_REQUIREMENT = re.compile(r"^[A-Za-z0-9/.][A-Za-z0-9._+\-\[\],<>=!~*@:/#%]*$")
+_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
+_HOST = re.compile(r"^[A-Za-z0-9.:_-]+$")
+_VERSION = re.compile(r"^[0-9][0-9A-Za-z.+_-]*$")
+# What systemd's EnvironmentFile= and POSIX sh read alike without quotes.
+_API_KEY = re.compile(r"^[A-Za-z0-9._~+/=-]+$")
+_DEVICES = re.compile(r"^[A-Za-z0-9,:_-]*$")
+
+# Free-form environment-file values (vllm_environment, the CPU binding) are
+# written single-quoted (KEY='value'), which systemd's EnvironmentFile= and
+# POSIX sh read the same way as long as the value holds no single quote and
+# no line break.
+ENV_FIX = "remove line breaks, control characters and single quotes"
+
+
+def _describe(value):
+    return f"{type(value).__name__} {value!r}"
+
+
+def _shown(name, value, secret):
+    return "the value" if secret else repr(value)
+
+
+def _env_text_problem(name, value, secret=False):
+    if not isinstance(value, str):
+        value = str(value)
+    if _CONTROL.search(value):
+        return (f"{name}: {_shown(name, value, secret)} holds a line break or control character, which would write "
+                f"extra lines into the service environment file; {ENV_FIX}")
+    if "'" in value:
+        return (f"{name}: {_shown(name, value, secret)} holds a single quote, which ends the quoted value in the "
+                f"service environment file; {ENV_FIX}")
+    return None
+
+
+# --- rule kinds: each returns a problem (str) or None ------------------------
+
+
+def _int_range(lo, hi=None):
+    def rule(name, value, ctx):
+        if isinstance(value, bool) or not isinstance(value, int):
+            try:
+                value = int(str(value))
+            except ValueError:
+                return f"{name}: {_describe(value)} is not a whole number; set an integer"
+        if value < lo or (hi is not None and value > hi):
+            bound = f"from {lo} to {hi}" if hi is not None else f"of at least {lo}"
+            return f"{name}: {value} is out of range; set a whole number {bound}"
+        return None
+    rule.kind = "out_of_range"
+    return rule
+
+
+def _float_range(lo, hi=None):
+    def rule(name, value, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return f"{name}: {_describe(value)} is not a number; set a number"
+        if number < lo or (hi is not None and number > hi):
+            bound = f"from {lo} to {hi}" if hi is not None else f"of at least {lo}"
+            return f"{name}: {value} is out of range; set a number {bound}"
+        return None
+    rule.kind = "out_of_range"
+    return rule
+
+
+def _regex(pattern, what, empty=False, secret=False):
+    def rule(name, value, ctx):
+        if value is None or (empty and value == ""):
+            return None
+        text = str(value)
+        if _CONTROL.search(text):
+            return (f"{name}: {_shown(name, text, secret)} holds a line break or control character; "
+                    f"set {what}")
+        if not pattern.match(text):
+            return f"{name}: {_shown(name, text, secret)} is not {what}; set {what}"
+        return None
+    rule.kind = "characters"
+    return rule
+
+
+def _text(empty=True, secret=False):
+    """Free text that reaches a file or a request: no line breaks or control characters."""
+    def rule(name, value, ctx):
+        text = "" if value is None else str(value)
+        if not empty and text == "":
+            return f"{name} is empty; set a value"
+        if _CONTROL.search(text):
+            return (f"{name}: {_shown(name, text, secret)} holds a line break or control character; "
+                    "remove them")
+        return None
+    rule.kind = "characters"
+    return rule
+
+
+def _env_value(pattern=None, what=None, secret=False):
+    """A value written into the service environment file."""
+    def rule(name, value, ctx):
+        if value is None or value == "":
+            return None
+        problem = _env_text_problem(name, value, secret)
+        if problem:
+            return problem
+        if pattern is not None and not pattern.match(str(value)):
+            return f"{name}: {_shown(name, value, secret)} is not {what}; set {what}"
+        return None
+    rule.kind = "characters"
+    return rule
+
+
+def _list_of(item_rule):
+    def rule(name, value, ctx):
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            return f"{name}: {_describe(value)} is not a list; set a list"
+        for index, item in enumerate(value):
+            problem = item_rule(f"{name}[{index}]", item, ctx)
+            if problem:
+                return problem
+        return None
+    rule.kind = item_rule.kind
+    return rule
+
+
+def _path_or_url(name, value, ctx):
+    text = str(value)
+    if text.startswith("/"):
+        return _regex(_PATH, "an absolute path without white space, quotes, '%', '$' or control characters")(name, text, ctx)
+    return _regex(_URL, "an absolute path or an http(s):// URL without white space or shell characters")(name, text, ctx)
+
+
+_path_or_url.kind = "characters"
+
+# A path only the controller reads (a fetch destination, a wheelhouse):
+# absolute, no line breaks or control characters; white space is harmless.
+_controller_path = _regex(re.compile(r"^/.*$"), "an absolute path on the controller")
+_opt_controller_path = _regex(re.compile(r"^/.*$"), "an absolute path on the controller", empty=True)
+_path = _regex(_PATH, "an absolute path without white space, quotes, '%', '$' or control characters")
+_opt_path = _regex(_PATH, "an absolute path without white space, quotes, '%', '$' or control characters", empty=True)
+_url = _regex(_URL, "an http(s):// URL without white space or shell characters", empty=True)
+_name = _regex(_NAME, "a name of letters, digits, '.', '_' and '-' that starts with a letter or digit")
+_opt_name = _regex(_NAME, "a name of letters, digits, '.', '_' and '-' that starts with a letter or digit", empty=True)
+_account = _regex(_ACCOUNT, "an account name of letters, digits, '_', '.' and '-' (32 characters at most)")
+_requirement = _regex(_REQUIREMENT, "a pip requirement (name[extras]==version, a VCS URL or a path) without white space or "
+                      "shell characters")
+_opt_requirement = _regex(_REQUIREMENT, "a pip requirement (name[extras]==version, a VCS URL or a path) without white "
+                          "space or shell characters", empty=True)
+_version = _regex(_VERSION, "a version such as 0.11.0", empty=True)
+_sha256 = _regex(_SHA256, "64 hexadecimal digits (sha256sum of the file)", empty=True)
+_host = _regex(_HOST, "an IP address or a host name", empty=False)
+_opt_host = _regex(_HOST, "an IP address or a host name", empty=True)
+
+
+def _model_src(name, value, ctx):
+    """Node path, controller folder, archive URL or repository id: all reach a command line or a path."""
+    text = "" if value is None else str(value)
+    if text == "":
+        return None
+    if text.startswith("/"):
+        return _path(name, text, ctx)
+    if "://" in text:
+        return _url(name, text, ctx)
+    return _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$"),
+                  "an absolute path, an http(s):// URL or a repository id such as org/model")(name, text, ctx)
+
+
+_model_src.kind = "characters"
+
+
+def _engine_args(name, value, ctx):
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return f"{name}: {_describe(value)} is not a mapping; set option: value pairs"
+    for key, item in value.items():
+        for text in [key] + (item if isinstance(item, list) else [item]):
+            if isinstance(text, str) and _CONTROL.search(text):
+                return (f"{name}: option {key!r} holds a line break or control character; remove them "
+                        "(the engine config and the command line must not be split)")
+    _normalized, problems = engine_args.normalize_engine_args(value, ctx.get("vllm_version") or None)
+    if problems:
+        return f"{name}: " + "; ".join(problems)
+    return None
+
+
+_engine_args.kind = "engine_option"
+
+
+def _environment(name, value, ctx):
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return f"{name}: {_describe(value)} is not a mapping; set NAME: value pairs"
+    for key, item in value.items():
+        if not _ENV_KEY.match(str(key)):
+            return (f"{name}: key {str(key)!r} is not an environment variable name; use letters, digits and '_', "
+                    "not starting with a digit")
+        problem = _env_text_problem(f"{name}.{key}", "" if item is None else item)
+        if problem:
+            return problem
+    return None
+
+
+_environment.kind = "characters"
+
+
+def _kv_cache(name, value, ctx):
+    problem = _int_range(1)(name, value, ctx)
+    if problem:
+        return problem
+    memory_mb = ctx.get("memory_mb") or 0
+    if memory_mb and int(value) * 1024 >= memory_mb:
+        return (f"{name}: a {int(value)} GiB KV cache does not fit this host's {memory_mb / 1024:.1f} GiB of memory "
+                "with the model beside it; set a smaller value")
+    return None
+
+
+_kv_cache.kind = "size"
+
+
+def _dict_of_text(name, value, ctx):
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return f"{name}: {_describe(value)} is not a mapping"
+    for key, item in value.items():
+        for text in (key, item):
+            if isinstance(text, str) and _CONTROL.search(text):
+                return f"{name}: entry {key!r} holds a line break or control character; remove them"
+            if isinstance(text, dict):
+                problem = _dict_of_text(f"{name}.{key}", text, ctx)
+                if problem:
+                    return problem
+    return None
+
+
+_dict_of_text.kind = "characters"
+
+
+def _ca_certificates(name, value, ctx):
+    if not isinstance(value, list):
+        return f"{name}: {_describe(value)} is not a list; set a list of {{name, src | content}}"
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            return f"{name}[{index}]: {_describe(item)} is not a mapping; set name and src or content"
+        if item.get("name") not in (None, "") and not _NAME.match(str(item["name"])):
+            return f"{name}[{index}].name: {item['name']!r} is not a file name; use letters, digits, '.', '_' and '-'"
+        if item.get("src") not in (None, "") and _CONTROL.search(str(item["src"])):
+            return f"{name}[{index}].src holds a line break or control character; remove them"
+    return None
+
+
+_ca_certificates.kind = "characters"
+
+
+def _nofile_or_memlock(name, value, ctx):
+    text = str(value)
+    if text in ("unlimited", "infinity") or text.isdigit():
+        return None
+    return f"{name}: {text!r} is neither a number nor 'unlimited'; set one of them"
+
+
+_nofile_or_memlock.kind = "out_of_range"
+
+
+# CPU lists per rank, ranks separated by '|' (VLLM_CPU_OMP_THREADS_BIND).
+_CPU_LIST = r"[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*"
+_CPU_BIND = re.compile(rf"^{_CPU_LIST}(\|{_CPU_LIST})*$")
+
+
+def _omp_bind(name, value, ctx):
+    problem = _env_text_problem(name, value)
+    if problem:
+        return problem
+    if value in ("auto", "all", "nobind") or _CPU_BIND.match(str(value)):
+        return None
+    return f"{name}: {value!r} is not a CPU binding; set auto, nobind or CPU ranges such as 0-31|32-63"
+
+
+_omp_bind.kind = "characters"
+
+# Variables whose values are never repeated in a message (argument_specs no_log).
+SECRETS = ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token")
+
+# role -> variable -> rule.  A variable that argument validation fully covers
+# (a bool, or a str with choices) has the rule None.
+RULES = {
+    "vllm": {
+        "vllm_backend": None,
+        "vllm_version": _version,
+        "vllm_install_method": None,
+        "vllm_source_url": _opt_requirement,
+        "vllm_cpu_remove_packages": _list_of(_requirement),
+        "vllm_extra_packages": _list_of(_requirement),
+        "vllm_install_dir": _path,
+        "vllm_python": _path,
+        "vllm_install_os_packages": None,
+        "vllm_wheelhouse_src": _opt_controller_path,
+        "vllm_pip_index_url": _url,
+        "vllm_pip_extra_index_urls": _list_of(_regex(_URL, "an http(s):// URL without white space or shell characters")),
+        "vllm_pip_find_links": _list_of(_path_or_url),
+        "vllm_pip_no_index": None,
+        "vllm_pip_timeout": _int_range(1, 86400),
+        "vllm_wheelhouse_requirements": _opt_name,
+        "vllm_reuse_host_torch": None,
+        "vllm_host_torch_python": _opt_path,
+        "vllm_model_source": None,
+        "vllm_model_src": _model_src,
+        "vllm_model_sha256": _sha256,
+        "vllm_model_params_b": _float_range(0, 10000),
+        "vllm_model_weight_dtype": None,
+        "vllm_nodes": _int_range(1, 1),
+        "vllm_model_revision": _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$"), "a branch, tag or commit", empty=True),
+        "vllm_model_dir": _path,
+        "vllm_model_name": _name,
+        "vllm_hf_endpoint": _url,
+        "vllm_hf_token": _env_value(re.compile(r"^\S+$"), "a token without white space", secret=True),
+        "vllm_modelscope_token": _env_value(re.compile(r"^\S+$"), "a token without white space", secret=True),
+        "vllm_instance_name": _name,
+        "vllm_host": _host,
+        "vllm_port": _int_range(1, 65535),
+        # Written unquoted (clients and playbooks/benchmark.yml read it back as is).
+        "vllm_api_key": _env_value(_API_KEY, "a key of letters, digits and . _ ~ + / = - (base64, hex or a UUID)",
+                                   secret=True),
+        "vllm_engine_args": _engine_args,
+        "vllm_visible_devices": _env_value(_DEVICES, "device indices or UUIDs separated by ',' (for example 0,1)"),
+        "vllm_environment": _environment,
+        "vllm_environment_files": _list_of(_path),
+        "vllm_cpu_kvcache_space_gib": _kv_cache,
+        "vllm_cpu_omp_threads_bind": _omp_bind,
+        "vllm_user": _account,
+        "vllm_group": _account,
+        "vllm_config_dir": _path,
+        "vllm_cache_dir": _path,
+        "vllm_limit_nofile": _int_range(1024, 1073741816),
+        "vllm_private_users": None,
+        "vllm_restart_sec": _int_range(0, 3600),
+        "vllm_service_manager": None,
+        "vllm_ready_check": None,
+        "vllm_ready_timeout": _int_range(1, 86400),
+        "vllm_ready_prompt": _text(empty=False),
+        "vllm_ready_host": _host,
+        "vllm_ready_expect": _text(),
+        "vllm_ready_expect_regex": _text(),
+    },
+    "base": {
+        "base_service_user": _account,
+        "base_service_group": _account,
+        "base_service_home": _path,
+        "base_install_dir": _path,
+        "base_config_dir": _path,
+        "base_model_dir": _path,
+        "base_cache_dir": _path,
+        "base_packages_extra": _list_of(_regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_:=~*-]*$"), "an OS package name")),
+        "base_driver_build": None,
+        "base_apt_cache_valid_time": _int_range(0),
+        "base_ca_certificates": _ca_certificates,
+        "base_apt_mirror_url": _url,
+        "base_apt_mirror_suites": _list_of(_name),
+        "base_apt_mirror_components": _list_of(_name),
+        "base_dnf_mirror_url": _url,
+        "base_dnf_mirror_repos": _list_of(_name),
+        "base_dnf_mirror_gpgcheck": None,
+        "base_pip_conf_path": _path,
+        "base_pip_index_url": _url,
+        "base_pip_extra_index_urls": _list_of(_regex(_URL, "an http(s):// URL without white space or shell characters")),
+        "base_pip_trusted_hosts": _list_of(_host),
+        "base_pip_find_links": _list_of(_path_or_url),
+        "base_pip_use_system_ca": None,
+        "base_tune_swappiness": None,
+        "base_swappiness": _int_range(0, 200),
+        "base_tune_numa_balancing": None,
+        "base_numa_balancing": None,
+        "base_tune_limits": None,
+        "base_nofile_limit": _int_range(1024, 1073741816),
+        "base_memlock_limit": _nofile_or_memlock,
+        "base_tune_thp": None,
+        "base_thp_mode": None,
+        "base_tune_cpu_governor": None,
+        "base_cpu_governor": _regex(re.compile(r"^(performance|powersave|ondemand|conservative|schedutil|userspace)$"),
+                                    "a cpufreq governor (performance, powersave, ondemand, conservative, schedutil)"),
+        "base_time_sync": None,
+        "base_firewall_manage": None,
+        "base_firewall_ports": _list_of(_int_range(1, 65535)),
+    },
+    "nvidia": {
+        "nvidia_driver_min_version": _version,
+        "nvidia_driver_replace": None,
+        "nvidia_driver_source": None,
+        "nvidia_driver_branch": _regex(re.compile(r"^[0-9]{3}(-open|-server|-server-open)?$"), "a driver branch such as 580"),
+        "nvidia_kernel_module": None,
+        "nvidia_cuda_repo_base_url": _url,
+        "nvidia_cuda_repo_trusted": None,
+        "nvidia_runfile_src": _model_src,
+        "nvidia_runfile_sha256": _sha256,
+        "nvidia_cuda_toolkit_version": _version,
+        "nvidia_persistenced": None,
+        "nvidia_reboot": None,
+        "nvidia_reboot_timeout": _int_range(60, 86400),
+        "nvidia_manage_env_file": None,
+        "nvidia_env_file": _path,
+        "nvidia_cuda_home": _path,
+        "nvidia_probe_options": _dict_of_text,
+    },
+    "ascend": {
+        "ascend_packages": _dict_of_text,
+        "ascend_package_source": None,
+        "ascend_package_dir": _opt_path,
+        "ascend_package_base_url": _url,
+        "ascend_package_validate_certs": None,
+        "ascend_staging_dir": _path,
+        "ascend_install_path": _path,
+        "ascend_install_user": _account,
+        "ascend_install_group": _account,
+        "ascend_series": None,
+        "ascend_install_timeout": _int_range(60, 86400),
+        "ascend_driver_prereq_check": None,
+        "ascend_reboot": None,
+        "ascend_reboot_timeout": _int_range(60, 86400),
+        "ascend_verify_devices": None,
+        "ascend_log_fetch_dir": _controller_path,
+        "ascend_env_file": _path,
+        "ascend_nnal_cxx_abi": None,
+        "ascend_probe_options": _dict_of_text,
+    },
+    "wheelhouse": {
+        "wheelhouse_backend": None,
+        "wheelhouse_vllm_version": _regex(_VERSION, "a version such as 0.11.0"),
+        "wheelhouse_python_version": _regex(re.compile(r"^3\.[0-9]+$"), "a Python version such as 3.12"),
+        "wheelhouse_architecture": None,
+        "wheelhouse_glibc": _regex(re.compile(r"^2\.[0-9]+$"), "a glibc version such as 2.34"),
+        "wheelhouse_dest": _controller_path,
+        "wheelhouse_target_freeze": _opt_controller_path,
+        "wheelhouse_leave_out": _list_of(_requirement),
+        "wheelhouse_uv": _regex(re.compile(r"^[A-Za-z0-9/][A-Za-z0-9._/+-]*$"), "a command name or an absolute path"),
+        "wheelhouse_python": _controller_path,
+        "wheelhouse_index_url": _url,
+    },
+}
+
+# role -> variable -> where the path it names must exist: 'node' or
+# 'controller' (a condition on the other values may turn the check off).
+PATHS = {
+    "vllm": {
+        "vllm_python": ("node", None),
+        "vllm_host_torch_python": ("node", None),
+        "vllm_wheelhouse_src": ("controller", None),
+        "vllm_model_src": ("node", ("vllm_model_source", "local")),
+        "vllm_model_src@controller": ("controller", ("vllm_model_source", "controller")),
+    },
+    # The wheelhouse role runs on the controller: its node is the controller.
+    "wheelhouse": {"wheelhouse_target_freeze": ("node", None)},
+}
+
+
+def check_values(role, values, vllm_version=None, memory_mb=None):
+    """Every problem with ``values`` (variable -> value) of ``role``, one message each, variables in table order.
+
+    Variables absent from ``values`` are not checked (argument validation
+    supplies defaults); variables unknown to the table are ignored.
+    """
+    if role not in RULES:
+        raise ValueError(f"unknown role {role!r}; one of {', '.join(sorted(RULES))}")
+    ctx = {"vllm_version": vllm_version if vllm_version is not None else values.get("vllm_version"),
+           "memory_mb": memory_mb}
+    problems = []
+    for name, rule in RULES[role].items():
+        if rule is None or name not in values:
+            continue
+        problem = rule(name, values[name], ctx)
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def paths_to_check(role, values, where):
+    """variable -> path of ``values`` that must exist ``where`` ('node' or 'controller')."""
+    found = {}
+    for key, (place, condition) in PATHS.get(role, {}).items():
+        name = key.split("@")[0]
+        value = values.get(name)
+        if place != where or value in (None, ""):
+            continue
+        if condition is not None and values.get(condition[0]) != condition[1]:
+            continue
+        if not str(value).startswith("/"):  # a URL or a repository id
+            continue
+        found[name] = str(value)
+    return found
+
+
+def missing_paths(paths, exists=os.path.exists, where="node"):
+    """A message for each variable whose path does not exist (checked with ``exists``)."""
+    return [f"{name}: {path} does not exist on the {where}; create it or point {name} at an existing path"
+            for name, path in sorted(paths.items()) if not exists(path)]
+
+
+def summary(problems):
+    """One message for the whole request."""
+    if not problems:
+        return "every value is usable"
+    return ("input check failed before any change ({} problem{}): ".format(len(problems), "" if len(problems) == 1 else "s")
+            + " | ".join(problems))

