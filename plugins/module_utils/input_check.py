@@ -316,6 +316,34 @@ _nofile_or_memlock.kind = "out_of_range"
 
 
 # CPU lists per rank, ranks separated by '|' (VLLM_CPU_OMP_THREADS_BIND).
+_SOURCE = re.compile(r"^[0-9A-Fa-f.:]+(/[0-9]{1,3})?$")
+_firewall_source = _regex(_SOURCE, "an IPv4/IPv6 address or CIDR network (e.g. 10.0.0.0/8)")
+_PORT_RANGE = re.compile(r"^[0-9]{1,5}(-[0-9]{1,5})?$")
+
+
+def _firewall_rules(name, value, ctx):
+    """Each rule: ports 1-65535 (or "a-b" ranges) and address/CIDR sources."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        return f"{name}: {_describe(value)} is not a list; set a list of {{ports, sources}} rules"
+    for index, rule in enumerate(value):
+        where = f"{name}[{index}]"
+        if not isinstance(rule, dict):
+            return f"{where}: {_describe(rule)} is not a rule; set {{ports: [...], sources: [...]}}"
+        for port in rule.get("ports") or []:
+            text = str(port)
+            if not _PORT_RANGE.match(text) or not all(1 <= int(p) <= 65535 for p in text.split("-")):
+                return f"{where}.ports: {_describe(port)} is out of range; set ports from 1 to 65535 or a range a-b"
+        problem = _list_of(_firewall_source)(f"{where}.sources", rule.get("sources") or [], ctx)
+        if problem:
+            return problem
+    return None
+
+
+_firewall_rules.kind = "out_of_range"
+
+
 _CPU_LIST = r"[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*"
 _CPU_BIND = re.compile(rf"^{_CPU_LIST}(\|{_CPU_LIST})*$")
 
@@ -386,6 +414,8 @@ RULES = {
         "vllm_cache_dir": _path,
         "vllm_limit_nofile": _int_range(1024, 1073741816),
         "vllm_private_users": None,
+        "vllm_allow_unauthenticated": None,
+        "vllm_api_key_controller_file": _opt_controller_path,
         "vllm_restart_sec": _int_range(0, 3600),
         "vllm_service_manager": None,
         "vllm_ready_check": None,
@@ -434,6 +464,8 @@ RULES = {
         "base_time_sync": None,
         "base_firewall_manage": None,
         "base_firewall_ports": _list_of(_int_range(1, 65535)),
+        "base_firewall_sources": _list_of(_firewall_source),
+        "base_firewall_rules": _firewall_rules,
     },
     "nvidia": {
         "nvidia_driver_min_version": _version,

@@ -38,7 +38,11 @@ BASE = {
 def render(**overrides):
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True, keep_trailing_newline=True,
                              undefined=jinja2.StrictUndefined)
-    return env.get_template("vllm.env.j2").render(**dict(BASE, **overrides))
+    context = dict(BASE, **overrides)
+    # The role writes the effective key (kunpeng.vllm.vllm_endpoint): the
+    # user's vllm_api_key whenever one is given.
+    context.setdefault("kunpeng_vllm_api_key", context["vllm_api_key"])
+    return env.get_template("vllm.env.j2").render(**context)
 
 
 def read_with_sh(text, tmp_path):
