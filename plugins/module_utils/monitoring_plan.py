@@ -156,7 +156,8 @@ def server_plan(nodes: List[Dict[str, Any]], scrape_interval: str, evaluation_in
                 retention_size: str, listen_port: Any, grafana_package: str = "", grafana_repository: str = "",
                 vllm_metrics_path: str = "/metrics", gateway_metrics_path: str = "/metrics") -> Dict[str, Any]:
     """The Prometheus server's configuration: ``scrape_configs``, ``global``, ``args`` (command-line flags),
-    ``grafana`` (see :func:`grafana_mode`) and ``jobs`` (the job names with targets)."""
+    ``grafana`` (see :func:`grafana_mode`), ``grafana_package`` (what to install: the named package, ``grafana``
+    from the named repository, or '') and ``jobs`` (the job names with targets)."""
     for name, value in (("monitoring_scrape_interval", scrape_interval),
                         ("monitoring_evaluation_interval", evaluation_interval),
                         ("monitoring_retention_time", retention_time)):
@@ -172,10 +173,12 @@ def server_plan(nodes: List[Dict[str, Any]], scrape_interval: str, evaluation_in
     if retention_size:
         args.append(f"--storage.tsdb.retention.size={retention_size}")
     configs = scrape_configs(nodes, scrape_interval, vllm_metrics_path, gateway_metrics_path)
+    mode = grafana_mode(grafana_package, grafana_repository)
     return {
         "global": {"scrape_interval": scrape_interval, "evaluation_interval": evaluation_interval},
         "scrape_configs": configs,
         "jobs": [config["job_name"] for config in configs],
         "args": args,
-        "grafana": grafana_mode(grafana_package, grafana_repository),
+        "grafana": mode,
+        "grafana_package": {"package": (grafana_package or "").strip(), "repository": "grafana"}.get(mode, ""),
     }

@@ -100,11 +100,13 @@ options:
     type: int
     default: 9090
   grafana_package:
-    description: Grafana package name or file to install; empty for none.
+    description: Grafana package to install from a repository the node already has; empty for none.
     type: str
     default: ""
   grafana_repository:
-    description: Repository line that provides C(grafana); empty for none.
+    description:
+      - Repository that provides C(grafana); empty for none. An apt source line (C(deb URL suite component))
+        on Debian and Ubuntu, a base URL elsewhere.
     type: str
     default: ""
 extends_documentation_fragment:
@@ -182,6 +184,10 @@ args:
   sample: ["--web.listen-address=:9090", "--storage.tsdb.retention.time=15d"]
 grafana:
   description: C(package), C(repository) or C(provisioning) (write the provisioning files only).
+  returned: when scope is server
+  type: str
+grafana_package:
+  description: The package to install (O(grafana_package), or C(grafana) from O(grafana_repository)); empty for none.
   returned: when scope is server
   type: str
 """

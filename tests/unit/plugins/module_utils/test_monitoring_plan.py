@@ -116,3 +116,11 @@ def test_unknown_job_in_a_fact_is_refused():
 ])
 def test_grafana_mode(package, repository, mode):
     assert mp.grafana_mode(package, repository) == mode
+
+
+@pytest.mark.parametrize("package, repository, install", [
+    ("", "", ""), ("grafana-enterprise", "", "grafana-enterprise"),
+    ("", "deb https://apt.example/ stable main", "grafana"),
+])
+def test_grafana_package_to_install(package, repository, install):
+    assert mp.server_plan([node([])], "15s", "15s", "15d", "", 9090, package, repository)["grafana_package"] == install
