@@ -252,7 +252,7 @@ def _ecc_counts(gpu: Any) -> Dict[str, Dict[str, Optional[int]]]:
                 count = _int(child.text)
             if count is None:
                 continue
-            if name == "singlebit" or name.endswith("correctable") and "uncorrectable" not in name:
+            if name == "singlebit" or (name.endswith("correctable") and "uncorrectable" not in name):
                 corrected = (corrected or 0) + count
             elif name == "doublebit" or "uncorrectable" in name:
                 uncorrected = (uncorrected or 0) + count
