@@ -20,6 +20,7 @@ def fixture(*parts):
     with open(os.path.join(FIXTURES, *parts)) as handle:
         return handle.read()
 
+
 def sample(text, name, **labels):
     """Value of the one sample of ``name`` whose labels include ``labels``."""
     found = []
