@@ -94,7 +94,7 @@ def write_atomically(directory, name, text):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--textfile-dir", default="/var/lib/prometheus/node-exporter",
                         help="the node exporter's --collector.textfile.directory")
     parser.add_argument("--stdout", action="store_true", help="print the metrics instead of writing the file")
