@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 from conftest import FIXTURES, ROOT
 from promtool import promtool_check_metrics
 
@@ -79,11 +80,14 @@ def test_unwritable_directory_fails_loudly(tools, tmp_path):
 
 
 def test_parsers_installed_beside_the_collector(tools, tmp_path):
-    """The role's layout: collector.py with module_utils/ beside it, outside any collection tree."""
+    """The role's layout: collector.py with the module_utils the role copies (vars/main.yml) beside it."""
+    with open(os.path.join(ROOT, "roles", "monitoring", "vars", "main.yml")) as handle:
+        copied = yaml.safe_load(handle)["__monitoring_collector_module_utils"]
     target = tmp_path / "lib"
     (target / "module_utils").mkdir(parents=True)
-    (target / "collector.py").write_text(open(COLLECTOR).read())
-    for name in ("accelerator_metrics", "nvidia_smi", "npu_smi", "pci", "chips"):
+    with open(COLLECTOR) as handle:
+        (target / "collector.py").write_text(handle.read())
+    for name in copied:
         with open(os.path.join(ROOT, "plugins", "module_utils", name + ".py")) as handle:
             (target / "module_utils" / (name + ".py")).write_text(handle.read())
     proc = subprocess.run([sys.executable, "-I", "-S", str(target / "collector.py"), "--once", "--stdout"],
