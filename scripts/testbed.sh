@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prepare this machine to run the Molecule test bed: a Docker engine and
-# qemu-aarch64 binfmt for the arm64 (Kunpeng stand-in) containers.
+# Prepare this machine to run the Molecule test bed: a Docker engine,
+# qemu-aarch64 binfmt for the arm64 (Kunpeng stand-in) containers and
+# promtool.
 # Idempotent; needs root only when something is missing.
 set -euo pipefail
 
@@ -55,6 +56,8 @@ ensure_tools() {
   command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap
   # systemd-analyze security --offline scores the unit templates (tests/unit/roles/test_unit_exposure.py).
   command -v systemd-analyze >/dev/null 2>&1 || apt_install systemd
+  # promtool (Debian's prometheus package) for the alert-rule and metrics tests.
+  command -v promtool >/dev/null 2>&1 || apt_install --no-install-recommends prometheus
 }
 
 ensure_tools

@@ -3,13 +3,14 @@
 # Apache License 2.0 (see LICENSE)
 """The declared shape of every fact that passes between roles.
 
-Five facts cross role boundaries:
+Six facts cross role boundaries:
 
 - ``kunpeng_accelerators``: the probe (``kunpeng.vllm.accelerator_facts``);
 - ``kunpeng_vllm_plan``: the plan (``kunpeng.vllm.vllm_plan``);
 - ``kunpeng_base``: what ``kunpeng.vllm.base`` set up (tasks/preflight.yml);
 - ``kunpeng_nvidia``: what ``kunpeng.vllm.nvidia`` left (tasks/report.yml);
-- ``kunpeng_ascend``: what ``kunpeng.vllm.ascend`` left (tasks/report.yml).
+- ``kunpeng_ascend``: what ``kunpeng.vllm.ascend`` left (tasks/report.yml);
+- ``kunpeng_monitoring``: what a node offers to Prometheus (``kunpeng.vllm.monitoring_plan``).
 
 Each is declared here once, as a nested mapping of key -> :class:`Field`.
 The modules' RETURN documentation mirrors these shapes, the modules' real
@@ -353,6 +354,16 @@ ASCEND = {
     "device_nodes": _strs(),
 }
 
+# --- kunpeng_monitoring (plugins/modules/monitoring_plan.py, scope node) -----
+
+MONITORING = {
+    "address": _str(),
+    "targets": _dicts({"job": _str(), "target": _str()}),
+    "exporter": _f(DICT, keys={"kind": _str(), "package": _str(), "job": _str()}),
+    "collector": _bool(),
+    "server": _bool(),
+}
+
 #: fact name -> (declared shape, where it is produced)
 FACTS = {
     "kunpeng_accelerators": (ACCELERATORS, "plugins/modules/accelerator_facts.py"),
@@ -360,6 +371,7 @@ FACTS = {
     "kunpeng_base": (BASE, "roles/base/tasks/preflight.yml"),
     "kunpeng_nvidia": (NVIDIA, "plugins/modules/nvidia_plan.py"),
     "kunpeng_ascend": (ASCEND, "plugins/modules/ascend_plan.py"),
+    "kunpeng_monitoring": (MONITORING, "plugins/modules/monitoring_plan.py"),
 }
 
 

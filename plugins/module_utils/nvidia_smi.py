@@ -208,3 +208,99 @@ def parse_proc_version(text: Optional[str]) -> Dict[str, Any]:
         "kernel_module": "open" if "open kernel module" in banner.lower() else "proprietary",
         "banner": banner,
     }
+
+
+def _float(value: Optional[str]) -> Optional[float]:
+    """``80.89 W``, ``38 C``, ``0 %`` -> the leading number; N/A -> None."""
+    value = _clean(value)
+    if value is None:
+        return None
+    match = re.match(r"^(-?\d+(?:\.\d+)?)", value)
+    return float(match.group(1)) if match else None
+
+
+def _path_text(element: Any, *path: str) -> Optional[str]:
+    for name in path:
+        if element is None:
+            return None
+        element = _find(element, name)
+    return _clean(element.text) if element is not None else None
+
+
+def _ecc_counts(gpu: Any) -> Dict[str, Dict[str, Optional[int]]]:
+    """ECC error counts per scope (``volatile``, ``aggregate``) and kind.
+
+    Hopper-era DTDs report ``sram_correctable`` / ``sram_uncorrectable_*`` /
+    ``dram_correctable`` / ``dram_uncorrectable``; older ones (v11, e.g. the
+    L40S capture) ``single_bit/total`` and ``double_bit/total``.  A scope the
+    driver reports as N/A (ECC off, consumer cards) is left out.
+    """
+    ecc = _find(gpu, "ecc_errors")
+    result: Dict[str, Dict[str, Optional[int]]] = {}
+    if ecc is None:
+        return result
+    for scope in ("volatile", "aggregate"):
+        element = _find(ecc, scope)
+        if element is None:
+            continue
+        corrected = uncorrected = None
+        for child in list(element):
+            name = _local(child.tag)
+            if name in ("singlebit", "doublebit"):
+                count = _int(_child_text(child, "total"))
+            else:
+                count = _int(child.text)
+            if count is None:
+                continue
+            if name == "singlebit" or (name.endswith("correctable") and "uncorrectable" not in name):
+                corrected = (corrected or 0) + count
+            elif name == "doublebit" or "uncorrectable" in name:
+                uncorrected = (uncorrected or 0) + count
+        if corrected is not None or uncorrected is not None:
+            result[scope] = {"corrected": corrected, "uncorrected": uncorrected}
+    return result
+
+
+def parse_xml_readings(text: str) -> List[Dict[str, Any]]:
+    """Per-GPU readings from ``nvidia-smi -q -x`` for monitoring.
+
+    Returns, per GPU in output order: ``index`` (the minor number, as
+    ``--query-gpu=index`` numbers it), ``bus_id``, ``uuid``, ``product_name``,
+    ``memory_used_mib`` / ``memory_total_mib`` (framebuffer), ``utilization_percent``,
+    ``temperature_c``, ``power_w`` (instant draw, else the average the newer
+    DTDs add, else the v11 ``power_readings/power_draw``), ``ecc`` (see
+    :func:`_ecc_counts`), ``remapped_row_failure`` / ``remapped_row_pending``
+    (``Yes``/``No``/None) and ``recovery_action`` (``None`` is the driver's
+    text for "nothing to do").  Values the driver reports as N/A are None.
+    """
+    try:
+        root = ET.fromstring((text or "").strip())
+    except ET.ParseError as exc:
+        raise NvidiaSmiParseError(f"not XML: {exc}") from None
+    if _local(root.tag) != "nvidiasmilog":
+        raise NvidiaSmiParseError(f"root element is <{root.tag}>, expected <nvidia_smi_log>")
+    readings = []
+    for position, gpu in enumerate([element for element in root if _local(element.tag) == "gpu"]):
+        power = None
+        for path in (("gpu_power_readings", "instant_power_draw"), ("gpu_power_readings", "average_power_draw"),
+                     ("gpu_power_readings", "power_draw"), ("power_readings", "power_draw")):
+            power = _float(_path_text(gpu, *path))
+            if power is not None:
+                break
+        minor = _int(_child_text(gpu, "minor_number"))
+        readings.append({
+            "index": minor if minor is not None else position,
+            "bus_id": normalize_bus_id(gpu.get("id")),
+            "uuid": _child_text(gpu, "uuid"),
+            "product_name": _child_text(gpu, "product_name"),
+            "memory_used_mib": _int(_path_text(gpu, "fb_memory_usage", "used")),
+            "memory_total_mib": _int(_path_text(gpu, "fb_memory_usage", "total")),
+            "utilization_percent": _float(_path_text(gpu, "utilization", "gpu_util")),
+            "temperature_c": _float(_path_text(gpu, "temperature", "gpu_temp")),
+            "power_w": power,
+            "ecc": _ecc_counts(gpu),
+            "remapped_row_failure": _path_text(gpu, "remapped_rows", "remapped_row_failure"),
+            "remapped_row_pending": _path_text(gpu, "remapped_rows", "remapped_row_pending"),
+            "recovery_action": _child_text(gpu, "gpu_recovery_action"),
+        })
+    return readings

@@ -1,0 +1,184 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""Decisions of the ``kunpeng.vllm.monitoring`` role.
+
+Per node (:func:`node_plan`): which scrape targets the node offers (node
+exporter; vLLM when it is in a vLLM group; the gateway's metrics when it is
+in a gateway group; a vendor exporter) and how its accelerators are measured:
+NVIDIA's DCGM exporter or Huawei's npu-exporter when the operator supplies
+their package (neither is in a distribution's repository), otherwise the
+collection's own textfile collector.
+
+Per Prometheus server (:func:`server_plan`): the scrape configuration from
+every node's plan, the command-line flags (retention) and how Grafana is
+provided.  Bad values raise :class:`MonitoringPlanError` naming the variable.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import re
+from typing import Any, Dict, List, Optional
+
+# backend (kunpeng_accelerators.summary.backend) -> vendor exporter, its
+# package variable and its default port (DCGM exporter: 9400, NVIDIA's
+# dcgm-exporter README; npu-exporter: 8082, Huawei's MindCluster
+# NPU-Exporter guide).
+VENDOR_EXPORTERS = {
+    "cuda": {"name": "dcgm-exporter", "variable": "monitoring_dcgm_exporter_package", "job": "dcgm"},
+    "ascend": {"name": "npu-exporter", "variable": "monitoring_npu_exporter_package", "job": "npu"},
+}
+
+JOBS = ("vllm", "node", "gateway", "dcgm", "npu")
+
+_DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
+_SIZE = re.compile(r"^\d+(B|KB|MB|GB|TB|PB|EB)$")
+_HOST = re.compile(r"^[A-Za-z0-9_.:\-\[\]]+$")
+
+
+class MonitoringPlanError(ValueError):
+    """A variable has a value the plan cannot use; the message names it and the fix."""
+
+
+def _port(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not str(value).isdigit() or not 0 < int(value) < 65536:
+        raise MonitoringPlanError(f"{name} must be a TCP port (1-65535), got {value!r}")
+    return int(value)
+
+
+def _target(address: str, port: int) -> str:
+    host = "[" + address + "]" if ":" in address and not address.startswith("[") else address
+    return f"{host}:{port}"
+
+
+COLLECTOR_MODES = ("auto", "always", "never")
+
+
+def accelerator_exporter(backend: Optional[str], packages: Dict[str, str], collector: str = "auto") -> Dict[str, Any]:
+    """How this node's accelerators are measured.
+
+    ``packages`` maps the package variables of :data:`VENDOR_EXPORTERS` to
+    the package the operator named (empty: none).  ``collector`` is
+    ``monitoring_collector``: ``auto`` runs the textfile collector on Ascend
+    and NVIDIA nodes without a vendor exporter, ``always`` also where the
+    probe found none (it then reports whichever vendor tool is on PATH),
+    ``never`` nowhere.  Returns ``kind`` (``collector``, ``dcgm-exporter``,
+    ``npu-exporter`` or ``none``), ``package`` and ``job`` (the scrape job of
+    a vendor exporter, else '').
+    """
+    if collector not in COLLECTOR_MODES:
+        raise MonitoringPlanError(f"monitoring_collector must be one of {', '.join(COLLECTOR_MODES)}, got {collector!r}")
+    vendor = VENDOR_EXPORTERS.get(backend or "")
+    package = (packages.get(vendor["variable"]) or "").strip() if vendor else ""
+    if vendor and package:
+        return {"kind": vendor["name"], "package": package, "job": vendor["job"]}
+    if collector == "always" or (vendor and collector == "auto"):
+        return {"kind": "collector", "package": "", "job": ""}
+    return {"kind": "none", "package": "", "job": ""}
+
+
+def node_plan(host_groups: List[str], address: str, backend: Optional[str], vllm_groups: List[str],
+              gateway_groups: List[str], ports: Dict[str, Any], packages: Dict[str, str], collector: str = "auto",
+              server_groups: Optional[List[str]] = None) -> Dict[str, Any]:
+    """What one node offers to Prometheus (the ``kunpeng_monitoring`` fact).
+
+    ``ports`` holds ``node_exporter``, ``vllm``, ``gateway``, ``dcgm``, ``npu``
+    (their ``monitoring_*_port`` variables).  Returns ``address``,
+    ``targets`` (``job``, ``target``), ``exporter`` (see
+    :func:`accelerator_exporter`), ``collector`` (install the textfile
+    collector) and ``server`` (the node is in one of ``server_groups`` and
+    runs Prometheus).
+    """
+    if not address or not _HOST.match(address):
+        raise MonitoringPlanError(f"monitoring_address must be a host name or IP address, got {address!r}")
+    exporter = accelerator_exporter(backend, packages, collector)
+    targets = [{"job": "node", "target": _target(address, _port("monitoring_node_exporter_port", ports["node_exporter"]))}]
+    if set(host_groups) & set(vllm_groups):
+        targets.append({"job": "vllm", "target": _target(address, _port("monitoring_vllm_port", ports["vllm"]))})
+    if set(host_groups) & set(gateway_groups):
+        targets.append({"job": "gateway", "target": _target(address, _port("monitoring_gateway_metrics_port", ports["gateway"]))})
+    if exporter["job"]:
+        port = _port(f"monitoring_{exporter['job']}_exporter_port", ports[exporter["job"]])
+        targets.append({"job": exporter["job"], "target": _target(address, port)})
+    return {
+        "address": address,
+        "targets": targets,
+        "exporter": exporter,
+        "collector": exporter["kind"] == "collector",
+        "server": bool(set(host_groups) & set(server_groups or [])),
+    }
+
+
+def scrape_configs(nodes: List[Dict[str, Any]], scrape_interval: str, vllm_metrics_path: str = "/metrics",
+                   gateway_metrics_path: str = "/metrics") -> List[Dict[str, Any]]:
+    """One scrape job per kind of target, targets sorted, jobs without targets left out.
+
+    The ``instance`` label keeps Prometheus's default (``host:port``); the
+    ``node`` label holds the node's address so a vLLM instance and its host's
+    accelerators can be joined in a query.
+    """
+    by_job: Dict[str, Dict[str, str]] = dict((job, {}) for job in JOBS)
+    for node in nodes:
+        for target in node.get("targets", []):
+            if target["job"] not in by_job:
+                raise MonitoringPlanError(f"unknown scrape job {target['job']!r} in a node's kunpeng_monitoring fact")
+            by_job[target["job"]][target["target"]] = node["address"]
+    paths = {"vllm": vllm_metrics_path, "gateway": gateway_metrics_path}
+    configs = []
+    for job in JOBS:
+        if not by_job[job]:
+            continue
+        static = [{"targets": [target], "labels": {"node": by_job[job][target]}} for target in sorted(by_job[job])]
+        configs.append({
+            "job_name": job,
+            "scrape_interval": scrape_interval,
+            "metrics_path": paths.get(job, "/metrics"),
+            "static_configs": static,
+        })
+    return configs
+
+
+def grafana_mode(package: str, repository: str) -> str:
+    """``package`` (a package name or file the operator names), ``repository``
+    (install ``grafana`` from the repository line they give) or
+    ``provisioning`` (only write the dashboards and provisioning files:
+    Grafana is in no distribution's repository)."""
+    if (package or "").strip():
+        return "package"
+    if (repository or "").strip():
+        return "repository"
+    return "provisioning"
+
+
+def server_plan(nodes: List[Dict[str, Any]], scrape_interval: str, evaluation_interval: str, retention_time: str,
+                retention_size: str, listen_port: Any, grafana_package: str = "", grafana_repository: str = "",
+                vllm_metrics_path: str = "/metrics", gateway_metrics_path: str = "/metrics") -> Dict[str, Any]:
+    """The Prometheus server's configuration: ``scrape_configs``, ``global``, ``args`` (command-line flags),
+    ``grafana`` (see :func:`grafana_mode`), ``grafana_package`` (what to install: the named package, ``grafana``
+    from the named repository, or '') and ``jobs`` (the job names with targets)."""
+    for name, value in (("monitoring_scrape_interval", scrape_interval),
+                        ("monitoring_evaluation_interval", evaluation_interval),
+                        ("monitoring_retention_time", retention_time)):
+        if not _DURATION.match(str(value)):
+            raise MonitoringPlanError(f"{name} must be a Prometheus duration such as 15s, 5m or 15d, got {value!r}")
+    if retention_size and not _SIZE.match(str(retention_size)):
+        raise MonitoringPlanError(f"monitoring_retention_size must be empty or a size such as 50GB, got {retention_size!r}")
+    if not nodes:
+        raise MonitoringPlanError("no node has a kunpeng_monitoring fact: run the monitoring role on the nodes "
+                                  "(playbooks/monitoring.yml does) before the Prometheus server")
+    port = _port("monitoring_prometheus_port", listen_port)
+    args = [f"--web.listen-address=:{port}", f"--storage.tsdb.retention.time={retention_time}"]
+    if retention_size:
+        args.append(f"--storage.tsdb.retention.size={retention_size}")
+    configs = scrape_configs(nodes, scrape_interval, vllm_metrics_path, gateway_metrics_path)
+    mode = grafana_mode(grafana_package, grafana_repository)
+    return {
+        "global": {"scrape_interval": scrape_interval, "evaluation_interval": evaluation_interval},
+        "scrape_configs": configs,
+        "jobs": [config["job_name"] for config in configs],
+        "args": args,
+        "grafana": mode,
+        "grafana_package": {"package": (grafana_package or "").strip(), "repository": "grafana"}.get(mode, ""),
+    }

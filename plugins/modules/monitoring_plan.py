@@ -1,0 +1,243 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+DOCUMENTATION = r"""
+---
+module: monitoring_plan
+short_description: Decide a node's scrape targets and accelerator exporter, or a Prometheus server's configuration
+version_added: "0.1.0"
+description:
+  - With O(scope=node), decides what one node offers to Prometheus and sets the fact C(kunpeng_monitoring)
+    (C(address), C(targets), C(exporter), C(collector), C(server)). The node exporter always; vLLM when the node is in one
+    of O(vllm_groups); the gateway's metrics when it is in one of O(gateway_groups); NVIDIA's DCGM exporter or
+    Huawei's npu-exporter when the node's backend matches and the operator named the package (neither is in a
+    distribution's repository), otherwise the collection's textfile collector for Ascend and NVIDIA nodes.
+  - With O(scope=server), turns the C(kunpeng_monitoring) facts of every node into the Prometheus scrape
+    configuration (one job per kind of target), the command-line flags (listen port, retention) and how
+    Grafana is provided (a named package, a named repository, or provisioning files only).
+  - Bad values fail before anything changes, with a message naming the variable.
+author:
+  - kunpeng.vllm maintainers (@kunpeng-vllm)
+options:
+  scope:
+    description: Plan one node (V(node)) or the Prometheus server (V(server)).
+    type: str
+    choices: [node, server]
+    required: true
+  address:
+    description: Address Prometheus reaches the node at (O(scope=node)).
+    type: str
+  host_groups:
+    description: The node's groups (C(group_names)).
+    type: list
+    elements: str
+    default: []
+  backend:
+    description: The node's probed backend (C(kunpeng_accelerators.summary.backend)); empty when not probed.
+    type: str
+    default: ""
+  collector:
+    description:
+      - V(auto) runs the collection's textfile collector on Ascend and NVIDIA nodes without a vendor exporter,
+        V(always) also on nodes where the probe found no accelerator, V(never) nowhere.
+    type: str
+    choices: [auto, always, never]
+    default: auto
+  server_groups:
+    description: Inventory groups whose members run Prometheus.
+    type: list
+    elements: str
+    default: []
+  vllm_groups:
+    description: Inventory groups whose members serve vLLM.
+    type: list
+    elements: str
+    default: []
+  gateway_groups:
+    description: Inventory groups whose members run the gateway.
+    type: list
+    elements: str
+    default: []
+  ports:
+    description: Ports by target kind (C(node_exporter), C(vllm), C(gateway), C(dcgm), C(npu)).
+    type: dict
+    default: {}
+  packages:
+    description:
+      - Vendor exporter packages the operator supplied, by variable
+        (C(monitoring_dcgm_exporter_package), C(monitoring_npu_exporter_package)); empty values mean none.
+    type: dict
+    default: {}
+  nodes:
+    description: The C(kunpeng_monitoring) facts of every node (O(scope=server)).
+    type: list
+    elements: dict
+    default: []
+  scrape_interval:
+    description: Prometheus scrape interval.
+    type: str
+    default: 15s
+  evaluation_interval:
+    description: Prometheus rule evaluation interval.
+    type: str
+    default: 15s
+  retention_time:
+    description: How long Prometheus keeps samples (C(--storage.tsdb.retention.time)).
+    type: str
+    default: 15d
+  retention_size:
+    description: Size cap of the TSDB (C(--storage.tsdb.retention.size)); empty for none.
+    type: str
+    default: ""
+  listen_port:
+    description: Port Prometheus listens on.
+    type: int
+    default: 9090
+  grafana_package:
+    description: Grafana package to install from a repository the node already has; empty for none.
+    type: str
+    default: ""
+  grafana_repository:
+    description:
+      - Repository that provides C(grafana); empty for none. An apt source line (C(deb URL suite component))
+        on Debian and Ubuntu, a base URL elsewhere.
+    type: str
+    default: ""
+extends_documentation_fragment:
+  - kunpeng.vllm.attributes.read_only
+"""
+
+EXAMPLES = r"""
+- name: Decide what this node offers to Prometheus
+  kunpeng.vllm.monitoring_plan:
+    scope: node
+    address: "{{ ansible_host | default(inventory_hostname) }}"
+    host_groups: "{{ group_names }}"
+    backend: "{{ kunpeng_accelerators.summary.backend | default('') }}"
+    vllm_groups: [vllm]
+    ports: {node_exporter: 9100, vllm: 8000, gateway: 8405, dcgm: 9400, npu: 8082}
+
+- name: Plan the Prometheus server from every node's fact
+  kunpeng.vllm.monitoring_plan:
+    scope: server
+    nodes: "{{ groups['all'] | map('extract', hostvars) | selectattr('kunpeng_monitoring', 'defined')
+               | map(attribute='kunpeng_monitoring') | list }}"
+    retention_time: 30d
+  register: monitoring_server
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Set with O(scope=node).
+  returned: when scope is node
+  type: dict
+  contains:
+    kunpeng_monitoring:
+      description: What the node offers to Prometheus.
+      type: dict
+      contains:
+        address:
+          description: Address Prometheus reaches the node at.
+          type: str
+        targets:
+          description: Scrape targets, each with C(job) and C(target) (C(host:port)).
+          type: list
+          elements: dict
+        exporter:
+          description:
+            - How the accelerators are measured, with C(kind) (C(collector), C(dcgm-exporter), C(npu-exporter),
+              C(none)), C(package) (the vendor exporter's package, or empty) and C(job) (its scrape job, or empty).
+          type: dict
+        collector:
+          description: Whether the node runs the collection's textfile collector.
+          type: bool
+        server:
+          description: Whether the node is in one of O(server_groups) and runs Prometheus.
+          type: bool
+global:
+  description: Prometheus's C(global) section.
+  returned: when scope is server
+  type: dict
+  sample: {scrape_interval: 15s, evaluation_interval: 15s}
+scrape_configs:
+  description: Prometheus's C(scrape_configs), one job per kind of target.
+  returned: when scope is server
+  type: list
+  elements: dict
+jobs:
+  description: The job names that have targets.
+  returned: when scope is server
+  type: list
+  elements: str
+  sample: [vllm, node]
+args:
+  description: Prometheus command-line flags (listen address, retention).
+  returned: when scope is server
+  type: list
+  elements: str
+  sample: ["--web.listen-address=:9090", "--storage.tsdb.retention.time=15d"]
+grafana:
+  description: C(package), C(repository) or C(provisioning) (write the provisioning files only).
+  returned: when scope is server
+  type: str
+grafana_package:
+  description: The package to install (O(grafana_package), or C(grafana) from O(grafana_repository)); empty for none.
+  returned: when scope is server
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.monitoring_plan import (  # noqa: E402
+    MonitoringPlanError,
+    node_plan,
+    server_plan,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            scope=dict(type="str", choices=["node", "server"], required=True),
+            address=dict(type="str"),
+            host_groups=dict(type="list", elements="str", default=[]),
+            backend=dict(type="str", default=""),
+            collector=dict(type="str", choices=["auto", "always", "never"], default="auto"),
+            server_groups=dict(type="list", elements="str", default=[]),
+            vllm_groups=dict(type="list", elements="str", default=[]),
+            gateway_groups=dict(type="list", elements="str", default=[]),
+            ports=dict(type="dict", default={}),
+            packages=dict(type="dict", default={}),
+            nodes=dict(type="list", elements="dict", default=[]),
+            scrape_interval=dict(type="str", default="15s"),
+            evaluation_interval=dict(type="str", default="15s"),
+            retention_time=dict(type="str", default="15d"),
+            retention_size=dict(type="str", default=""),
+            listen_port=dict(type="int", default=9090),
+            grafana_package=dict(type="str", default=""),
+            grafana_repository=dict(type="str", default=""),
+        ),
+        required_if=[("scope", "node", ["address"])],
+        supports_check_mode=True,
+    )
+    p = module.params
+    ports = dict({"node_exporter": 9100, "vllm": 8000, "gateway": 8405, "dcgm": 9400, "npu": 8082}, **p["ports"])
+    try:
+        if p["scope"] == "node":
+            plan = node_plan(p["host_groups"], p["address"], p["backend"], p["vllm_groups"], p["gateway_groups"],
+                             ports, p["packages"], p["collector"], p["server_groups"])
+            module.exit_json(changed=False, ansible_facts={"kunpeng_monitoring": plan})
+        result = server_plan(p["nodes"], p["scrape_interval"], p["evaluation_interval"], p["retention_time"],
+                             p["retention_size"], p["listen_port"], p["grafana_package"], p["grafana_repository"])
+    except MonitoringPlanError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

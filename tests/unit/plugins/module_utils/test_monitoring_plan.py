@@ -1,0 +1,126 @@
+"""Decisions of the monitoring role: targets, exporter, scrape configuration, flags, Grafana."""
+
+import pytest
+from ansible_collections.kunpeng.vllm.plugins.module_utils import monitoring_plan as mp
+
+PORTS = {"node_exporter": 9100, "vllm": 8000, "gateway": 8405, "dcgm": 9400, "npu": 8082}
+DCGM = {"monitoring_dcgm_exporter_package": "datacenter-gpu-manager-exporter"}
+NPU = {"monitoring_npu_exporter_package": "npu-exporter"}
+
+
+@pytest.mark.parametrize("backend, packages, collector, expected", [
+    ("cuda", {}, "auto", {"kind": "collector", "package": "", "job": ""}),
+    ("ascend", {}, "auto", {"kind": "collector", "package": "", "job": ""}),
+    ("cpu", {}, "auto", {"kind": "none", "package": "", "job": ""}),
+    ("", {}, "auto", {"kind": "none", "package": "", "job": ""}),
+    ("cpu", {}, "always", {"kind": "collector", "package": "", "job": ""}),
+    ("cuda", {}, "never", {"kind": "none", "package": "", "job": ""}),
+    ("cuda", DCGM, "auto", {"kind": "dcgm-exporter", "package": "datacenter-gpu-manager-exporter", "job": "dcgm"}),
+    ("ascend", NPU, "auto", {"kind": "npu-exporter", "package": "npu-exporter", "job": "npu"}),
+    # a vendor package only counts on that vendor's nodes
+    ("ascend", DCGM, "auto", {"kind": "collector", "package": "", "job": ""}),
+    ("cpu", DCGM, "always", {"kind": "collector", "package": "", "job": ""}),
+    ("cuda", {"monitoring_dcgm_exporter_package": "  "}, "auto", {"kind": "collector", "package": "", "job": ""}),
+])
+def test_accelerator_exporter(backend, packages, collector, expected):
+    assert mp.accelerator_exporter(backend, packages, collector) == expected
+
+
+def node(groups, address="n1", backend="cpu", packages=None, collector="auto"):
+    return mp.node_plan(groups, address, backend, ["vllm"], ["gateway"], PORTS, packages or {}, collector, ["monitoring"])
+
+
+@pytest.mark.parametrize("groups, backend, packages, targets, server", [
+    ([], "cpu", None, [("node", "n1:9100")], False),
+    (["vllm"], "cpu", None, [("node", "n1:9100"), ("vllm", "n1:8000")], False),
+    (["vllm", "gateway"], "cpu", None, [("node", "n1:9100"), ("vllm", "n1:8000"), ("gateway", "n1:8405")], False),
+    (["vllm"], "cuda", DCGM, [("node", "n1:9100"), ("vllm", "n1:8000"), ("dcgm", "n1:9400")], False),
+    (["vllm"], "ascend", NPU, [("node", "n1:9100"), ("vllm", "n1:8000"), ("npu", "n1:8082")], False),
+    (["monitoring"], "cpu", None, [("node", "n1:9100")], True),
+])
+def test_node_targets(groups, backend, packages, targets, server):
+    plan = node(groups, backend=backend, packages=packages)
+    assert [(t["job"], t["target"]) for t in plan["targets"]] == targets
+    assert plan["server"] is server
+
+
+def test_ipv6_address_is_bracketed():
+    assert node(["vllm"], address="2001:db8::1")["targets"][1]["target"] == "[2001:db8::1]:8000"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"address": ""}, "monitoring_address must be a host name or IP address"),
+    ({"address": "a b"}, "monitoring_address must be a host name or IP address"),
+    ({"ports": dict(PORTS, vllm="80x")}, "monitoring_vllm_port must be a TCP port (1-65535), got '80x'"),
+    ({"ports": dict(PORTS, node_exporter=70000)}, "monitoring_node_exporter_port must be a TCP port"),
+    ({"collector": "sometimes"}, "monitoring_collector must be one of auto, always, never"),
+])
+def test_node_plan_refuses_bad_values(kwargs, message):
+    args = dict(host_groups=["vllm"], address="n1", backend="cpu", vllm_groups=["vllm"], gateway_groups=[],
+                ports=PORTS, packages={}, collector="auto")
+    args.update(kwargs)
+    with pytest.raises(mp.MonitoringPlanError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        mp.node_plan(**args)
+
+
+def test_server_plan_groups_targets_by_job_and_labels_the_node():
+    nodes = [node(["vllm"], address="b"), node(["vllm"], address="a"), node(["monitoring"], address="p")]
+    plan = mp.server_plan(nodes, "2s", "2s", "1d", "", 9090)
+    assert plan["jobs"] == ["vllm", "node"]
+    vllm, node_job = plan["scrape_configs"]
+    assert vllm == {"job_name": "vllm", "scrape_interval": "2s", "metrics_path": "/metrics", "static_configs": [
+        {"targets": ["a:8000"], "labels": {"node": "a"}}, {"targets": ["b:8000"], "labels": {"node": "b"}}]}
+    assert [c["targets"] for c in node_job["static_configs"]] == [["a:9100"], ["b:9100"], ["p:9100"]]
+    assert plan["global"] == {"scrape_interval": "2s", "evaluation_interval": "2s"}
+    assert plan["args"] == ["--web.listen-address=:9090", "--storage.tsdb.retention.time=1d"]
+    assert plan["grafana"] == "provisioning"
+
+
+def test_same_target_from_two_facts_is_scraped_once():
+    nodes = [node(["vllm"]), node(["vllm"])]
+    assert mp.server_plan(nodes, "15s", "15s", "15d", "", 9090)["scrape_configs"][0]["static_configs"] == [
+        {"targets": ["n1:8000"], "labels": {"node": "n1"}}]
+
+
+def test_retention_size_flag():
+    plan = mp.server_plan([node([])], "15s", "15s", "30d", "50GB", 9091)
+    assert plan["args"] == ["--web.listen-address=:9091", "--storage.tsdb.retention.time=30d",
+                            "--storage.tsdb.retention.size=50GB"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (("15", "15s", "15d", ""), "monitoring_scrape_interval must be a Prometheus duration"),
+    (("15s", "1 m", "15d", ""), "monitoring_evaluation_interval must be a Prometheus duration"),
+    (("15s", "15s", "15 days", ""), "monitoring_retention_time must be a Prometheus duration"),
+    (("15s", "15s", "15d", "50G"), "monitoring_retention_size must be empty or a size such as 50GB"),
+])
+def test_server_plan_refuses_bad_values(args, message):
+    with pytest.raises(mp.MonitoringPlanError, match=message):
+        mp.server_plan([node([])], *args, 9090)
+
+
+def test_server_plan_without_nodes_says_what_to_run():
+    with pytest.raises(mp.MonitoringPlanError, match="no node has a kunpeng_monitoring fact"):
+        mp.server_plan([], "15s", "15s", "15d", "", 9090)
+
+
+def test_unknown_job_in_a_fact_is_refused():
+    bad = dict(node([]), targets=[{"job": "redis", "target": "n1:6379"}])
+    with pytest.raises(mp.MonitoringPlanError, match="unknown scrape job 'redis'"):
+        mp.server_plan([bad], "15s", "15s", "15d", "", 9090)
+
+
+@pytest.mark.parametrize("package, repository, mode", [
+    ("", "", "provisioning"), ("grafana", "", "package"), ("", "deb https://apt.example/ stable main", "repository"),
+    ("grafana-enterprise", "deb https://apt.example/ stable main", "package"),
+])
+def test_grafana_mode(package, repository, mode):
+    assert mp.grafana_mode(package, repository) == mode
+
+
+@pytest.mark.parametrize("package, repository, install", [
+    ("", "", ""), ("grafana-enterprise", "", "grafana-enterprise"),
+    ("", "deb https://apt.example/ stable main", "grafana"),
+])
+def test_grafana_package_to_install(package, repository, install):
+    assert mp.server_plan([node([])], "15s", "15s", "15d", "", 9090, package, repository)["grafana_package"] == install
