@@ -201,6 +201,18 @@ _version = _regex(_VERSION, "a version such as 0.11.0", empty=True)
 _sha256 = _regex(_SHA256, "64 hexadecimal digits (sha256sum of the file)", empty=True)
 _host = _regex(_HOST, "an IP address or a host name", empty=False)
 _opt_host = _regex(_HOST, "an IP address or a host name", empty=True)
+_port = _int_range(1, 65535)
+# Prometheus and systemd durations: 15s, 5m, 1h30m, 15d.
+_duration = _regex(re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$"), "a duration such as 15s, 5m, 1h30m or 15d")
+
+
+def _opt_port(name, value, ctx):
+    if value is None or value == "":
+        return None
+    return _port(name, value, ctx)
+
+
+_opt_port.kind = "out_of_range"
 
 
 def _model_src(name, value, ctx):
@@ -506,6 +518,47 @@ RULES = {
         "ascend_env_file": _path,
         "ascend_nnal_cxx_abi": None,
         "ascend_probe_options": _dict_of_text,
+    },
+    "monitoring": {
+        "monitoring_vllm_groups": _list_of(_name),
+        "monitoring_gateway_groups": _list_of(_name),
+        "monitoring_server_group": _name,
+        "monitoring_address": _opt_host,
+        "monitoring_node_exporter_port": _port,
+        "monitoring_vllm_port": _opt_port,
+        "monitoring_gateway_metrics_port": _port,
+        "monitoring_dcgm_exporter_port": _port,
+        "monitoring_npu_exporter_port": _port,
+        "monitoring_dcgm_exporter_package": _opt_name,
+        "monitoring_npu_exporter_package": _opt_name,
+        "monitoring_collector": None,
+        "monitoring_collector_interval": _duration,
+        "monitoring_collector_tool_dirs": _list_of(_path),
+        "monitoring_textfile_dir": _path,
+        "monitoring_prometheus_package": _name,
+        "monitoring_node_exporter_package": _name,
+        "monitoring_prometheus_service": _name,
+        "monitoring_node_exporter_service": _name,
+        "monitoring_prometheus_port": _port,
+        "monitoring_scrape_interval": _duration,
+        "monitoring_evaluation_interval": _duration,
+        "monitoring_retention_time": _duration,
+        "monitoring_retention_size": _regex(re.compile(r"^[0-9]+(B|KB|MB|GB|TB|PB|EB)$"),
+                                            "a size such as 50GB (B, KB, MB, GB, TB, PB, EB)", empty=True),
+        "monitoring_alert_for": _duration,
+        "monitoring_alert_instance_down_for": _duration,
+        "monitoring_alert_accelerator_memory_ratio": _float_range(0, 1),
+        "monitoring_alert_error_ratio": _float_range(0, 1),
+        "monitoring_alert_p99_latency_seconds": _float_range(0),
+        "monitoring_alert_waiting_requests": _int_range(1),
+        "monitoring_alert_kv_cache_ratio": _float_range(0, 1),
+        "monitoring_grafana_package": _opt_name,
+        "monitoring_grafana_repository": _text(),
+        "monitoring_grafana_repository_key_url": _url,
+        "monitoring_grafana_provisioning_dir": _path,
+        "monitoring_grafana_dashboards_dir": _path,
+        "monitoring_private_users": None,
+        "monitoring_vendor_exporter_services": _dict_of_text,
     },
     "wheelhouse": {
         "wheelhouse_backend": None,

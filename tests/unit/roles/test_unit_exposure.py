@@ -51,6 +51,10 @@ UNITS = {
     "nvidia/templates/nvidia-persistenced.service.j2": {
         "runfile install": {},
     },
+    "monitoring/templates/collector.service.j2": {
+        "vendor tools on PATH": {},
+        "tool directories": {"monitoring_collector_tool_dirs": ["/opt/kv-doubles/bin"]},
+    },
 }
 
 
