@@ -211,7 +211,7 @@ def parse_proc_version(text: Optional[str]) -> Dict[str, Any]:
 
 
 def _float(value: Optional[str]) -> Optional[float]:
-    """``80.89 W``, ``38 C``, ``0 %`` -> the leading number; N/A -> None."""
+    """``80.89 W``, ``38 C``, ``0 %`` -> the number in front; N/A -> None."""
     value = _clean(value)
     if value is None:
         return None
