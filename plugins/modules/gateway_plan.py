@@ -56,10 +56,16 @@ options:
     description:
       - The gateway's scalar settings, variable name -> value (C(gateway_port), C(gateway_tls_port),
         C(gateway_timeout_*), C(gateway_health_interval), C(gateway_health_rise), C(gateway_health_fall),
-        C(gateway_retries), C(gateway_maxconn), C(gateway_max_body_kib), C(gateway_api_keys),
-        C(gateway_tls_certificate), C(gateway_tls_key)). Checked; not returned.
+        C(gateway_retries), C(gateway_maxconn), C(gateway_max_body_kib), C(gateway_tls_certificate),
+        C(gateway_tls_key)). Checked; only what the listener needs is returned (RV(bufsize), RV(tls)).
     type: dict
     default: {}
+  api_keys:
+    description:
+      - C(gateway_api_keys), the keys the gateway accepts (checked for form, never returned or logged). Empty
+        or unset, the gateway passes the Authorization header to the backends.
+    type: list
+    elements: str
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
 """
@@ -151,12 +157,16 @@ def main():
             groups=dict(type="dict", required=True),
             host_vars=dict(type="dict"),
             default_pool=dict(type="str", default=""),
-            settings=dict(type="dict", default={}, no_log=True),
+            settings=dict(type="dict", default={}),
+            api_keys=dict(type="list", elements="str", no_log=True),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    problems = validate_settings(p["settings"])
+    settings = dict(p["settings"])
+    if p["api_keys"] is not None:
+        settings["gateway_api_keys"] = p["api_keys"]
+    problems = validate_settings(settings)
     if problems:
         module.fail_json(msg="gateway: " + " ".join(problems))
     try:
@@ -170,7 +180,7 @@ def main():
             plan = gateway_plan(p["pools"], p["groups"], p["host_vars"], p["default_pool"])
     except GatewayError as exc:
         module.fail_json(msg="gateway: " + str(exc))
-    plan.update(listener_settings(p["settings"]))
+    plan.update(listener_settings(settings))
     module.exit_json(changed=False, **plan)
 
 

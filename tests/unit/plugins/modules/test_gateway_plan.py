@@ -7,11 +7,13 @@ from module_runner import run_main
 GROUPS = {"all": ["gw", "a", "b"], "gateway": ["gw"], "vllm": ["a", "b"], "solo": ["a"]}
 POOLS = [{"name": "shared", "group": "vllm", "models": ["m"], "canary_hosts": ["b"], "canary_percent": 10},
          {"name": "solo", "group": "solo", "models": ["m-solo"]}]
-SETTINGS = {"gateway_port": 8080, "gateway_api_keys": ["0123456789abcdef"]}
+SETTINGS = {"gateway_port": 8080, "gateway_health_rise": 2}
+KEYS = ["0123456789abcdef"]
 
 
 def test_first_call_lists_the_backends():
-    failed, result = run_main(gateway_plan.main, {"pools": POOLS, "groups": GROUPS, "settings": SETTINGS})
+    failed, result = run_main(gateway_plan.main, {"pools": POOLS, "groups": GROUPS, "settings": SETTINGS,
+                                                      "api_keys": KEYS})
     assert not failed
     assert result["hosts"] == ["a", "b"]
     assert result["backends"] == [] and result["api_keys"] is True and result["tls"] is False
@@ -20,7 +22,7 @@ def test_first_call_lists_the_backends():
 
 def test_full_plan():
     failed, result = run_main(gateway_plan.main, {
-        "pools": POOLS, "groups": GROUPS, "settings": SETTINGS,
+        "pools": POOLS, "groups": GROUPS, "settings": SETTINGS, "api_keys": KEYS,
         "host_vars": {"a": {"ansible_host": "10.0.0.1"}, "b": {"ansible_host": "10.0.0.2", "vllm_port": 8001}}},
         check_mode=True)
     assert not failed
@@ -28,6 +30,7 @@ def test_full_plan():
     assert [(s["name"], s["address"], s["port"], s["weight"]) for s in shared["servers"]] == [
         ("a", "10.0.0.1", 8000, 9), ("b", "10.0.0.2", 8001, 1)]
     assert result["routes"] == [{"model": "m", "backend": "pool_shared"}, {"model": "m-solo", "backend": "pool_solo"}]
+    # A setting's value (gateway_health_rise 2) is no secret: the numbers come back whole.
     assert result["bufsize"] == 81920
 
 
@@ -44,5 +47,5 @@ def test_refusals_name_the_variable(args, words):
 
 def test_keys_stay_out_of_the_refusal():
     failed, result = run_main(gateway_plan.main, {"pools": POOLS, "groups": GROUPS,
-                                                  "settings": {"gateway_api_keys": ["short-secret"]}})
+                                                  "api_keys": ["short-secret"]})
     assert failed and "short-secret" not in result["msg"]
