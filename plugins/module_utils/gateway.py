@@ -102,11 +102,14 @@ def _address(host, host_vars):
 
 
 def _port(host, host_vars):
-    """The backend's vLLM port: gateway_backend_port, else vllm_port, else the vllm role's default 8000."""
+    """The backend's vLLM port: gateway_backend_port, else vllm_port, else the vllm role's default 8000.
+
+    0 (the role default of gateway_backend_port) counts as not set.
+    """
     hv = host_vars.get(host) or {}
     for key in ("gateway_backend_port", "vllm_port"):
         value = hv.get(key)
-        if value not in (None, ""):
+        if value not in (None, "", 0, "0"):
             try:
                 port = int(value)
             except (TypeError, ValueError):

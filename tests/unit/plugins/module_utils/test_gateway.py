@@ -77,10 +77,12 @@ def test_plan_of_the_scenario_inventory():
 
 
 def test_default_pool_takes_unknown_models_and_requests_without_one():
-    plan = gateway_plan(POOLS, GROUPS, {}, default_pool="b")
+    plan = gateway_plan(POOLS, GROUPS, {"vllm-b": {"gateway_backend_address": "", "gateway_backend_port": 0}},
+                        default_pool="b")
     assert plan["default_backend"] == "pool_b"
     assert plan["no_model_backend"] == "pool_b"
-    # Without host variables a backend is reached by its inventory name on vLLM's default port.
+    # Without host variables (or with the role defaults "" and 0) a backend is
+    # reached by its inventory name on vLLM's default port.
     assert plan["backends"][2]["servers"][0]["address"] == "vllm-b"
     assert plan["backends"][2]["servers"][0]["port"] == 8000
 
