@@ -82,7 +82,7 @@ def run(url, key, model, count, concurrency=4, max_tokens=4, stop_file=None, max
             if pause:
                 time.sleep(pause)
 
-    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    threads = [threading.Thread(target=worker) for i in range(concurrency)]
     for t in threads:
         t.start()
     for t in threads:

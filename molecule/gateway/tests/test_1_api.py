@@ -70,7 +70,7 @@ def test_unknown_model_gets_model_not_found(gw_url):
 
 @pytest.mark.parametrize("path", ["/metrics", "/health", "/version", "/"])
 def test_only_the_api_is_exposed(gw_url, path):
-    status, _ = get(gw_url + path, {"Authorization": f"Bearer {API_KEY}"})
+    status, dummy = get(gw_url + path, {"Authorization": f"Bearer {API_KEY}"})
     assert status == 404
 
 

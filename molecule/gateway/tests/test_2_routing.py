@@ -22,9 +22,9 @@ testinfra_hosts = [GATEWAY]
 ])
 def test_model_lands_on_its_pool(gw_url, model, target, other):
     before = {b: served(b) for b in (target, other)}
-    for _ in range(10):
+    for attempt in range(10):
         status, body = completion(gw_url, API_KEY, model, max_tokens=1)
-        assert status == 200, body
+        assert status == 200, (attempt, body)
     assert served(target) - before[target] == 10
     assert served(other) - before[other] == 0
 

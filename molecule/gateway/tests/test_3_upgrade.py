@@ -41,7 +41,7 @@ def test_upgrade_succeeded_on_both_servers(upgrade_out):
 
 
 def test_upgrade_drained_and_restored_each_server_at_the_gateway(upgrade_out):
-    _, out = upgrade_out
+    out = upgrade_out[1]
     for task in ("Drain this host at the gateways until its requests have finished",
                  "Put this host in maintenance at the gateways",
                  "Set this host ready again at the gateways"):

@@ -36,7 +36,8 @@ def test_stopped_server_is_taken_out_and_requests_keep_succeeding(gw_url):
     stopped = time.time()
     sh(BACKEND_A, "systemctl", "stop", "--no-block", UNIT)
     down = None
-    for _ in range(60):
+    deadline = time.time() + 30
+    while time.time() < deadline:
         down = _down_at()
         if down:
             break

@@ -12,8 +12,8 @@ KEYS = ["0123456789abcdef"]
 
 
 def test_first_call_lists_the_backends():
-    failed, result = run_main(gateway_plan.main, {"pools": POOLS, "groups": GROUPS, "settings": SETTINGS,
-                                                      "api_keys": KEYS})
+    failed, result = run_main(gateway_plan.main,
+                              {"pools": POOLS, "groups": GROUPS, "settings": SETTINGS, "api_keys": KEYS})
     assert not failed
     assert result["hosts"] == ["a", "b"]
     assert result["backends"] == [] and result["api_keys"] is True and result["tls"] is False
