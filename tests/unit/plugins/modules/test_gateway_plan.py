@@ -1,0 +1,51 @@
+"""kunpeng.vllm.gateway_plan: the role's two calls (backends first, then the full plan) and its refusals."""
+
+import pytest
+from ansible_collections.kunpeng.vllm.plugins.modules import gateway_plan
+from module_runner import run_main
+
+GROUPS = {"all": ["gw", "a", "b"], "gateway": ["gw"], "vllm": ["a", "b"], "solo": ["a"]}
+POOLS = [{"name": "shared", "group": "vllm", "models": ["m"], "canary_hosts": ["b"], "canary_percent": 10},
+         {"name": "solo", "group": "solo", "models": ["m-solo"]}]
+SETTINGS = {"gateway_port": 8080, "gateway_health_rise": 2}
+KEYS = ["0123456789abcdef"]
+
+
+def test_first_call_lists_the_backends():
+    failed, result = run_main(gateway_plan.main,
+                              {"pools": POOLS, "groups": GROUPS, "settings": SETTINGS, "api_keys": KEYS})
+    assert not failed
+    assert result["hosts"] == ["a", "b"]
+    assert result["backends"] == [] and result["api_keys"] is True and result["tls"] is False
+    assert result["changed"] is False
+
+
+def test_full_plan():
+    failed, result = run_main(gateway_plan.main, {
+        "pools": POOLS, "groups": GROUPS, "settings": SETTINGS, "api_keys": KEYS,
+        "host_vars": {"a": {"ansible_host": "10.0.0.1"}, "b": {"ansible_host": "10.0.0.2", "vllm_port": 8001}}},
+        check_mode=True)
+    assert not failed
+    shared = result["backends"][0]
+    assert [(s["name"], s["address"], s["port"], s["weight"]) for s in shared["servers"]] == [
+        ("a", "10.0.0.1", 8000, 9), ("b", "10.0.0.2", 8001, 1)]
+    assert result["routes"] == [{"model": "m", "backend": "pool_shared"}, {"model": "m-solo", "backend": "pool_solo"}]
+    # A setting's value (gateway_health_rise 2) is no secret: the numbers come back whole.
+    assert result["bufsize"] == 81920
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"settings": {"gateway_port": 0}}, "gateway: gateway_port is 0"),
+    ({"default_pool": "nope"}, "gateway: gateway_default_pool is 'nope'"),
+    ({"pools": [{"name": "x", "group": "missing", "models": ["m"]}]}, "gateway: gateway_pools[0].group (pool x)"),
+])
+def test_refusals_name_the_variable(args, words):
+    failed, result = run_main(gateway_plan.main, dict({"pools": POOLS, "groups": GROUPS}, **args))
+    assert failed
+    assert result["msg"].startswith(words)
+
+
+def test_keys_stay_out_of_the_refusal():
+    failed, result = run_main(gateway_plan.main, {"pools": POOLS, "groups": GROUPS,
+                                                  "api_keys": ["short-secret"]})
+    assert failed and "short-secret" not in result["msg"]
