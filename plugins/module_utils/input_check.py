@@ -301,6 +301,26 @@ def _dict_of_text(name, value, ctx):
 _dict_of_text.kind = "characters"
 
 
+def _nested_text(name, value, ctx):
+    """Mappings and lists (e.g. pools) whose strings reach a config file: no line breaks or control characters."""
+    if isinstance(value, dict):
+        items = [(f"{name}.{key}", item) for key, item in value.items()] + [(name, key) for key in value]
+    elif isinstance(value, list):
+        items = [(f"{name}[{index}]", item) for index, item in enumerate(value)]
+    else:
+        items = []
+        if isinstance(value, str) and _CONTROL.search(value):
+            return f"{name}: {_describe(value)} holds a line break or control character; remove them"
+    for where, item in items:
+        problem = _nested_text(where, item, ctx)
+        if problem:
+            return problem
+    return None
+
+
+_nested_text.kind = "characters"
+
+
 def _ca_certificates(name, value, ctx):
     if not isinstance(value, list):
         return f"{name}: {_describe(value)} is not a list; set a list of {{name, src | content}}"
@@ -372,7 +392,7 @@ def _omp_bind(name, value, ctx):
 _omp_bind.kind = "characters"
 
 # Variables whose values are never repeated in a message (argument_specs no_log).
-SECRETS = ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token")
+SECRETS = ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token", "gateway_api_keys")
 
 # role -> variable -> rule.  A variable that argument validation fully covers
 # (a bool, or a str with choices) has the rule None.
@@ -559,6 +579,29 @@ RULES = {
         "monitoring_grafana_dashboards_dir": _path,
         "monitoring_private_users": None,
         "monitoring_vendor_exporter_services": _dict_of_text,
+    },
+    "gateway": {
+        "gateway_pools": _nested_text,
+        "gateway_default_pool": _opt_name,
+        "gateway_backend_address": _opt_host,
+        "gateway_backend_port": _int_range(0, 65535),
+        "gateway_bind_address": _host,
+        "gateway_port": _port,
+        "gateway_tls_certificate": _opt_controller_path,
+        "gateway_tls_key": _opt_controller_path,
+        "gateway_tls_port": _port,
+        "gateway_api_keys": _list_of(_regex(_API_KEY, "a key of letters, digits and . _ ~ + / = -", secret=True)),
+        "gateway_timeout_connect": _int_range(1, 86400),
+        "gateway_timeout_client": _int_range(1, 86400),
+        "gateway_timeout_server": _int_range(1, 86400),
+        "gateway_timeout_queue": _int_range(1, 86400),
+        "gateway_health_interval": _int_range(1, 3600),
+        "gateway_health_fall": _int_range(1, 100),
+        "gateway_health_rise": _int_range(1, 100),
+        "gateway_retries": _int_range(0, 100),
+        "gateway_maxconn": _int_range(1, 1000000),
+        "gateway_max_body_kib": _int_range(1, 1048576),
+        "gateway_runtime_socket": _path,
     },
     "wheelhouse": {
         "wheelhouse_backend": None,

@@ -28,7 +28,7 @@ options:
     description: Role whose variables these are.
     type: str
     required: true
-    choices: [vllm, base, nvidia, ascend, wheelhouse, monitoring]
+    choices: [vllm, base, nvidia, ascend, wheelhouse, monitoring, gateway]
   values:
     description: Variable name -> value, the role's non-secret variables.
     type: dict
