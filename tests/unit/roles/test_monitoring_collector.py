@@ -94,3 +94,38 @@ def test_parsers_installed_beside_the_collector(tools, tmp_path):
                           env=dict(tools, LC_ALL="C"), capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert 'kunpeng_accelerator_devices{vendor="nvidia"} 1' in proc.stdout
+
+
+def test_replays_the_real_h200_run(tmp_path):
+    """The XML nvidia-smi gave on the H200 host yields the metrics the collector printed there."""
+    capture = os.path.join(FIXTURES, "nvidia", "h200", "collector")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    nvidia = bin_dir / "nvidia-smi"
+    nvidia.write_text('#!/bin/sh\n[ "$*" = "-q -x" ] || exit 2\ncat "{}"\n'.format(
+        os.path.join(capture, "nvidia-smi-q-x.xml")))
+    nvidia.chmod(0o755)
+    proc = run(["--once", "--stdout"], {"PATH": f"{bin_dir}:/usr/bin:/bin"}, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+    # The XML was taken seconds before the collector's own nvidia-smi call, so
+    # live readings (power, temperature, utilisation, memory in use) may have
+    # moved; the series and every other value must be the same.
+    live = ("kunpeng_accelerator_collector_last_run", "kunpeng_accelerator_power_watts",
+            "kunpeng_accelerator_temperature_celsius", "kunpeng_accelerator_utilization_ratio",
+            "kunpeng_accelerator_memory_used_bytes")
+
+    def series(text):
+        found = {}
+        for line in text.splitlines():
+            if line.startswith("#"):
+                found[line] = None
+                continue
+            name, value = line.rsplit(" ", 1)
+            found[name] = None if name.startswith(live) else value
+        return found
+
+    with open(os.path.join(capture, "collector.prom"), encoding="utf-8") as handle:
+        recorded = handle.read()
+    assert series(proc.stdout) == series(recorded)
+    assert 'kunpeng_accelerator_memory_total_bytes{vendor="nvidia"' in recorded
