@@ -102,4 +102,4 @@ def test_haproxy_runs_unprivileged_and_hardened(host):
     out = sh(GATEWAY, "systemd-analyze", "security", "haproxy.service", check=False).stdout
     score = float(re.search(r"Overall exposure level for haproxy\.service: ([0-9.]+)", out).group(1))
     print(f"systemd-analyze security haproxy.service: {score}")
-    assert score <= 2.5
+    assert score <= 1.5
