@@ -29,6 +29,17 @@ RUN_ANSIBLE_LINT = True
 OFFLINE_ANSIBLE_LINT = True
 LOG_LEVEL_MAIN = INFO
 CFG
+# The collections galaxy.yml declares as dependencies are installed beside
+# the importer, as an install from Galaxy would bring them: its ansible-lint
+# runs with ANSIBLE_COLLECTIONS_PATH set to the unpacked tarball only, and
+# ansible-core also finds collections under site-packages.  They come from the
+# dev venv's ansible package.
+bundled=$("${VENV:-$root/.venv}/bin/python" -c 'import ansible_collections.ansible.posix as m, os; print(os.path.dirname(os.path.dirname(m.__path__[0])))')
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+for dep in $("$venv/bin/python" -c 'import sys, yaml; print(" ".join(yaml.safe_load(open(sys.argv[1]))["dependencies"]))' "$root/galaxy.yml"); do
+  mkdir -p "$site/ansible_collections/${dep%%.*}"
+  ln -sfn "$bundled/${dep%%.*}/${dep#*.}" "$site/ansible_collections/${dep%%.*}/${dep#*.}"
+done
 # A private HOME and collections path: only the tarball's own content is
 # imported, not a copy of the collection installed under ~/.ansible.
 mkdir -p "$work/home"
