@@ -3,6 +3,7 @@
 import os
 
 import yaml
+from ansible.template import trust_as_template
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -29,3 +30,14 @@ def task(path, name):
     """The one task called ``name`` in ``path``."""
     (found,) = [t for t in tasks(load(path)) if t.get("name") == name]
     return found
+
+
+def trusted(value):
+    """Role files are trusted templates, as Ansible treats them when it loads them."""
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, list):
+        return [trusted(item) for item in value]
+    if isinstance(value, dict):
+        return {key: trusted(item) for key, item in value.items()}
+    return value

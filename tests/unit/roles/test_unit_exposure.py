@@ -22,6 +22,7 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from task_files import ROOT, load
+from task_files import trusted as _trusted
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.endpoint_security import private_users
 
@@ -62,15 +63,6 @@ def _templates():
     return sorted(os.path.relpath(path, os.path.join(ROOT, "roles"))
                   for path in glob.glob(os.path.join(ROOT, "roles", "*", "templates", "*.service.j2")))
 
-
-def _trusted(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, list):
-        return [_trusted(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _trusted(item) for key, item in value.items()}
-    return value
 
 
 def render(template, overrides):

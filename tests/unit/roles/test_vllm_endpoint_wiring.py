@@ -11,8 +11,9 @@ import sys
 
 import pytest
 from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import Templar
 from task_files import ROOT, load, task
+from task_files import trusted as _trusted
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "plugins", "modules"))
 
@@ -22,15 +23,6 @@ from ansible_collections.kunpeng.vllm.plugins.modules import vllm_endpoint  # no
 
 ENDPOINT = "roles/vllm/tasks/endpoint.yml"
 
-
-def _trusted(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, list):
-        return [_trusted(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _trusted(item) for key, item in value.items()}
-    return value
 
 
 class Role:

@@ -15,22 +15,13 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from task_files import ROOT, load, task
+from task_files import trusted as _trusted
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.endpoint_security import private_users
 
 ROLE = os.path.join(ROOT, "roles", "vllm")
 INSTANCES = ("smollm2", "qwen3")
 
-
-def _trusted(value):
-    """Role files are trusted templates, as Ansible treats them when it loads them."""
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, list):
-        return [_trusted(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _trusted(item) for key, item in value.items()}
-    return value
 
 
 def templar(instance, extra=None):
