@@ -64,7 +64,6 @@ def _templates():
                   for path in glob.glob(os.path.join(ROOT, "roles", "*", "templates", "*.service.j2")))
 
 
-
 def render(template, overrides):
     """``template`` rendered as the template module would, with its role's defaults and vars/main.yml."""
     role = template.split("/")[0]

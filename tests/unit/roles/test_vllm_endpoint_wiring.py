@@ -24,7 +24,6 @@ from ansible_collections.kunpeng.vllm.plugins.modules import vllm_endpoint  # no
 ENDPOINT = "roles/vllm/tasks/endpoint.yml"
 
 
-
 class Role:
     """The role's variables for one host (cpu backend, in a container), as the play would have them."""
 

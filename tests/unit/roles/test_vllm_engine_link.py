@@ -23,7 +23,6 @@ ROLE = os.path.join(ROOT, "roles", "vllm")
 INSTANCES = ("smollm2", "qwen3")
 
 
-
 def templar(instance, extra=None):
     """The role's defaults and vars for instance ``instance`` (cpu backend, no base facts)."""
     variables = {}
