@@ -34,6 +34,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 import ipaddress
+import json
 from typing import Any, Dict, List, Optional
 
 # Ray release the Ray head and worker units run, per backend.  vLLM does not
@@ -309,7 +310,7 @@ def _ray(shape: Dict[str, Any], backend: str, rank: int, head_address: str, port
         return None
     resources = [f"--num-gpus={node['device_count']}"] if backend == "cuda" else []
     if backend == "ascend":
-        resources = [f"--resources={{\"NPU\": {node['device_count']}}}"]
+        resources = ["--resources=" + json.dumps({"NPU": node["device_count"]}, separators=(",", ":"))]
     common = [f"--node-ip-address={address}", "--min-worker-port=10000", "--max-worker-port=19999", "--block", "--disable-usage-stats"]
     if rank == 0:
         args = ["start", "--head", f"--port={ports['ray']}", "--dashboard-host=127.0.0.1"] + common + resources
@@ -377,6 +378,8 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
         "firewall": [dict(entry, sources=sources) for entry in _ports(shape, ports)],
         "ray": _ray(shape, backend, rank, head_address, ports, me, where["address"]),
         "serves_api": rank == 0,
+        # Ray workers only run the Ray unit; the head's engine drives their devices.
+        "runs_engine": rank == 0 or shape["mode"] != "ray",
         "start_order": names,
         "notes": notes,
     }
@@ -387,5 +390,5 @@ def disabled() -> Dict[str, Any]:
     return {"enabled": False, "group": "", "head": "", "head_address": "", "members": [], "rank": 0, "role": "single",
             "backend": "", "network": "", "interface": "", "address": "", "addresses": {}, "layout": {}, "engine_args": {},
             "env": {}, "rdma": False, "device_nodes": [], "limit_memlock": "", "ports": {}, "firewall": [], "ray": None,
-            "serves_api": True, "start_order": [], "notes": []}
+            "serves_api": True, "runs_engine": True, "start_order": [], "notes": []}
 

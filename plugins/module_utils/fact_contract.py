@@ -351,6 +351,7 @@ VLLM_CLUSTER = {
         "head_address": _str(),
     }),
     "serves_api": _bool(),
+    "runs_engine": _bool(),
     "start_order": _strs(),
     "notes": _strs(),
 }

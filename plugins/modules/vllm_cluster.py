@@ -39,7 +39,8 @@ author:
 options:
   members:
     description:
-      - One entry per member, in inventory order (the first is the head).
+      - One entry per member, in inventory order (the first is the head). Empty for a host that serves alone (the
+        result is then RV(enabled=false) with empty values).
     type: list
     elements: dict
     required: true
@@ -262,6 +263,11 @@ serves_api:
   returned: always
   type: bool
   sample: false
+runs_engine:
+  description: Whether this member runs C(vllm serve) (false on Ray workers, whose devices the head's engine drives).
+  returned: always
+  type: bool
+  sample: true
 start_order:
   description: The order the members start in (head first; workers join it).
   returned: always
@@ -304,6 +310,8 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
 
 def build(params: Dict[str, Any]) -> Dict[str, Any]:
     """The cluster plan of ``params['host']``; raises :class:`cluster.ClusterError`."""
+    if not params["members"]:
+        return cluster.disabled()
     members = [cluster.member(entry["name"], entry["accelerators"], entry["plan"], entry["facts"], entry["model"] or {},
                               entry["rdma"]) for entry in params["members"]]
     ports = {}

@@ -161,7 +161,7 @@ def test_r1_w8a8_over_two_a2_nodes_runs_pipeline_stages_through_ray():
                              "HCCL_IF_IP": "10.20.0.3", "TP_SOCKET_IFNAME": "enp189s0f0"}
     assert head["ray"]["args"][:4] == ["start", "--head", "--port=6379", "--dashboard-host=127.0.0.1"]
     assert worker["ray"]["args"][:2] == ["start", "--address=10.20.0.2:6379"]
-    assert '--resources={"NPU": 8}' in worker["ray"]["args"]
+    assert '--resources={"NPU":8}' in worker["ray"]["args"]
     assert worker["ray"]["env"] == {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"}
     assert head["rdma"] is True and head["device_nodes"] == ["/dev/infiniband"] and head["limit_memlock"] == "infinity"
 
