@@ -46,3 +46,62 @@ def entry(name, host, net, plan, model=None, rdma=False):
     """One element of the module's ``members`` option."""
     return {"name": name, "accelerators": plan_hosts.facts(host), "plan": plan, "facts": net,
             "model": model or {"name": "smollm2", "source": "controller", "src": "/models/SmolLM2-135M-Instruct"}, "rdma": rdma}
+
+
+# --- the README's example clusters ------------------------------------------------------------------
+
+A2_NET = ("172.18.0.", "10.20.0.", "eth0", "enp189s0f0")
+GPU_NET = ("172.18.0.", "10.30.0.", "eth0", "ens10f0np0")
+
+#: name -> (replayed host, network rewrite, member names, vllm_plan arguments, model)
+EXAMPLES = {
+    "ascend-a2": ("atlas-800i-a2-64g-cann8.3", A2_NET, ("a2-node-1", "a2-node-2"),
+                  {"vllm_ascend_version": "0.11.0", "python_version": "3.11", "weight_dtype": "w8a8"},
+                  {"name": "deepseek-r1", "source": "local", "src": "/data/DeepSeek-R1-w8a8"}),
+    "nvidia-h100": ("hgx-h100", GPU_NET, ("h100-node-1", "h100-node-2"),
+                    {"vllm_version": "0.33.0", "python_version": "3.12"},
+                    {"name": "deepseek-r1", "source": "local", "src": "/data/DeepSeek-R1"}),
+}
+
+
+def example_plan(name):
+    """What the planner decides for the README's example cluster ``name``: the node plan, each member's part."""
+    from ansible_collections.kunpeng.vllm.plugins.modules import vllm_cluster
+
+    host, rewrite, names, params, model = EXAMPLES[name]
+    plan = node_plan(host, nodes=len(names), model_config=model_config("deepseek-v3"), **params)
+    members = [entry(member, host, network(net, rewrite), plan, model, rdma=True)
+               for member, net in zip(names, ("docker-net1-a", "docker-net1-net2-b"))]
+    parts = {}
+    for member in names:
+        args = {"members": members, "host": member, "group": f"ds_r1_{name.split('-')[0]}", "engine_args": plan["engine_args"],
+                "moe": plan["model"]["moe"], "executor": "auto", "network": "", "interface": "", "ports": {}}
+        parts[member] = vllm_cluster.build(args)
+    return plan, parts
+
+
+def example_text(name):
+    """The plan as the README shows it (YAML)."""
+    import yaml
+
+    plan, parts = example_plan(name)
+    head = parts[next(iter(parts))]
+    shown = {
+        "fits": plan["fits"],
+        "packages": plan["packages"],
+        "engine_args": plan["engine_args"],
+        "numbers": {key: plan["numbers"][key] for key in ("weights_gib", "per_device_weights_gib", "per_device_need_gib",
+                                                         "available_gib", "devices_used", "max_model_len_limit")},
+        "cluster": {
+            "layout": head["layout"],
+            "network": head["network"],
+            "members": {member: {"role": part["role"], "engine_args": part["engine_args"], "env": part["env"],
+                                 "ray": " ".join(part["ray"]["args"]) if part["ray"] else None}
+                        for member, part in parts.items()},
+            "rdma": head["rdma"],
+            "firewall": [f"{rule['port']}/{rule['proto']} from {', '.join(rule['sources'])} ({rule['why']})"
+                         for rule in head["firewall"]],
+            "notes": head["notes"],
+        },
+    }
+    return yaml.safe_dump(shown, sort_keys=False, width=120)
