@@ -10,11 +10,11 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 
 # Scenarios, in the order they run; those also run on arm64 (qemu) below.
-SCENARIOS ?= smoke base nvidia ascend vllm
+SCENARIOS ?= smoke base nvidia ascend vllm multinode
 ARM64_SCENARIOS ?= smoke base
 # Scenarios with several hosts (every platform runs; they share the engine
 # image that molecule/images/engine.sh builds).
-MULTI_HOST_SCENARIOS ?=
+MULTI_HOST_SCENARIOS ?= multinode
 
 .PHONY: help venv collection-link testbed images lint sanity unit matrix molecule test demo build changelog clean
 
