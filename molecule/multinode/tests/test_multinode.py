@@ -70,20 +70,43 @@ def test_both_engines_serve_requests_behind_the_head(base_url):
         assert after[engine] > before.get(engine, 0), (before, after)
 
 
-def test_killed_worker_comes_back_and_the_endpoint_answers_again(head, worker, base_url, record_property):
+def _both_engines_answer(base_url, before):
+    """Requests complete and both engines' counters rise (a request routed to a lost engine hangs: short timeout)."""
+    for n in range(6):
+        status, dummy = _request(base_url + "/v1/completions", {"model": MODEL, "prompt": f"Say {n}", "max_tokens": 2}, timeout=20)
+        if status != 200:
+            return False
+    after = _served_by_engine(base_url)
+    return all(after.get(engine, 0) > before.get(engine, 0) for engine in ("0", "1"))
+
+
+def test_killed_worker_comes_back_and_the_group_serves_again(head, worker, base_url, record_property):
+    """systemd restarts a killed worker; vLLM 0.32's head does not take a restarted --headless engine back
+    (requests routed to it hang, the head logs nothing), so the head is restarted too and the members form
+    the group again.  The figures are printed (pytest -s) and recorded as properties."""
     restarts = int(worker.check_output(f"systemctl show {UNIT} -p NRestarts --value"))
     started = time.monotonic()
     worker.run_expect([0], f"systemctl kill -s KILL {UNIT}")
-    deadline = started + 300
-    answered = None
+    while int(worker.check_output(f"systemctl show {UNIT} -p NRestarts --value")) == restarts:
+        assert time.monotonic() - started < 60, "systemd did not restart the killed worker"
+        time.sleep(1)
+    back = time.monotonic() - started
+    assert worker.service(UNIT).is_running
+    head.run_expect([0], f"systemctl restart {UNIT}")
+    before = _served_by_engine_when_up(base_url, started + 900)
+    while not _both_engines_answer(base_url, before):
+        assert time.monotonic() - started < 900, "the group did not serve again within 900 s of the worker's kill"
+        time.sleep(5)
+    answered = time.monotonic() - started
+    record_property("worker_restarted_s", round(back, 1))
+    record_property("group_serves_again_s", round(answered, 1))
+    print(f"worker restarted by systemd {back:.1f} s after the kill; both engines served again after {answered:.1f} s")
+
+
+def _served_by_engine_when_up(base_url, deadline):
     while time.monotonic() < deadline:
-        status, text = _complete(base_url)
-        if status == 200 and int(worker.check_output(f"systemctl show {UNIT} -p NRestarts --value")) > restarts:
-            answered = time.monotonic() - started
-            break
-        time.sleep(2)
-    assert answered is not None, "the endpoint did not answer within 300 s of the worker's kill"
-    record_property("recovery_s", round(answered, 1))
-    print(f"endpoint answered again {answered:.1f} s after the worker was killed")
-    assert worker.service(UNIT).is_running and head.service(UNIT).is_running
-    assert sorted(_served_by_engine(base_url)) == ["0", "1"]
+        status, dummy = _request(base_url + "/health", timeout=10)
+        if status == 200:
+            return _served_by_engine(base_url)
+        time.sleep(5)
+    raise AssertionError("the head's API did not come back")
