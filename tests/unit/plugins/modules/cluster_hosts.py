@@ -80,6 +80,9 @@ def example_plan(name):
     return plan, parts
 
 
+NUMBERS = ("weights_gib", "per_device_weights_gib", "per_device_need_gib", "available_gib", "devices_used", "max_model_len_limit")
+
+
 def example_text(name):
     """The plan as the README shows it (YAML)."""
     import yaml
@@ -90,8 +93,7 @@ def example_text(name):
         "fits": plan["fits"],
         "packages": plan["packages"],
         "engine_args": plan["engine_args"],
-        "numbers": {key: plan["numbers"][key] for key in ("weights_gib", "per_device_weights_gib", "per_device_need_gib",
-                                                         "available_gib", "devices_used", "max_model_len_limit")},
+        "numbers": {key: plan["numbers"][key] for key in NUMBERS},
         "cluster": {
             "layout": head["layout"],
             "network": head["network"],
