@@ -10,11 +10,11 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 
 # Scenarios, in the order they run; those also run on arm64 (qemu) below.
-SCENARIOS ?= smoke base nvidia ascend default reliability monitoring gateway
+SCENARIOS ?= smoke base nvidia ascend default reliability monitoring gateway multinode
 ARM64_SCENARIOS ?= smoke base
 # Scenarios with several hosts (every platform runs; they share the engine
 # image that molecule/images/engine.sh builds).
-MULTI_HOST_SCENARIOS ?= monitoring gateway
+MULTI_HOST_SCENARIOS ?= monitoring gateway multinode
 
 .PHONY: help venv collection-link testbed images lint sanity unit matrix molecule test demo build galaxy-importer surveys changelog clean
 

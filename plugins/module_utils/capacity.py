@@ -528,7 +528,8 @@ def _fixes(model: Dict[str, Any], hw: Dict[str, Any], layout: Dict[str, Any], wa
            kw: Dict[str, Any], ep_for: Any, options: Dict[str, Any]) -> List[str]:
     """Cheapest first: a shorter context, smaller weights, larger devices, more devices in one host.
 
-    Every fix keeps the instance on one host: serving one instance from several hosts is not supported yet.
+    Every fix keeps the number of nodes: "more devices" means a larger host (a group of hosts is planned with
+    ``nodes`` and kunpeng.vllm.vllm_cluster).
     """
     fixes: List[str] = []
     per_node, nodes = hw["devices_per_node"], hw["nodes"]

@@ -7,6 +7,7 @@ Six facts cross role boundaries:
 
 - ``kunpeng_accelerators``: the probe (``kunpeng.vllm.accelerator_facts``);
 - ``kunpeng_vllm_plan``: the plan (``kunpeng.vllm.vllm_plan``);
+- ``kunpeng_vllm_cluster``: a member's part of a multi-node plan (``kunpeng.vllm.vllm_cluster``);
 - ``kunpeng_base``: what ``kunpeng.vllm.base`` set up (tasks/preflight.yml);
 - ``kunpeng_nvidia``: what ``kunpeng.vllm.nvidia`` left (tasks/report.yml);
 - ``kunpeng_ascend``: what ``kunpeng.vllm.ascend`` left (tasks/report.yml);
@@ -308,6 +309,54 @@ VLLM_PLAN = {
     "notes": _strs(),
 }
 
+# --- kunpeng_vllm_cluster (plugins/modules/vllm_cluster.py) ----------------
+
+VLLM_CLUSTER = {
+    "enabled": _bool(),
+    "group": _str(),
+    "head": _str(),
+    "head_address": _str(),
+    "members": _strs(),
+    "rank": _int(),
+    "role": _str(),
+    "backend": _str(),
+    "network": _str(),
+    "interface": _str(),
+    "address": _str(),
+    # member -> its address on the cluster network: data, not contract.
+    "addresses": _f(DICT, open_keys=True),
+    "layout": _f(DICT, keys=dict(
+        mode=_str(optional=True),
+        executor=_str(optional=True),
+        tensor_parallel_size=_int(optional=True),
+        pipeline_parallel_size=_int(optional=True),
+        data_parallel_size=_int(optional=True),
+        data_parallel_size_local=_int(optional=True),
+        expert_parallel=_bool(optional=True),
+        nodes=_int(optional=True),
+        devices_per_node=_int(optional=True),
+    )),
+    # vllm serve options (dash names) and environment: data, not contract.
+    "engine_args": _f(DICT, open_keys=True),
+    "env": _f(DICT, open_keys=True),
+    "rdma": _bool(),
+    "device_nodes": _strs(),
+    "limit_memlock": _str(),
+    "ports": _f(DICT, keys=_optional(INT, "dp_rpc", "master", "ray", "ray_dashboard")),
+    "firewall": _dicts({"port": _str(), "proto": _str(), "why": _str(), "sources": _strs()}),
+    "ray": _f(DICT, nullable=True, keys={
+        "version": _str(),
+        "package": _str(),
+        "args": _strs(),
+        "env": _f(DICT, open_keys=True),
+        "head_address": _str(),
+    }),
+    "serves_api": _bool(),
+    "runs_engine": _bool(),
+    "start_order": _strs(),
+    "notes": _strs(),
+}
+
 # --- role reports ----------------------------------------------------------
 
 BASE = {
@@ -368,6 +417,7 @@ MONITORING = {
 FACTS = {
     "kunpeng_accelerators": (ACCELERATORS, "plugins/modules/accelerator_facts.py"),
     "kunpeng_vllm_plan": (VLLM_PLAN, "plugins/modules/vllm_plan.py"),
+    "kunpeng_vllm_cluster": (VLLM_CLUSTER, "plugins/modules/vllm_cluster.py"),
     "kunpeng_base": (BASE, "roles/base/tasks/preflight.yml"),
     "kunpeng_nvidia": (NVIDIA, "plugins/modules/nvidia_plan.py"),
     "kunpeng_ascend": (ASCEND, "plugins/modules/ascend_plan.py"),

@@ -30,8 +30,9 @@ description:
     (O(concurrent_sequences) of them). On the CPU backend host memory must hold the weights, O(kv_cache_space_gib) and
     the larger of 3 GiB and 10% of host memory for the runtime."
   - A request that does not fit fails (O(fail_on_misfit)) with the numbers (needed against available per device) and the
-    cheapest fixes (a shorter context, quantised weights, larger devices, or a host with more devices). One instance
-    is served from one node; multi-node serving is not supported yet.
+    cheapest fixes (a shorter context, quantised weights, larger devices, or a host with more devices).
+  - With O(nodes) above 1 the devices of that many identical nodes are planned for (tensor parallelism within a node,
+    then pipeline stages across nodes); M(kunpeng.vllm.vllm_cluster) turns the sizes into the members' layout.
   - Sets the fact C(kunpeng_vllm_plan) with the same keys as the module result. Never changes the node, so check mode
     gives the same result as a normal run.
 author:
@@ -114,8 +115,8 @@ options:
     default: auto
   nodes:
     description:
-      - Number of nodes one model instance spans (the role's C(vllm_nodes)). Only C(1) is accepted; multi-node serving
-        is not supported yet, and a larger value fails before anything is planned.
+      - Number of identical nodes one model instance spans (the vllm role passes the size of C(vllm_cluster_group)).
+        The capacity check counts O(devices_per_node) on each of them.
     type: int
     default: 1
   devices_per_node:
@@ -510,10 +511,6 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
         problem = compat_matrix.backend_problem(backend, facts)
         if problem:
             raise CompatError(problem)
-    if params["nodes"] > 1:
-        raise PlanError(f"vllm_nodes is {params['nodes']}: multi-node serving is not yet supported, one instance is served "
-                        "from one node. Set vllm_nodes to 1; a model that does not fit one node gets its fixes from the plan "
-                        "(quantised weights, larger devices, a host with more devices)")
     params = dict(params, atlas_series=compat_matrix.atlas_series(facts) if backend == "ascend" else None)
     params.update(_versions(backend, params))
     notes: List[str] = []

@@ -16,7 +16,7 @@ from conftest import FIXTURES
 from module_runner import run_main
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
-from ansible_collections.kunpeng.vllm.plugins.modules import accelerator_facts, vllm_plan
+from ansible_collections.kunpeng.vllm.plugins.modules import accelerator_facts, vllm_cluster, vllm_plan
 
 A2 = os.path.join(FIXTURES, "ascend", "atlas-800i-a2")
 A2_SYSFS = os.path.join(FIXTURES, "sysfs", "atlas-800i-a2")
@@ -59,6 +59,11 @@ def test_vllm_plan_return_mirrors_the_contract():
     doc = _return_doc(vllm_plan)
     assert "kunpeng_vllm_plan" in doc.pop("ansible_facts")["contains"]
     assert _doc_mismatches(fact_contract.shape("kunpeng_vllm_plan"), doc, "kunpeng_vllm_plan") == []
+
+
+def test_vllm_cluster_return_mirrors_the_contract():
+    doc = _return_doc(vllm_cluster)
+    assert _doc_mismatches(fact_contract.shape("kunpeng_vllm_cluster"), doc, "kunpeng_vllm_cluster") == []
 
 
 def test_doc_check_sees_a_renamed_key():

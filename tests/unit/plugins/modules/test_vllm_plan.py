@@ -106,9 +106,11 @@ def test_misfit_can_be_reported_without_failing():
     assert result["fixes"][0].startswith("quantised weights: int4")
 
 
-def test_more_than_one_node_is_refused():
-    result = fails({"accelerators": plan_hosts.facts("a100-driver580"), "model_config": model("deepseek-v3"), "nodes": 2})
-    assert result["msg"].startswith("vllm_nodes is 2: multi-node serving is not yet supported")
+def test_two_nodes_are_planned_with_pipeline_stages_across_them():
+    """The planner used to refuse vllm_nodes above 1; two A100 nodes now hold DeepSeek-V3 at TP 8 x PP 2."""
+    result = ok({"accelerators": plan_hosts.facts("a100-driver580"), "model_config": model("deepseek-v3"), "nodes": 2})
+    assert result["fits"] is True and result["nodes_needed"] == 2
+    assert result["engine_args"]["tensor_parallel_size"] == 8 and result["engine_args"]["pipeline_parallel_size"] == 2
 
 
 def test_r1_w8a8_on_one_atlas_a2_64g_node_needs_a_bigger_host():

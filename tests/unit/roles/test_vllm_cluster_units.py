@@ -1,0 +1,107 @@
+"""The units and environment the vllm role renders for the members of a multi-node instance.
+
+The cluster fact comes from the real vllm_cluster module on replayed members
+(cluster_hosts: probe fixtures, real plans, captured network facts); the
+templates are rendered with the role's defaults and vars, as Ansible does.
+The GPU/NPU Ray path cannot run here, so its units are compared with the
+committed files under fixtures/cluster/units (regenerate them with
+KV_REGENERATE=1 and read the diff).
+"""
+
+import os
+import sys
+
+import pytest
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plugins", "modules"))
+
+import cluster_hosts as ch  # noqa: E402
+from module_runner import run_main  # noqa: E402
+
+from ansible_collections.kunpeng.vllm.plugins.modules import vllm_cluster  # noqa: E402
+
+UNITS = os.path.join(ROOT, "tests", "unit", "fixtures", "cluster", "units")
+A2_NET = ("172.18.0.", "10.20.0.", "eth0", "enp189s0f0")
+
+
+def cluster_fact(members, host, **params):
+    failed, result = run_main(vllm_cluster.main, dict(members=members, host=host, group="ds_r1", **params), check_mode=True)
+    assert not failed, result.get("msg")
+    return result["ansible_facts"]["kunpeng_vllm_cluster"]
+
+
+def render(template, backend, cluster, **extra):
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    def trust(value):
+        if isinstance(value, str):
+            return trust_as_template(value)
+        if isinstance(value, dict):
+            return {key: trust(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [trust(item) for item in value]
+        return value
+
+    loader = DataLoader()
+    variables = {}
+    for name in ("defaults", "vars"):
+        variables.update(trust(loader.load_from_file(os.path.join(ROOT, "roles", "vllm", name, "main.yml"))))
+    variables.update(__vllm_backend=backend, kunpeng_vllm_cluster=cluster, ansible_managed="managed",
+                     vllm_model_name="deepseek-r1", vllm_model_source="local", **extra)
+    with open(os.path.join(ROOT, "roles", "vllm", "templates", template)) as handle:
+        return Templar(loader=loader, variables=variables).template(trust_as_template(handle.read()))
+
+
+def a2_members():
+    plan = ch.node_plan("atlas-800i-a2-64g-cann8.3", nodes=2, model_config=ch.model_config("deepseek-v3"), weight_dtype="w8a8",
+                        vllm_ascend_version="0.11.0", python_version="3.11")
+    model = {"name": "deepseek-r1", "source": "local", "src": "/data/DeepSeek-R1-w8a8"}
+    members = [ch.entry(f"a2-node-{i}", "atlas-800i-a2-64g-cann8.3", ch.network(net, A2_NET), plan, model, rdma=True)
+               for i, net in ((1, "docker-net1-a"), (2, "docker-net1-net2-b"))]
+    return members, plan
+
+
+def compare(name, text):
+    path = os.path.join(UNITS, name)
+    if os.environ.get("KV_REGENERATE"):
+        os.makedirs(UNITS, exist_ok=True)
+        with open(path, "w") as handle:
+            handle.write(text)
+    with open(path) as handle:
+        assert text == handle.read()
+
+
+@pytest.mark.parametrize("host,template,kind,name", [
+    ("a2-node-1", "vllm.service.j2", "engine", "a2-node-1.vllm-deepseek-r1.service"),
+    ("a2-node-1", "vllm.service.j2", "ray", "a2-node-1.vllm-ray-deepseek-r1.service"),
+    ("a2-node-2", "vllm.service.j2", "ray", "a2-node-2.vllm-ray-deepseek-r1.service"),
+    ("a2-node-2", "vllm.env.j2", "engine", "a2-node-2.deepseek-r1.env"),
+])
+def test_ascend_ray_members_render_the_recorded_units(host, template, kind, name):
+    members, plan = a2_members()
+    fact = cluster_fact(members, host, engine_args=plan["engine_args"], moe=True)
+    compare(name, render(template, "ascend", fact, __vllm_unit_kind=kind))
+
+
+def test_ray_units_carry_rdma_and_the_ray_command():
+    members, plan = a2_members()
+    fact = cluster_fact(members, "a2-node-2", engine_args=plan["engine_args"], moe=True)
+    unit = render("vllm.service.j2", "ascend", fact, __vllm_unit_kind="ray")
+    assert "LimitMEMLOCK=infinity" in unit and "DeviceAllow=/dev/infiniband rw" in unit
+    assert "ExecStart=/opt/vllm/current-deepseek-r1/bin/ray 'start' '--address=10.20.0.2:6379'" in unit
+    assert "'--resources={\"NPU\":8}'" in unit and "Restart=always" in unit
+    assert "Environment=RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1" in unit
+    head = render("vllm.service.j2", "ascend", cluster_fact(members, "a2-node-1", engine_args=plan["engine_args"], moe=True))
+    assert "Requires=vllm-ray-deepseek-r1.service" in head and "vllm serve" in head
+
+
+def test_cpu_data_parallel_worker_environment_and_unit():
+    plan = ch.node_plan("cpu-x86", nodes=2, model_config=ch.model_config("smollm2-135m"), python_version="3.11")
+    members = [ch.entry(f"node-{i}", "cpu-x86", ch.network(net), plan) for i, net in ((0, "docker-net1-a"), (1, "docker-net1-net2-b"))]
+    fact = cluster_fact(members, "node-1", engine_args=plan["engine_args"])
+    env = render("vllm.env.j2", "cpu", fact)
+    assert "VLLM_HOST_IP=172.18.0.3\n" in env and "GLOO_SOCKET_IFNAME=eth0\n" in env
+    unit = render("vllm.service.j2", "cpu", fact)
+    assert "PrivateDevices=yes" in unit and "LimitMEMLOCK" not in unit and "ray" not in unit.lower()
