@@ -268,6 +268,27 @@ def _environment(name, value, ctx):
 _environment.kind = "characters"
 
 
+
+# Ports of a multi-node instance (cluster.DEFAULT_PORTS names them).
+CLUSTER_PORT_NAMES = ("dp_rpc", "master", "ray", "ray_dashboard")
+
+
+def _cluster_ports(name, value, ctx):
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return f"{name}: {_describe(value)} is not a mapping; set port names ({', '.join(CLUSTER_PORT_NAMES)}) to ports"
+    for key, port in value.items():
+        if key not in CLUSTER_PORT_NAMES:
+            return f"{name}: {str(key)!r} is not a cluster port; use {', '.join(CLUSTER_PORT_NAMES)}"
+        problem = _port(f"{name}.{key}", port, ctx)
+        if problem:
+            return problem
+    return None
+
+
+_cluster_ports.kind = "out_of_range"
+
 def _kv_cache(name, value, ctx):
     problem = _int_range(1)(name, value, ctx)
     if problem:
@@ -421,7 +442,14 @@ RULES = {
         "vllm_model_sha256": _sha256,
         "vllm_model_params_b": _float_range(0, 10000),
         "vllm_model_weight_dtype": None,
-        "vllm_nodes": _int_range(1, 1),
+        "vllm_nodes": _int_range(1, 4096),
+        "vllm_cluster_group": _opt_name,
+        "vllm_cluster_executor": None,
+        "vllm_cluster_network": _regex(re.compile(r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$"),
+                                       "an IPv4 network in CIDR form such as 10.30.0.0/16", empty=True),
+        "vllm_cluster_interface": _regex(re.compile(r"^[A-Za-z0-9._@:-]{1,15}$"),
+                                         "an interface name such as eth0 or ib0 (15 characters at most)", empty=True),
+        "vllm_cluster_ports": _cluster_ports,
         "vllm_model_revision": _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$"), "a branch, tag or commit", empty=True),
         "vllm_model_dir": _path,
         "vllm_model_name": _name,

@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 import cluster_hosts as ch  # noqa: E402
 from module_runner import run_main  # noqa: E402
+from task_files import trusted  # noqa: E402
 
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_cluster  # noqa: E402
 
@@ -35,21 +36,14 @@ def render(template, backend, cluster, **extra):
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar, trust_as_template
 
-    def trust(value):
-        if isinstance(value, str):
-            return trust_as_template(value)
-        if isinstance(value, dict):
-            return {key: trust(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [trust(item) for item in value]
-        return value
-
     loader = DataLoader()
     variables = {}
     for name in ("defaults", "vars"):
-        variables.update(trust(loader.load_from_file(os.path.join(ROOT, "roles", "vllm", name, "main.yml"))))
+        variables.update(trusted(loader.load_from_file(os.path.join(ROOT, "roles", "vllm", name, "main.yml"))))
     variables.update(__vllm_backend=backend, kunpeng_vllm_cluster=cluster, ansible_managed="managed",
-                     vllm_model_name="deepseek-r1", vllm_model_source="local", **extra)
+                     vllm_model_name="deepseek-r1", vllm_model_source="local",
+                     # What vllm_endpoint sets on a loopback head or a headless member: no key.
+                     kunpeng_vllm_api_key="", **extra)
     with open(os.path.join(ROOT, "roles", "vllm", "templates", template)) as handle:
         return Templar(loader=loader, variables=variables).template(trust_as_template(handle.read()))
 
