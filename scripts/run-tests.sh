@@ -35,18 +35,46 @@ stage() {
   fi
 }
 
+# A stage that runs in the background while the stages after it go on (the
+# image builds: mostly downloads and package unpacking, little CPU); its log
+# is printed and its result counted where it is waited for.
+bg_stages=()
+bg_stage() {
+  local name=$1; shift
+  local log=$logdir/${name//[:\/]/_}.log
+  printf '\n=== %s (background): %s\n' "$name" "$*"
+  ( start=$(date +%s); "$@" >"$log" 2>&1; rc=$?
+    echo "$rc $(($(date +%s) - start))" >"$log.result" ) &
+  bg_stages+=("$name:$!")
+}
+
+wait_bg_stages() {
+  local entry name pid log rc secs
+  for entry in "${bg_stages[@]}"; do
+    name=${entry%%:*}; pid=${entry##*:}; log=$logdir/${name//[:\/]/_}.log
+    wait "$pid"
+    read -r rc secs <"$log.result"
+    printf '\n=== %s (ran in the background, %ss)\n' "$name" "$secs"
+    cat "$log"
+    if [ "$rc" = 0 ]; then
+      passed=$((passed + 1)); summary+=("$(printf 'PASS  %-28s %5ss  (background)' "$name" "$secs")")
+    else
+      failed=$((failed + 1)); summary+=("$(printf 'FAIL  %-28s %5ss  (background, rc=%s, log %s)' "$name" "$secs" "$rc" "${log#"$root"/}")")
+    fi
+  done
+  bg_stages=()
+}
+
 in_list() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
 
 molecule_stages() {
-  stage testbed bash scripts/testbed.sh
+  [ -n "${images_started:-}" ] || start_images
   # The promtool tests (alert rules, collector output) skip in the unit stage
   # when promtool is missing; here, after testbed installed it, they must run.
   stage promtool env KV_REQUIRE_PROMTOOL=1 python -m pytest -q tests/unit/roles/test_monitoring_rules.py \
     tests/unit/roles/test_monitoring_dashboards.py tests/unit/roles/test_monitoring_collector.py \
     tests/unit/plugins/module_utils/test_accelerator_metrics.py
-  stage images bash molecule/images/build.sh
-  # One engine install shared by every scenario with several vLLM hosts.
-  stage engine-image bash molecule/images/engine.sh
+  wait_bg_stages
   local s
   for s in ${SCENARIOS:-}; do
     if in_list "$s" "${ARM64_SCENARIOS:-} ${MULTI_HOST_SCENARIOS:-}"; then
@@ -57,9 +85,19 @@ molecule_stages() {
   done
 }
 
+# The test bed, then the images in the background: the base images (then,
+# from the amd64 one, the engine image shared by every scenario with several
+# vLLM hosts) build while the lint, sanity and unit stages run.
+start_images() {
+  images_started=1
+  stage testbed bash scripts/testbed.sh
+  bg_stage images bash -c 'bash molecule/images/build.sh && bash molecule/images/engine.sh'
+}
+
 t0=$(date +%s)
 case "${1:-all}" in
   all)
+    start_images
     stage yamllint yamllint -s .
     stage ansible-lint ansible-lint --profile production
     stage ruff ruff check .
