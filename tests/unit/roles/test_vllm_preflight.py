@@ -76,14 +76,16 @@ def test_bad_model_name_fails_with_the_rule(collections_path, tmp_path):
 # kunpeng.vllm.input_check (issue 19's environment-file injection).  Every
 # other variable's bad values are table cases of test_input_check.py.
 @pytest.mark.parametrize("extra, task, needle", [
-    ({"vllm_port": "eighty"}, "Check types and choices against the role's argument specs", "argument 'vllm_port'"),
-    ({"vllm_api_key": "abc\nVLLM_LOGGING_LEVEL=DEBUG"}, "Check the role's values on the node before anything changes",
+    ({"vllm_port": "eighty"}, "kunpeng.vllm.vllm : Check types and choices against the role's argument specs",
+     "argument 'vllm_port'"),
+    # The shared check (roles/_common/tasks/input_check.yml) that the role includes first.
+    ({"vllm_api_key": "abc\nVLLM_LOGGING_LEVEL=DEBUG"}, "kunpeng.vllm._common : Check the role's values before anything changes",
      "vllm_api_key: the value holds a line break"),
 ])
 def test_bad_input_fails_first_with_the_variable_named(collections_path, tmp_path, extra, task, needle):
     proc, dummy = preflight(collections_path, tmp_path, "smollm2-135m.json", **extra)
     assert proc.returncode != 0
     failed = proc.stdout.split("fatal: [localhost]")[0].rsplit("TASK [", 1)[1]
-    assert failed.startswith(f"kunpeng.vllm.vllm : {task}"), proc.stdout[-3000:]
+    assert failed.startswith(task), proc.stdout[-3000:]
     assert needle in proc.stdout and "DEBUG" not in proc.stdout.split("fatal: [localhost]")[1]
     assert "changed=0" in proc.stdout and "failed=1" in proc.stdout
