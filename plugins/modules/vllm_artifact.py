@@ -306,6 +306,9 @@ def _unpack(module, p):
     if os.path.exists(os.path.join(venv, state.ENGINE_MARKER)):
         module.exit_json(changed=False, relocated=[], seconds=0.0)
     started = time.monotonic()
+    if module.check_mode and not os.path.isfile(archive):
+        # Not copied yet in a check run.
+        module.exit_json(changed=True, relocated=[], seconds=0.0)
     if not os.path.isfile(archive):
         module.fail_json(msg=f"vllm_artifact: {archive} does not exist; copy the artifact there first")
     found = art._sha256_file(archive)
