@@ -38,6 +38,9 @@ MANIFEST = ".kunpeng-artifact.json"
 # Archive suffix per compression.
 SUFFIXES = {"zstd": ".tar.zst", "none": ".tar"}
 NONE, PIP, UNPACK = "none", "pip", "unpack"
+# Modes whose store a builder can publish to: the controller's directory, or
+# a directory every node mounts (NFS).
+PUBLISHING = ("controller", "shared")
 _RECORD_NAMES = ("RECORD", "METADATA", "PKG-INFO")
 _NAME_RE = re.compile(r"[-_.]+")
 _PIN_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:==\s*([^\s;,]+))?\s*$")
@@ -174,7 +177,7 @@ def decide(mode, venv_action, sidecar, builder):
     if mode == NONE:
         return PIP, False, "vllm_engine_artifact_mode is none: the engine is installed with pip"
     if complete:
-        if builder and sidecar is None:
+        if builder and sidecar is None and mode in PUBLISHING:
             return PIP, True, (f"the virtualenv is complete ({venv_action}) and no published artifact holds the "
                                "planned packages: it is packed and published")
         return PIP, False, f"the virtualenv is complete ({venv_action}); it is kept"
@@ -182,7 +185,7 @@ def decide(mode, venv_action, sidecar, builder):
         return UNPACK, False, f"unpack {sidecar['name']}: no package resolution"
     if mode == "url":
         return PIP, False, "no artifact at vllm_engine_artifact_url holds the planned packages: pip installs it here"
-    if builder:
+    if builder and mode in PUBLISHING:
         return PIP, True, "first host of its combination without a matching artifact: pip builds it, then publishes"
     return UNPACK, False, "unpack the artifact another host of its combination publishes in this run"
 
@@ -192,7 +195,7 @@ def plan_hosts(mode, hosts, sidecars, planned):
 
     ``hosts``: ``[{"host", "combination", "venv_action"}]`` in play order.
     Per combination without a matching artifact (controller mode), one host
-    builds and publishes it: a host whose virtualenv is already complete if
+    builds and publishes it (controller and shared modes): a host whose virtualenv is already complete if
     there is one (no pip at all), else the first host in play order; the
     others unpack it after it is published.  Returns ``{host: {"install",
     "publish", "artifact", "builder", "combination", "reason"}}``;
@@ -204,7 +207,7 @@ def plan_hosts(mode, hosts, sidecars, planned):
         if item["combination"] not in matches:
             matches[item["combination"]] = matching_artifact(sidecars, item["combination"], planned)
     builders = {}
-    if mode == "controller":
+    if mode in PUBLISHING:
         for want_complete in (True, False):
             for item in hosts:
                 complete = item["venv_action"] in ("keep", "adopt")

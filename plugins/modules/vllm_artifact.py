@@ -58,7 +58,7 @@ options:
     description: C(vllm_engine_artifact_mode); O(action=plan).
     type: str
     default: controller
-    choices: [none, controller, url]
+    choices: [none, controller, shared, url]
   hosts:
     description:
       - The play's hosts in play order, each C({host, combination, venv_action}) (C(venv_action) as
@@ -179,15 +179,18 @@ relocated:
   elements: str
 """
 
+import hashlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
+import subprocess  # noqa: E402
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils import engine_artifact as art  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils import install_state as state  # noqa: E402
 
+_CHUNK = 1 << 20
 _PROBE = ("import platform, sys, sysconfig; print(sys.version_info[0], sys.version_info[1]); "
           "print(platform.libc_ver()[1] or ''); print(sysconfig.get_paths()['purelib'])")
 
@@ -263,17 +266,26 @@ def _pack(module, p):
         json.dump(manifest, handle, indent=1, sort_keys=True)
     partial = archive + ".partial"
     started = time.monotonic()
-    argv = [module.get_bin_path("tar", required=True), "-cf", partial]
+    argv = [module.get_bin_path("tar", required=True), "-cf", "-"]
     if kind == "zstd":
         argv[1:1] = ["-I", "zstd -T0 -3"]
     # The manifest first, then the virtualenv without its completion marker
     # (unpack writes it last on the receiving host).
     argv += ["-C", staging, art.MANIFEST, "-C", venv, f"--exclude=./{state.ENGINE_MARKER}", "."]
-    rc, out, err = module.run_command(argv)
+    # The archive is hashed as it is written (one pass over 3.4 GB, not two).
+    digest = hashlib.sha256()
+    with open(partial, "wb") as out:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for block in iter(lambda: proc.stdout.read(_CHUNK), b""):
+            digest.update(block)
+            out.write(block)
+        err = proc.stderr.read().decode("utf-8", "replace")
+        rc = proc.wait()
     shutil.rmtree(staging, ignore_errors=True)
     if rc != 0:
-        module.fail_json(msg=f"vllm_artifact: packing {venv} failed: {err.strip() or out.strip()}")
-    sha = art._sha256_file(partial)
+        os.remove(partial)
+        module.fail_json(msg=f"vllm_artifact: packing {venv} failed: {err.strip()}")
+    sha = digest.hexdigest()
     os.rename(partial, archive)
     sidecar = art.sidecar(name, combo, identity, lock, venv, os.path.basename(archive), sha,
                           os.path.getsize(archive), int(time.time()))
@@ -311,25 +323,44 @@ def _unpack(module, p):
         module.exit_json(changed=True, relocated=[], seconds=0.0)
     if not os.path.isfile(archive):
         module.fail_json(msg=f"vllm_artifact: {archive} does not exist; copy the artifact there first")
-    found = art._sha256_file(archive)
-    if found != sidecar["sha256"]:
-        module.fail_json(msg=art.corrupted_message(archive, found, sidecar["sha256"], sidecar["name"] + ".json"))
     kind = art.compression_of(archive)
     if kind == "zstd" and not module.get_bin_path("zstd"):
         module.fail_json(msg=f"vllm_artifact: {archive} is zstd-compressed but this host has no zstd. Install zstd "
                              "on it (or publish an uncompressed artifact from a host without zstd).")
     if module.check_mode:
+        found = art._sha256_file(archive)
+        if found != sidecar["sha256"]:
+            module.fail_json(msg=art.corrupted_message(archive, found, sidecar["sha256"], sidecar["name"] + ".json"))
         module.exit_json(changed=True, relocated=[], seconds=0.0)
     partial = venv + state.STAGING_SUFFIX
     shutil.rmtree(partial, ignore_errors=True)
     os.makedirs(partial, mode=0o755)
-    argv = [module.get_bin_path("tar", required=True), "-xf", archive, "-C", partial]
+    argv = [module.get_bin_path("tar", required=True), "-xf", "-", "-C", partial]
     if kind == "zstd":
         argv[1:1] = ["-I", "zstd -T0"]
-    rc, out, err = module.run_command(argv)
+    # One pass: the archive is hashed as tar reads it; a mismatch removes
+    # what was unpacked into the staging directory, so nothing is in place.
+    digest = hashlib.sha256()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    with open(archive, "rb") as handle:
+        for block in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(block)
+            if proc.stdin is not None:
+                try:
+                    proc.stdin.write(block)
+                except BrokenPipeError:
+                    proc.stdin = None
+    if proc.stdin is not None:
+        proc.stdin.close()
+    err = proc.stderr.read().decode("utf-8", "replace")
+    rc = proc.wait()
+    found = digest.hexdigest()
+    if found != sidecar["sha256"]:
+        shutil.rmtree(partial, ignore_errors=True)
+        module.fail_json(msg=art.corrupted_message(archive, found, sidecar["sha256"], sidecar["name"] + ".json"))
     if rc != 0:
         shutil.rmtree(partial, ignore_errors=True)
-        module.fail_json(msg=f"vllm_artifact: unpacking {archive} failed: {err.strip() or out.strip()}. "
+        module.fail_json(msg=f"vllm_artifact: unpacking {archive} failed: {err.strip()}. "
                              f"{partial} was removed; delete the artifact and its .json so the next run rebuilds it.")
     manifest_path = os.path.join(partial, art.MANIFEST)
     try:
@@ -376,7 +407,7 @@ def main():
             backend=dict(type="str", choices=["cpu", "cuda", "ascend"]),
             engine_version=dict(type="str"),
             arch=dict(type="str"),
-            mode=dict(type="str", default="controller", choices=["none", "controller", "url"]),
+            mode=dict(type="str", default="controller", choices=["none", "controller", "shared", "url"]),
             hosts=dict(type="list", elements="dict", default=[]),
             planned=dict(type="list", elements="str", default=[]),
             store=dict(type="path"),

