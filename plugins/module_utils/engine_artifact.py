@@ -74,7 +74,7 @@ def _read_metadata(path):
         for line in handle:
             if not line.strip():
                 break
-            key, _, value = line.partition(":")
+            key, _sep, value = line.partition(":")
             if key == "Name" and name is None:
                 name = value.strip()
             elif key == "Version" and version is None:

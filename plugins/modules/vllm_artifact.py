@@ -109,8 +109,11 @@ options:
     default: {}
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
+    details: O(action=pack) and O(action=unpack) report what they would write; O(action=unpack) still checks the sha256.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 
@@ -179,18 +182,15 @@ relocated:
   elements: str
 """
 
-import hashlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
-import subprocess  # noqa: E402
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils import engine_artifact as art  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils import install_state as state  # noqa: E402
 
-_CHUNK = 1 << 20
 _PROBE = ("import platform, sys, sysconfig; print(sys.version_info[0], sys.version_info[1]); "
           "print(platform.libc_ver()[1] or ''); print(sysconfig.get_paths()['purelib'])")
 
@@ -272,20 +272,30 @@ def _pack(module, p):
     # The manifest first, then the virtualenv without its completion marker
     # (unpack writes it last on the receiving host).
     argv += ["-C", staging, art.MANIFEST, "-C", venv, f"--exclude=./{state.ENGINE_MARKER}", "."]
-    # The archive is hashed as it is written (one pass over 3.4 GB, not two).
-    digest = hashlib.sha256()
-    with open(partial, "wb") as out:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        for block in iter(lambda: proc.stdout.read(_CHUNK), b""):
-            digest.update(block)
-            out.write(block)
-        err = proc.stderr.read().decode("utf-8", "replace")
-        rc = proc.wait()
+    # The archive is hashed as it is written (one pass over 3.4 GB, not two):
+    # tar | tee archive | sha256sum, each exit status kept (POSIX sh has no
+    # pipefail).
+    script = ('{ "$0" "$@"; echo $? >"$KV_RC_TAR"; } | { tee "$KV_PARTIAL"; echo $? >"$KV_RC_TEE"; } '
+              '| sha256sum')
+    rc_tar, rc_tee = partial + ".rc-tar", partial + ".rc-tee"
+    rc, out, err = module.run_command(["/bin/sh", "-c", script] + argv,
+                                      environ_update={"KV_RC_TAR": rc_tar, "KV_RC_TEE": rc_tee, "KV_PARTIAL": partial})
+    statuses = []
+    for path in (rc_tar, rc_tee):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                statuses.append(handle.read().strip())
+        except OSError:
+            statuses.append("missing")
+        if os.path.exists(path):
+            os.remove(path)
     shutil.rmtree(staging, ignore_errors=True)
-    if rc != 0:
-        os.remove(partial)
-        module.fail_json(msg=f"vllm_artifact: packing {venv} failed: {err.strip()}")
-    sha = digest.hexdigest()
+    if rc != 0 or statuses != ["0", "0"]:
+        if os.path.exists(partial):
+            os.remove(partial)
+        module.fail_json(msg=f"vllm_artifact: packing {venv} failed (tar {statuses[0]}, write {statuses[1]}): "
+                             f"{err.strip()}")
+    sha = out.split()[0]
     os.rename(partial, archive)
     sidecar = art.sidecar(name, combo, identity, lock, venv, os.path.basename(archive), sha,
                           os.path.getsize(archive), int(time.time()))
@@ -327,40 +337,22 @@ def _unpack(module, p):
     if kind == "zstd" and not module.get_bin_path("zstd"):
         module.fail_json(msg=f"vllm_artifact: {archive} is zstd-compressed but this host has no zstd. Install zstd "
                              "on it (or publish an uncompressed artifact from a host without zstd).")
+    # The sha256 is checked before anything is written.
+    found = art._sha256_file(archive)
+    if found != sidecar["sha256"]:
+        module.fail_json(msg=art.corrupted_message(archive, found, sidecar["sha256"], sidecar["name"] + ".json"))
     if module.check_mode:
-        found = art._sha256_file(archive)
-        if found != sidecar["sha256"]:
-            module.fail_json(msg=art.corrupted_message(archive, found, sidecar["sha256"], sidecar["name"] + ".json"))
         module.exit_json(changed=True, relocated=[], seconds=0.0)
     partial = venv + state.STAGING_SUFFIX
     shutil.rmtree(partial, ignore_errors=True)
     os.makedirs(partial, mode=0o755)
-    argv = [module.get_bin_path("tar", required=True), "-xf", "-", "-C", partial]
+    argv = [module.get_bin_path("tar", required=True), "-xf", archive, "-C", partial]
     if kind == "zstd":
         argv[1:1] = ["-I", "zstd -T0"]
-    # One pass: the archive is hashed as tar reads it; a mismatch removes
-    # what was unpacked into the staging directory, so nothing is in place.
-    digest = hashlib.sha256()
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
-    with open(archive, "rb") as handle:
-        for block in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(block)
-            if proc.stdin is not None:
-                try:
-                    proc.stdin.write(block)
-                except BrokenPipeError:
-                    proc.stdin = None
-    if proc.stdin is not None:
-        proc.stdin.close()
-    err = proc.stderr.read().decode("utf-8", "replace")
-    rc = proc.wait()
-    found = digest.hexdigest()
-    if found != sidecar["sha256"]:
-        shutil.rmtree(partial, ignore_errors=True)
-        module.fail_json(msg=art.corrupted_message(archive, found, sidecar["sha256"], sidecar["name"] + ".json"))
+    rc, out, err = module.run_command(argv)
     if rc != 0:
         shutil.rmtree(partial, ignore_errors=True)
-        module.fail_json(msg=f"vllm_artifact: unpacking {archive} failed: {err.strip()}. "
+        module.fail_json(msg=f"vllm_artifact: unpacking {archive} failed: {err.strip() or out.strip()}. "
                              f"{partial} was removed; delete the artifact and its .json so the next run rebuilds it.")
     manifest_path = os.path.join(partial, art.MANIFEST)
     try:

@@ -153,9 +153,9 @@ def test_plan_hosts_builds_one_artifact_per_combination(lock):
         "h1": ("unpack", None), "h2": ("unpack", None), "a1": ("pip", "a1"), "a2": ("unpack", "a1")}
 
 
-def test_matching_artifact_prefers_the_newest_match_and_says_why_not(tmp_path, lock):
-    newer = {"format": 1, "distributions": dict(lock["distributions"], extra={"version": "1", "sha256": "2",
-                                                                             "hashed": "RECORD"})}
+def test_matching_artifact_prefers_the_newest_match_and_says_why_not(lock):
+    extra = {"version": "1", "sha256": "2", "hashed": "RECORD"}
+    newer = {"format": 1, "distributions": dict(lock["distributions"], extra=extra)}
     sidecars = [_side(lock, created=1), _side(newer, created=2)]
     assert art.matching_artifact(sidecars, COMBO, PLANNED)[0]["name"] == art.artifact_name(COMBO, newer)
     assert art.matching_artifact(sidecars, COMBO, ["extra==1"])[0]["name"] == art.artifact_name(COMBO, newer)
