@@ -440,7 +440,10 @@ RULES = {
         "vllm_engine_artifact_mode": None,
         # Created when missing: absolute, not required to exist.
         "vllm_engine_artifact_dir": _opt_controller_path,
-        "vllm_engine_artifact_url": _url,
+        # http(s) only: a shared mount is vllm_engine_artifact_mode shared.
+        "vllm_engine_artifact_url": _regex(re.compile(r"^https?://[^\s\"'`$\\<>|;&(){}]+$"),
+                                           "an http(s):// URL without white space or shell characters",
+                                           empty=True),
         "vllm_model_source": None,
         "vllm_model_src": _model_src,
         "vllm_model_sha256": _sha256,

@@ -65,6 +65,7 @@ CASES = [
     ("vllm", "vllm_engine_artifact_mode", "nfs", "argument_spec"),
     ("vllm", "vllm_engine_artifact_dir", "artifacts", "characters"),
     ("vllm", "vllm_engine_artifact_url", "https://mirror/artifacts\n--evil", "characters"),
+    ("vllm", "vllm_engine_artifact_url", "file:///srv/artifacts", "characters"),
     ("vllm", "vllm_model_source", "s3", "argument_spec"),
     ("vllm", "vllm_model_src", MISSING, "missing_path"),
     ("vllm", "vllm_model_src", "org/model; reboot", "characters"),
