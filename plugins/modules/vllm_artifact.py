@@ -13,7 +13,8 @@ module: vllm_artifact
 short_description: Build the engine virtualenv once, pack it as an artifact and unpack it on the other hosts
 version_added: "0.1.0"
 description:
-  - An engine artifact is a tar of one engine virtualenv (zstd-compressed when the host has C(zstd), else plain) and a
+  - An engine artifact is a tar of one engine virtualenv (zstd-compressed on hosts with C(zstd) and 16 CPUs or more,
+    else plain) and a
     sidecar C(<name>.json) with its identity, its lock and the archive's sha256. Its name is
     C(vllm-<version>-<backend>-<arch>-py<X.Y>-glibc<X.Y>-<lock digest>); the part before the digest is the
     I(combination) hosts must share to run it.
@@ -93,7 +94,9 @@ options:
     description: Directory the archive and its sidecar are written to; O(action=pack).
     type: path
   compression:
-    description: C(auto) picks C(zstd) when the host has it, else C(none); O(action=pack).
+    description:
+      - C(auto) picks C(zstd) when the host has it and at least 16 CPUs (fewer compress slower than the archive
+        travels), else C(none); O(action=pack).
     type: str
     default: auto
     choices: [auto, zstd, none]
@@ -247,7 +250,7 @@ def _pack(module, p):
     name = art.artifact_name(combo, lock)
     kind = p["compression"]
     if kind == "auto":
-        kind = art.compression([tool for tool in ("zstd",) if module.get_bin_path(tool)])
+        kind = art.compression([tool for tool in ("zstd",) if module.get_bin_path(tool)], os.cpu_count())
     archive = os.path.join(p["dest"], name + art.SUFFIXES[kind])
     sidecar_path = os.path.join(p["dest"], name + ".json")
     if os.path.exists(archive) and os.path.exists(sidecar_path):

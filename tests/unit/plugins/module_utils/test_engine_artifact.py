@@ -165,9 +165,12 @@ def test_matching_artifact_prefers_the_newest_match_and_says_why_not(lock):
         None, "no artifact of vllm-0.32.0-cpu-x86_64-py3.12-glibc2.36 is published yet")
 
 
-@pytest.mark.parametrize("available, kind", [(["zstd"], "zstd"), ([], "none"), (["gzip"], "none")])
-def test_compression(available, kind):
-    assert art.compression(available) == kind
+@pytest.mark.parametrize("available, cpus, kind", [
+    (["zstd"], 64, "zstd"), (["zstd"], 16, "zstd"), (["zstd"], 2, "none"), (["zstd"], None, "none"),
+    ([], 64, "none"), (["gzip"], 64, "none"),
+])
+def test_compression(available, cpus, kind):
+    assert art.compression(available, cpus) == kind
 
 
 @pytest.mark.parametrize("path, kind", [("a/x.tar.zst", "zstd"), ("x.tar", "none")])
