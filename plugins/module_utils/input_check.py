@@ -268,7 +268,6 @@ def _environment(name, value, ctx):
 _environment.kind = "characters"
 
 
-
 # Ports of a multi-node instance (cluster.DEFAULT_PORTS names them).
 CLUSTER_PORT_NAMES = ("dp_rpc", "master", "ray", "ray_dashboard")
 
@@ -288,6 +287,7 @@ def _cluster_ports(name, value, ctx):
 
 
 _cluster_ports.kind = "out_of_range"
+
 
 def _kv_cache(name, value, ctx):
     # 0: derived from the probe (kunpeng.vllm.cpu_runtime).

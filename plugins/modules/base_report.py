@@ -61,9 +61,10 @@ options:
         type: dict
         default: {}
       install_method:
-        description: C(vllm_install_method) (C(wheel) or C(source)).
+        description: C(vllm_install_method).
         type: str
         default: wheel
+        choices: [wheel, source]
   firewall:
     description: The firewall question.
     type: dict

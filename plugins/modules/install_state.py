@@ -237,8 +237,9 @@ def main():
         module.exit_json(**result)
     fits, _needed = state.model_fits(model["model_bytes"], free, staged)
     if not fits:
+        result["reason"] = "does not fit"
         module.fail_json(msg=state.model_fit_message(model["model_bytes"], free, staged,
-                                                     state.existing_ancestor(target)), **dict(result, reason="does not fit"))
+                                                     state.existing_ancestor(target)), **result)
     module.exit_json(**result)
 
 

