@@ -53,10 +53,27 @@ def test_cpu_pair_runs_native_data_parallel_behind_the_head():
     # VLLM_HOST_IP is each member's own address on the shared network, not a bind address
     assert head["env"] == {"VLLM_HOST_IP": "172.18.0.2", "GLOO_SOCKET_IFNAME": "eth0"}
     assert worker["env"] == {"VLLM_HOST_IP": "172.18.0.3", "GLOO_SOCKET_IFNAME": "eth0"}
-    assert worker["firewall"][0] == {"port": "13345", "proto": "tcp", "why": "data-parallel RPC (head)",
+    assert worker["firewall"][0] == {"ports": ["13345"], "protocol": "tcp", "why": "data-parallel RPC (head)",
                                      "sources": ["172.18.0.2", "172.18.0.3"]}
     assert head["ray"] is None and head["rdma"] is False and head["device_nodes"] == []
     assert head["start_order"] == ["node-0", "node-1"]
+
+
+def test_cpu_pair_forms_a_ray_cluster_beside_the_engines_when_asked():
+    """vLLM's CPU platform refuses Ray as executor; vllm_cluster_ray_units forms the cluster beside the DP engines."""
+    members, plan = cpu_pair()
+    head = ok(members, "node-0", engine_args=plan["engine_args"], ray_units=True)
+    worker = ok(members, "node-1", engine_args=plan["engine_args"], ray_units=True)
+    assert head["layout"]["mode"] == "dp" and head["runs_engine"] and worker["runs_engine"]
+    assert head["engine_args"]["data-parallel-size"] == 2 and "distributed-executor-backend" not in head["engine_args"]
+    assert head["ray"]["executor"] is False and head["ray"]["package"] == "ray[default]==" + cluster.RAY_VERSION
+    assert head["ray"]["args"][:3] == ["start", "--head", "--port=6379"]
+    assert worker["ray"]["args"][:2] == ["start", "--address=172.18.0.2:6379"]
+    for node, address in ((head, "172.18.0.2"), (worker, "172.18.0.3")):
+        assert f"--node-ip-address={address}" in node["ray"]["args"]
+        assert "--include-dashboard=false" in node["ray"]["args"] and "--block" in node["ray"]["args"]
+    assert [rule["ports"] for rule in head["firewall"]] == [["13345"], ["6379"], ["10000-19999"], ["32768-60999"]]
+    assert ok(members, "node-0", engine_args=plan["engine_args"])["ray"] is None
 
 
 def test_the_planner_plans_several_nodes_now():
