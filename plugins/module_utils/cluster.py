@@ -55,8 +55,12 @@ EXECUTORS = ("auto", "dp", "mp", "ray")
 #: Linux's default ephemeral range (net.ipv4.ip_local_port_range): vLLM's ZMQ
 #: and torch.distributed ports, Ray's object manager and raylet ports.
 EPHEMERAL_PORTS = "32768-60999"
-#: the ports the Ray units hand their workers (--min-worker-port/--max-worker-port).
-RAY_WORKER_PORTS = "10000-19999"
+#: the ports the Ray units hand their workers (--min-worker-port/--max-worker-port):
+#: Ray's own default range, which leaves out its client server port 10001 (the
+#: range 10000-19999 rendered before made `ray start --head` fail: "Ray
+#: component worker_ports is trying to use a port number 10001 that is used by
+#: other components").
+RAY_WORKER_PORTS = "10002-19999"
 
 
 class ClusterError(Exception):

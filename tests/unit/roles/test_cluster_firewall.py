@@ -41,7 +41,7 @@ def test_cluster_ports_are_allowed_from_the_members_only():
         cluster_rules = [rule for rule in decision["rules"] if rule["port"] != "8000"]
         assert {rule["source"] for rule in cluster_rules} == {"172.18.0.2/32", "172.18.0.3/32"}
         assert sorted({(rule["port"], rule["proto"]) for rule in cluster_rules}) == [
-            ("10000-19999", "tcp"), ("13345", "tcp"), ("32768-60999", "tcp"), ("6379", "tcp")]
+            ("10002-19999", "tcp"), ("13345", "tcp"), ("32768-60999", "tcp"), ("6379", "tcp")]
         assert len(cluster_rules) == 8
         assert 'rule family="ipv4" source address="172.18.0.3/32" port port="13345" protocol="tcp" accept' in \
             [rule["rich_rule"] for rule in cluster_rules]
