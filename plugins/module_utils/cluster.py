@@ -358,12 +358,13 @@ def _ray(shape: Dict[str, Any], backend: str, rank: int, head_address: str, port
     common = [f"--node-ip-address={address}", f"--min-worker-port={low}", f"--max-worker-port={high}", "--block",
               "--disable-usage-stats"]
     if not executor:
-        # beside the engines only: no dashboard, and the smallest object store Ray
-        # accepts, so the Ray node takes little of the memory the engine needs.
-        common += ["--include-dashboard=false", f"--object-store-memory={RAY_BESIDE_OBJECT_STORE}"]
+        # beside the engines only: the smallest object store Ray accepts, so the
+        # Ray node takes little of the memory the engine needs (and no dashboard
+        # on the head: `ray start` refuses --include-dashboard without --head).
+        common += [f"--object-store-memory={RAY_BESIDE_OBJECT_STORE}"]
     if rank == 0:
         head = ["start", "--head", f"--port={ports['ray']}"]
-        args = head + (["--dashboard-host=127.0.0.1"] if executor else []) + common + resources
+        args = head + (["--dashboard-host=127.0.0.1"] if executor else ["--include-dashboard=false"]) + common + resources
     else:
         args = ["start", f"--address={head_address}:{ports['ray']}"] + common + resources
     env = {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"} if backend == "ascend" else {}

@@ -67,11 +67,13 @@ def test_cpu_pair_forms_a_ray_cluster_beside_the_engines_when_asked():
     assert head["layout"]["mode"] == "dp" and head["runs_engine"] and worker["runs_engine"]
     assert head["engine_args"]["data-parallel-size"] == 2 and "distributed-executor-backend" not in head["engine_args"]
     assert head["ray"]["executor"] is False and head["ray"]["package"] == "ray[default]==" + cluster.RAY_VERSION
-    assert head["ray"]["args"][:3] == ["start", "--head", "--port=6379"]
+    assert head["ray"]["args"][:4] == ["start", "--head", "--port=6379", "--include-dashboard=false"]
+    # `ray start` without --head: "`--include-dashboard` should only be specified when starting head node"
     assert worker["ray"]["args"][:2] == ["start", "--address=172.18.0.2:6379"]
+    assert not any(arg.startswith("--include-dashboard") for arg in worker["ray"]["args"])
     for node, address in ((head, "172.18.0.2"), (worker, "172.18.0.3")):
-        assert f"--node-ip-address={address}" in node["ray"]["args"]
-        assert "--include-dashboard=false" in node["ray"]["args"] and "--block" in node["ray"]["args"]
+        assert f"--node-ip-address={address}" in node["ray"]["args"] and "--block" in node["ray"]["args"]
+        assert "--object-store-memory=78643200" in node["ray"]["args"]
     assert [rule["ports"] for rule in head["firewall"]] == [["13345"], ["6379"], ["10002-19999"], ["32768-60999"]]
     assert ok(members, "node-0", engine_args=plan["engine_args"])["ray"] is None
 
