@@ -99,3 +99,16 @@ def test_cpu_data_parallel_worker_environment_and_unit():
     assert "VLLM_HOST_IP=172.18.0.3\n" in env and "GLOO_SOCKET_IFNAME=eth0\n" in env
     unit = render("vllm.service.j2", "cpu", fact)
     assert "PrivateDevices=yes" in unit and "LimitMEMLOCK" not in unit and "ray" not in unit.lower()
+
+
+def test_cpu_ray_units_beside_the_engines_leave_the_engine_unit_alone():
+    """vllm_cluster_ray_units on cpu: Ray units on both members, engine units that neither require nor wait for them."""
+    plan = ch.node_plan("cpu-x86", nodes=2, model_config=ch.model_config("smollm2-135m"), python_version="3.11")
+    members = [ch.entry(f"node-{i}", "cpu-x86", ch.network(net), plan) for i, net in ((0, "docker-net1-a"), (1, "docker-net1-net2-b"))]
+    for host, start in (("node-0", "'start' '--head' '--port=6379' '--include-dashboard=false'"),
+                        ("node-1", "'start' '--address=172.18.0.2:6379' '--node-ip-address=172.18.0.3'")):
+        fact = cluster_fact(members, host, engine_args=plan["engine_args"], ray_units=True)
+        ray = render("vllm.service.j2", "cpu", fact, __vllm_unit_kind="ray")
+        assert f"ExecStart=/opt/vllm/current-deepseek-r1/bin/ray {start}" in ray and "Restart=always" in ray
+        engine = render("vllm.service.j2", "cpu", fact)
+        assert "vllm serve" in engine and "vllm-ray-" not in engine
