@@ -112,3 +112,16 @@ def test_cpu_ray_units_beside_the_engines_leave_the_engine_unit_alone():
         assert f"ExecStart=/opt/vllm/current-deepseek-r1/bin/ray {start}" in ray and "Restart=always" in ray
         engine = render("vllm.service.j2", "cpu", fact)
         assert "vllm serve" in engine and "vllm-ray-" not in engine
+
+
+def test_the_ray_head_starts_before_the_workers_join():
+    """One start task for every member used to start the head and the workers at once (the workers lost the race)."""
+    from task_files import load, tasks
+
+    steps = [(t["name"], t.get("when")) for t in tasks(load("roles/vllm/tasks/service.yml"))]
+    names = [name for name, dummy in steps]
+    head, wait, worker = (names.index(n) for n in ("Start the Ray head", "Wait for the Ray head's GCS port before a worker joins",
+                                                   "Start this worker's Ray node"))
+    assert head < wait < worker < names.index("Enable and start the instance")
+    assert "kunpeng_vllm_cluster.role == 'head'" in steps[head][1]
+    assert "kunpeng_vllm_cluster.role == 'worker'" in steps[wait][1] and "kunpeng_vllm_cluster.role == 'worker'" in steps[worker][1]
