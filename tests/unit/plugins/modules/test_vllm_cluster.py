@@ -53,10 +53,29 @@ def test_cpu_pair_runs_native_data_parallel_behind_the_head():
     # VLLM_HOST_IP is each member's own address on the shared network, not a bind address
     assert head["env"] == {"VLLM_HOST_IP": "172.18.0.2", "GLOO_SOCKET_IFNAME": "eth0"}
     assert worker["env"] == {"VLLM_HOST_IP": "172.18.0.3", "GLOO_SOCKET_IFNAME": "eth0"}
-    assert worker["firewall"][0] == {"port": "13345", "proto": "tcp", "why": "data-parallel RPC (head)",
+    assert worker["firewall"][0] == {"ports": ["13345"], "protocol": "tcp", "why": "data-parallel RPC (head)",
                                      "sources": ["172.18.0.2", "172.18.0.3"]}
     assert head["ray"] is None and head["rdma"] is False and head["device_nodes"] == []
     assert head["start_order"] == ["node-0", "node-1"]
+
+
+def test_cpu_pair_forms_a_ray_cluster_beside_the_engines_when_asked():
+    """vLLM's CPU platform refuses Ray as executor; vllm_cluster_ray_units forms the cluster beside the DP engines."""
+    members, plan = cpu_pair()
+    head = ok(members, "node-0", engine_args=plan["engine_args"], ray_units=True)
+    worker = ok(members, "node-1", engine_args=plan["engine_args"], ray_units=True)
+    assert head["layout"]["mode"] == "dp" and head["runs_engine"] and worker["runs_engine"]
+    assert head["engine_args"]["data-parallel-size"] == 2 and "distributed-executor-backend" not in head["engine_args"]
+    assert head["ray"]["executor"] is False and head["ray"]["package"] == "ray[default]==" + cluster.RAY_VERSION
+    assert head["ray"]["args"][:4] == ["start", "--head", "--port=6379", "--include-dashboard=false"]
+    # `ray start` without --head: "`--include-dashboard` should only be specified when starting head node"
+    assert worker["ray"]["args"][:2] == ["start", "--address=172.18.0.2:6379"]
+    assert not any(arg.startswith("--include-dashboard") for arg in worker["ray"]["args"])
+    for node, address in ((head, "172.18.0.2"), (worker, "172.18.0.3")):
+        assert f"--node-ip-address={address}" in node["ray"]["args"] and "--block" in node["ray"]["args"]
+        assert "--object-store-memory=78643200" in node["ray"]["args"]
+    assert [rule["ports"] for rule in head["firewall"]] == [["13345"], ["6379"], ["10002-19999"], ["32768-60999"]]
+    assert ok(members, "node-0", engine_args=plan["engine_args"])["ray"] is None
 
 
 def test_the_planner_plans_several_nodes_now():
@@ -172,6 +191,18 @@ def test_r1_w8a8_over_two_a2_nodes_runs_pipeline_stages_through_ray():
     assert '--resources={"NPU":8}' in worker["ray"]["args"]
     assert worker["ray"]["env"] == {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"}
     assert head["rdma"] is True and head["device_nodes"] == ["/dev/infiniband"] and head["limit_memlock"] == "infinity"
+
+
+def test_ray_worker_ports_leave_out_the_ports_ray_start_takes_itself():
+    """`ray start --head` with --min-worker-port=10000 failed in the multinode scenario: "Ray component worker_ports
+    is trying to use a port number 10001 that is used by other components" (its client server)."""
+    members, plan = a2_cluster()
+    for host in ("a2-node-1", "a2-node-2"):
+        args = ok(members, host, engine_args=plan["engine_args"], moe=True)["ray"]["args"]
+        low = int(next(a for a in args if a.startswith("--min-worker-port=")).split("=")[1])
+        high = int(next(a for a in args if a.startswith("--max-worker-port=")).split("=")[1])
+        # Ray's client server (10001), GCS (6379) and dashboard (8265) ports
+        assert not any(low <= port <= high for port in (10001, 6379, 8265)), (low, high)
 
 
 def test_r1_w8a8_dp4_tp4_with_expert_parallel_follows_the_vllm_ascend_guide():
