@@ -15,6 +15,8 @@ ARM64_SCENARIOS ?= smoke base
 # Scenarios with several hosts (every platform runs; they share the engine
 # image that molecule/images/engine.sh builds).
 MULTI_HOST_SCENARIOS ?= monitoring gateway multinode
+# Scenarios without a vLLM server: they run in the background beside base.
+BESIDE_SCENARIOS ?= smoke nvidia ascend
 
 .PHONY: help venv collection-link testbed images lint sanity unit matrix molecule test demo build galaxy-importer surveys changelog clean
 
@@ -55,11 +57,11 @@ matrix: venv collection-link ## Resolve every version-matrix row's install sets 
 	$(BIN)/python scripts/matrix/resolve.py --uv $(BIN)/uv
 
 molecule: venv collection-link images ## Every Molecule scenario
-	VENV=$(VENV) SCENARIOS="$(SCENARIOS)" ARM64_SCENARIOS="$(ARM64_SCENARIOS)" MULTI_HOST_SCENARIOS="$(MULTI_HOST_SCENARIOS)" \
+	VENV=$(VENV) SCENARIOS="$(SCENARIOS)" ARM64_SCENARIOS="$(ARM64_SCENARIOS)" MULTI_HOST_SCENARIOS="$(MULTI_HOST_SCENARIOS)" BESIDE_SCENARIOS="$(BESIDE_SCENARIOS)" \
 	  bash scripts/run-tests.sh molecule
 
 test: venv collection-link ## Everything CI runs, with a per-stage summary
-	VENV=$(VENV) SCENARIOS="$(SCENARIOS)" ARM64_SCENARIOS="$(ARM64_SCENARIOS)" MULTI_HOST_SCENARIOS="$(MULTI_HOST_SCENARIOS)" \
+	VENV=$(VENV) SCENARIOS="$(SCENARIOS)" ARM64_SCENARIOS="$(ARM64_SCENARIOS)" MULTI_HOST_SCENARIOS="$(MULTI_HOST_SCENARIOS)" BESIDE_SCENARIOS="$(BESIDE_SCENARIOS)" \
 	  bash scripts/run-tests.sh all
 
 # The demo runs one amd64 container from the Debian image: no arm64 image

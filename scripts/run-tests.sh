@@ -3,7 +3,8 @@
 # close with one summary line "N passed, N failed" (stages and scenarios).
 #   scripts/run-tests.sh all       lint, sanity, unit, matrix, build, galaxy-importer, molecule
 #   scripts/run-tests.sh molecule  Molecule scenarios only
-# Env: SCENARIOS (amd64), ARM64_SCENARIOS (also run on arm64),
+# Env: SCENARIOS (amd64), ARM64_SCENARIOS (also run on arm64), BESIDE_SCENARIOS
+#      (run in the background beside the first other scenario),
 #      MULTI_HOST_SCENARIOS (every platform of the scenario, all amd64), VENV.
 set -uo pipefail
 
@@ -41,18 +42,23 @@ stage() {
 bg_stages=()
 bg_stage() {
   local name=$1; shift
-  local log=$logdir/${name//[:\/]/_}.log
   printf '\n=== %s (background): %s\n' "$name" "$*"
-  ( start=$(date +%s); "$@" >"$log" 2>&1; rc=$?
-    echo "$rc $(($(date +%s) - start))" >"$log.result" ) &
-  bg_stages+=("$name:$!")
+  bg_run "$name" "$@" &
+  bg_stages+=("$name|$!")
+}
+
+bg_run() {
+  local name=$1; shift
+  local log=$logdir/${name//[:\/]/_}.log start rc
+  start=$(date +%s); "$@" >"$log" 2>&1; rc=$?
+  echo "$rc $(($(date +%s) - start))" >"$log.result"
 }
 
 wait_bg_stages() {
   local entry name pid log rc secs
   for entry in "${bg_stages[@]}"; do
-    name=${entry%%:*}; pid=${entry##*:}; log=$logdir/${name//[:\/]/_}.log
-    wait "$pid"
+    name=${entry%%|*}; pid=${entry##*|}; log=$logdir/${name//[:\/]/_}.log
+    wait "$pid" 2>/dev/null
     read -r rc secs <"$log.result"
     printf '\n=== %s (ran in the background, %ss)\n' "$name" "$secs"
     cat "$log"
@@ -75,14 +81,41 @@ molecule_stages() {
     tests/unit/roles/test_monitoring_dashboards.py tests/unit/roles/test_monitoring_collector.py \
     tests/unit/plugins/module_utils/test_accelerator_metrics.py
   wait_bg_stages
-  local s
+  # The scenarios without a vLLM server (BESIDE_SCENARIOS: package doubles,
+  # mostly apt and file work) run one after the other in the background,
+  # beside the first of the others (the base role); the scenarios with vLLM
+  # servers start when they are done, one at a time.
+  local s beside=() first=1
   for s in ${SCENARIOS:-}; do
-    if in_list "$s" "${ARM64_SCENARIOS:-} ${MULTI_HOST_SCENARIOS:-}"; then
-      stage "molecule:$s:all-platforms" molecule test -s "$s"
-    else
-      stage "molecule:$s:amd64" molecule test -s "$s" --platform-name "kv-$s-amd64"
-    fi
+    if in_list "$s" "${BESIDE_SCENARIOS:-}"; then beside+=("$s"); fi
   done
+  if [ "${#beside[@]}" -gt 0 ]; then
+    printf '\n=== background: %s\n' "${beside[*]}"
+    ( for s in "${beside[@]}"; do bg_run "$(scenario_name "$s")" scenario_test "$s"; done ) &
+    for s in "${beside[@]}"; do bg_stages+=("$(scenario_name "$s")|$!"); done
+  fi
+  for s in ${SCENARIOS:-}; do
+    in_list "$s" "${BESIDE_SCENARIOS:-}" && continue
+    stage "$(scenario_name "$s")" scenario_test "$s"
+    if [ "$first" = 1 ]; then wait_bg_stages; first=0; fi
+  done
+  wait_bg_stages
+}
+
+scenario_name() {
+  if in_list "$1" "${ARM64_SCENARIOS:-} ${MULTI_HOST_SCENARIOS:-}"; then
+    echo "molecule:$1:all-platforms"
+  else
+    echo "molecule:$1:amd64"
+  fi
+}
+
+scenario_test() {
+  if in_list "$1" "${ARM64_SCENARIOS:-} ${MULTI_HOST_SCENARIOS:-}"; then
+    molecule test -s "$1"
+  else
+    molecule test -s "$1" --platform-name "kv-$1-amd64"
+  fi
 }
 
 # The test bed, then the images in the background: the base images (then,
