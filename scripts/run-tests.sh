@@ -111,10 +111,11 @@ scenario_name() {
 }
 
 scenario_test() {
-  if in_list "$1" "${ARM64_SCENARIOS:-} ${MULTI_HOST_SCENARIOS:-}"; then
-    molecule test -s "$1"
+  local s=$1
+  if in_list "$s" "${ARM64_SCENARIOS:-} ${MULTI_HOST_SCENARIOS:-}"; then
+    molecule test -s "$s"
   else
-    molecule test -s "$1" --platform-name "kv-$1-amd64"
+    molecule test -s "$s" --platform-name "kv-$s-amd64"
   fi
 }
 
