@@ -63,3 +63,20 @@ def test_the_controller_fetches_the_archive_without_become():
     """With become, Ansible's fetch reads the file through slurp: the whole archive base64 in the node's memory."""
     fetch = task("roles/vllm/tasks/artifact_publish.yml", "Fetch the artifact and its sidecar to the controller")
     assert fetch["become"] is False
+
+
+@pytest.mark.parametrize("artifact, published, expected", [
+    # An artifact an earlier run published: the plan names it (a string; ansible-core 2.19 refuses a
+    # conditional whose result is not a boolean).
+    ("vllm-0.32.0-cpu-x86_64-py3.11-glibc2.36-0123456789ab", False, True),
+    # Published by this run's builder.
+    ("", True, True),
+    # The builder failed or was left out.
+    ("", False, False),
+])
+def test_the_published_artifact_check_is_a_boolean(artifact, published, expected):
+    that = task("roles/vllm/tasks/artifact_unpack.yml", "Check that the combination's builder published its artifact")
+    builder = {"__vllm_artifact_packed": {"sidecar": {"archive": "a.tar"}}} if published else {}
+    templar = Templar(loader=DataLoader(), variables={
+        "__vllm_artifact": {"artifact": artifact, "builder": "node-1"}, "hostvars": {"node-1": builder}})
+    assert all(templar.evaluate_conditional(_trusted(c)) for c in that["ansible.builtin.assert"]["that"]) is expected
