@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Benchmark, not a test.  Rows "each further host of a fleet" and "converge
+# wall time for 1 host -> 4 hosts" of issue 18, with the engine artifact path
+# (vllm_engine_artifact_mode: controller, the artifact store a fresh folder
+# under .build/bench), in one run on this machine.  Per run:
+#  M  the manual path on a fresh container (as in first-answer.sh);
+#  1  site.yml on one fresh container, empty artifact store: this host builds
+#     the engine with pip and publishes it;                   -> fleet/1-host
+#  F  site.yml on one more fresh container: it unpacks the published
+#     artifact;                                               -> further_host
+#  4  the store emptied again, site.yml on four fresh containers at once
+#     (forks 4): one builds and publishes, three unpack.      -> fleet/4-hosts
+# Each converge ends when kunpeng.vllm.vllm_ready has the first answer of
+# every host.  The engines run the demo inventory's settings (eager mode,
+# 1 GiB of KV space, float32): four servers in compiled mode do not start in
+# a sensible time on two cores, and each server needs ~2-3 GiB of RAM; the
+# hosts of a step are removed before the next step starts.
+#
+# Usage: RUNS=1 VENV=.venv bash scripts/bench/fleet.sh
+#        FLEET_SIZE=4 (hosts of the fleet step)
+#        BENCH_FLEET_VARS='vllm_engine_artifact_mode=controller' (extra vars;
+#        vllm_engine_artifact_dir is always the bench's store)
+# Out:   .build/bench/results.jsonl (rows "further_host", "fleet"),
+#        .build/bench/fleet-*.log (profile_tasks/profile_roles timings)
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+fleet_size=${FLEET_SIZE:-4}
+store=$out/artifacts
+read -r -a fleet_vars <<<"${BENCH_FLEET_VARS:-vllm_engine_artifact_mode=controller}"
+extra=()
+for v in "${fleet_vars[@]}" "vllm_engine_artifact_dir=$store"; do extra+=(-e "$v"); done
+prepare_inputs
+
+fleet_converge() {  # LABEL HOST...: fresh containers, site.yml on all; sets secs and changed
+  local label=$1 t0 h; shift
+  local inv=$out/inv-fleet-$label
+  make_inventory "$inv" "$@"
+  t0=$(now)
+  for h in "$@"; do start_container "$h"; done
+  changed=$(converge "$inv" "$out/fleet-$label.log" --forks "$#" "${extra[@]}")
+  secs=$(since "$t0")
+}
+
+for run in $(seq 1 "$runs"); do
+  log "run $run/$runs: manual path"
+  manual_path kv-bench-fleet-manual "$run" further_host
+
+  log "run $run/$runs: first host, empty artifact store"
+  rm -rf "$store" && mkdir -p "$store"
+  fleet_converge "1-$run" kv-bench-fleet-1
+  record fleet 1-host "$run" "$secs" "changed=$changed"
+  record further_host first-host "$run" "$secs" "changed=$changed"
+  log "store: $(du -sh "$store" | cut -f1) $(ls "$store" | tr '\n' ' ')"
+
+  log "run $run/$runs: one further host, artifact published"
+  fleet_converge "further-$run" kv-bench-fleet-2
+  record further_host further-host "$run" "$secs" "changed=$changed"
+  docker rm -f kv-bench-fleet-1 kv-bench-fleet-2 >/dev/null
+
+  log "run $run/$runs: $fleet_size hosts at once, empty artifact store"
+  rm -rf "$store" && mkdir -p "$store"
+  hosts=()
+  for i in $(seq 1 "$fleet_size"); do hosts+=("kv-bench-fleet-$i"); done
+  fleet_converge "$fleet_size-$run" "${hosts[@]}"
+  record fleet "$fleet_size-hosts" "$run" "$secs" "changed=$changed" \
+    "free_mib_after=$(free -m | awk '/^Mem:/{print $7}')"
+  docker rm -f "${hosts[@]}" >/dev/null
+done
+python scripts/bench/summarize.py "$results" --bench-id "$bench_id"
