@@ -20,6 +20,8 @@
 #        FLEET_SIZE=4 (hosts of the fleet step)
 #        BENCH_FLEET_VARS='vllm_engine_artifact_mode=controller' (extra vars;
 #        vllm_engine_artifact_dir is always the bench's store)
+#        FLEET_MANUAL=0 skips M: summarize.py then compares with the manual
+#        path of first-answer.sh run under the same BENCH_ID
 # Out:   .build/bench/results.jsonl (rows "further_host", "fleet"),
 #        .build/bench/fleet-*.log (profile_tasks/profile_roles timings)
 set -euo pipefail
@@ -42,8 +44,10 @@ fleet_converge() {  # LABEL HOST...: fresh containers, site.yml on all; sets sec
 }
 
 for run in $(seq 1 "$runs"); do
-  log "run $run/$runs: manual path"
-  manual_path kv-bench-fleet-manual "$run" further_host
+  if [ "${FLEET_MANUAL:-1}" = 1 ]; then
+    log "run $run/$runs: manual path"
+    manual_path kv-bench-fleet-manual "$run" further_host
+  fi
 
   log "run $run/$runs: first host, empty artifact store"
   rm -rf "$store" && mkdir -p "$store"

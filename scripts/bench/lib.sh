@@ -38,6 +38,8 @@ record() {
 import json, sys
 bench_id, row, path, run, seconds, *extra = sys.argv[1:]
 line = {"bench_id": bench_id, "row": row, "path": path, "run": int(run), "seconds": float(seconds)}
+# The machine is shared: the 1-minute load average when the measurement ended.
+line["load1"] = float(open("/proc/loadavg").read().split()[0])
 for kv in extra:
     k, v = kv.split("=", 1)
     try:

@@ -79,6 +79,12 @@ def table(row, lines):
             ok = ratio <= target if op == "<=" else ratio >= target
             verdict = f", target {op} {target}x: **{'met' if ok else 'missed'}**"
         out += ["", f"Ratio {measured} / {base}: **{ratio:.2f}x**{verdict}"]
+    elif row == "demo":
+        needed = [p for p, items in by_path.items() if items[0].get("needed") and p in medians]
+        skipped = [p for p, items in by_path.items() if not items[0].get("needed")]
+        total = sum(medians[p] for p in needed)
+        out += ["", f"`make demo` builds: {', '.join(needed) or 'nothing'} ({fmt(total)} s measured)"
+                f"; not built: {', '.join(skipped) or 'nothing'}"]
     elif base is None and measured in medians and target is not None:
         ok = medians[measured] <= target
         out += ["", f"Median {fmt(medians[measured])} s, target <= {target} s: **{'met' if ok else 'missed'}**"]
@@ -94,6 +100,11 @@ def main():
     rows = list(dict.fromkeys(line["row"] for line in lines))
     for row in sorted(rows, key=lambda r: list(ROWS).index(r) if r in ROWS else len(ROWS)):
         chosen = latest(lines, row, set(args.bench_id))
+        if row == "further_host" and chosen and not any(c["path"] == "manual" for c in chosen):
+            # fleet.sh with FLEET_MANUAL=0: the manual path of first-answer.sh of the same bench run.
+            same = {c["bench_id"] for c in chosen}
+            chosen = [dict(line, row=row) for line in lines
+                      if line["row"] == "first_answer" and line["path"] == "manual" and line["bench_id"] in same] + chosen
         if chosen:
             print(table(row, chosen))
             print()
