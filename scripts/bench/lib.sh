@@ -75,12 +75,12 @@ start_container() {
 }
 ip_of() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$1"; }
 
-# wait_answer URL KEY: poll until a chat completion answers (10 minutes at most).
+# wait_answer URL KEY: poll until a chat completion answers (WAIT_ANSWER_S, default 600 s).
 wait_answer() {
-  python - "$1" "$2" <<'PY'
+  python - "$1" "$2" "${WAIT_ANSWER_S:-600}" <<'PY'
 import sys, time, openai
 client = openai.OpenAI(base_url=sys.argv[1] + "/v1", api_key=sys.argv[2], timeout=30, max_retries=0)
-deadline = time.time() + 600
+deadline = time.time() + float(sys.argv[3])
 while time.time() < deadline:
     try:
         r = client.chat.completions.create(model="smollm2", max_tokens=8, temperature=0,
