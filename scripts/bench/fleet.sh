@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark, not a test.  Rows "each further host of a fleet" and "converge
 # wall time for 1 host -> 4 hosts" of issue 18, with the engine artifact path
-# (vllm_engine_artifact_mode: controller, the artifact store a fresh folder
-# under .build/bench), in one run on this machine.  Per run:
+# (vllm_engine_artifact_mode: shared by default, the artifact store a fresh
+# folder under .build/bench), in one run on this machine.  Per run:
 #  M  the manual path on a fresh container (as in first-answer.sh);
 #  1  site.yml on one fresh container, empty artifact store: this host builds
 #     the engine with pip and publishes it;                   -> fleet/1-host
@@ -18,8 +18,10 @@
 #
 # Usage: RUNS=1 VENV=.venv bash scripts/bench/fleet.sh
 #        FLEET_SIZE=4 (hosts of the fleet step)
-#        BENCH_FLEET_VARS='vllm_engine_artifact_mode=controller' (extra vars;
-#        vllm_engine_artifact_dir is always the bench's store)
+#        BENCH_FLEET_MODE=shared (default: the store is bind-mounted into
+#        every container, as an NFS mount would be) | controller (the first
+#        host fetches the artifact to the controller, the others get a copy)
+#        BENCH_FLEET_VARS='key=value ...' (more extra vars)
 #        FLEET_MANUAL=0 skips M: summarize.py then compares with the manual
 #        path of first-answer.sh run under the same BENCH_ID
 # Out:   .build/bench/results.jsonl (rows "further_host", "fleet"),
@@ -28,9 +30,18 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 fleet_size=${FLEET_SIZE:-4}
 store=$out/artifacts
-read -r -a fleet_vars <<<"${BENCH_FLEET_VARS:-vllm_engine_artifact_mode=controller}"
+mode=${BENCH_FLEET_MODE:-shared}
+if [ "$mode" = shared ]; then
+  # The store as every node's shared mount (NFS in a real fleet): a bind
+  # mount at the same path in each container.
+  mkdir -p "$store"
+  bench_docker_args=(-v "$store:$store")
+fi
+read -r -a fleet_vars <<<"${BENCH_FLEET_VARS:-}"
 extra=()
-for v in "${fleet_vars[@]}" "vllm_engine_artifact_dir=$store"; do extra+=(-e "$v"); done
+for v in "vllm_engine_artifact_mode=$mode" "vllm_engine_artifact_dir=$store" ${fleet_vars[@]+"${fleet_vars[@]}"}; do
+  extra+=(-e "$v")
+done
 prepare_inputs
 
 fleet_converge() {  # LABEL HOST...: fresh containers, site.yml on all; sets secs and changed
@@ -50,7 +61,7 @@ for run in $(seq 1 "$runs"); do
   fi
 
   log "run $run/$runs: first host, empty artifact store"
-  rm -rf "$store" && mkdir -p "$store"
+  find "$store" -mindepth 1 -delete
   fleet_converge "1-$run" kv-bench-fleet-1
   record fleet 1-host "$run" "$secs" "changed=$changed"
   record further_host first-host "$run" "$secs" "changed=$changed"
@@ -62,7 +73,7 @@ for run in $(seq 1 "$runs"); do
   docker rm -f kv-bench-fleet-1 kv-bench-fleet-2 >/dev/null
 
   log "run $run/$runs: $fleet_size hosts at once, empty artifact store"
-  rm -rf "$store" && mkdir -p "$store"
+  find "$store" -mindepth 1 -delete
   hosts=()
   for i in $(seq 1 "$fleet_size"); do hosts+=("kv-bench-fleet-$i"); done
   fleet_converge "$fleet_size-$run" "${hosts[@]}"
