@@ -83,7 +83,8 @@ INT_BOUNDS = {
     "vllm_port": (1, 65535),
     # The plan refuses more than one node for now.
     "vllm_nodes": (1, 1),
-    "vllm_cpu_kvcache_space_gib": (1, 65536),
+    # 0: derived from the probe (kunpeng.vllm.cpu_runtime).
+    "vllm_cpu_kvcache_space_gib": (0, 65536),
     "vllm_ready_timeout": (1, 86400),
 }
 FLOAT_BOUNDS = {"vllm_model_params_b": (0, 100000)}

@@ -31,6 +31,40 @@ def driver_build(wanted: bool, headers_package: str, headers_found: Optional[boo
     return {"wanted": wanted, "headers_package": headers_package, "status": status, "reason": reason}
 
 
+def toolchain(request, plan, install_method, backend=None):
+    """Which compiler packages the host needs: ``{"compiler", "build", "reason"}``.
+
+    ``compiler`` (C/C++ compiler and Python headers): torch inductor compiles
+    the CPU backend's kernels and Triton its CUDA launchers at run time unless
+    the engine runs in eager mode, and a source build compiles vLLM.
+    ``build`` (make, cmake, git, libnuma headers): only a source build, and
+    the Ascend CANN toolkit installer, whose prerequisites list them (Huawei
+    CANN installation guide, "Installing Dependencies").  ``request`` is
+    ``base_build_toolchain`` (auto, always, never); ``plan`` the vLLM plan
+    (``kunpeng_vllm_plan``; None when the base role runs alone and what comes
+    next is unknown: the full toolchain).
+    """
+    if request == "always":
+        return {"compiler": True, "build": True, "reason": "base_build_toolchain is always"}
+    if request == "never":
+        return {"compiler": False, "build": False, "reason": "base_build_toolchain is never"}
+    if not plan:
+        return {"compiler": True, "build": True,
+                "reason": "no vLLM plan (the base role alone): the full build toolchain, since what runs next is unknown"}
+    backend = backend or plan.get("backend")
+    if install_method == "source":
+        return {"compiler": True, "build": True, "reason": "the engine is built from source (vllm_install_method source)"}
+    if backend == "ascend":
+        return {"compiler": True, "build": True, "reason": "the Ascend CANN toolkit installer needs the build toolchain"}
+    eager = bool((plan.get("engine_args") or {}).get("enforce_eager"))
+    if eager:
+        return {"compiler": False, "build": False,
+                "reason": "released wheels in eager mode: no compiler needed (vllm_install_method wheel, enforce_eager)"}
+    return {"compiler": True, "build": False,
+            "reason": "released wheels in compiled mode: a C/C++ compiler and Python headers for the kernels torch "
+                      "compiles at run time, no build tools"}
+
+
 def firewall_active(manage: bool, firewall: str, probe_rc: Optional[int], probe_stdout: str) -> bool:
     """firewalld answers ``firewall-cmd --state`` with rc 0 only when running; ufw says ``Status: active``."""
     if not manage or probe_rc != 0:

@@ -224,6 +224,7 @@ ACCELERATORS = {
         "features": _f(DICT, keys={name: _bool() for name in ("avx2", "avx512", "amx", "neon", "sve")}),
         "numa_nodes": _int(),
         "numa_node_ids": _f(LIST, elements=INT),
+        "numa_cpus": _f(LIST, elements=STR),
         "memory_mib": _int(nullable=True),
     }),
     "summary": _f(DICT, keys={

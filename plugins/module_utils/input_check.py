@@ -290,7 +290,8 @@ def _cluster_ports(name, value, ctx):
 _cluster_ports.kind = "out_of_range"
 
 def _kv_cache(name, value, ctx):
-    problem = _int_range(1)(name, value, ctx)
+    # 0: derived from the probe (kunpeng.vllm.cpu_runtime).
+    problem = _int_range(0)(name, value, ctx)
     if problem:
         return problem
     memory_mb = ctx.get("memory_mb") or 0
@@ -440,6 +441,7 @@ RULES = {
         "vllm_model_source": None,
         "vllm_model_src": _model_src,
         "vllm_model_sha256": _sha256,
+        "vllm_model_verify": None,
         "vllm_model_params_b": _float_range(0, 10000),
         "vllm_model_weight_dtype": None,
         "vllm_nodes": _int_range(1, 4096),
@@ -495,6 +497,7 @@ RULES = {
         "base_cache_dir": _path,
         "base_packages_extra": _list_of(_regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_:=~*-]*$"), "an OS package name")),
         "base_driver_build": None,
+        "base_build_toolchain": None,
         "base_apt_cache_valid_time": _int_range(0),
         "base_ca_certificates": _ca_certificates,
         "base_apt_mirror_url": _url,

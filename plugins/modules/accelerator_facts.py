@@ -363,6 +363,11 @@ ansible_facts:
               type: list
               elements: int
               sample: [0, 1, 2, 3]
+            numa_cpus:
+              description: The CPU list of each NUMA node (C(node<id>/cpulist) in sysfs), in the order of C(numa_node_ids).
+              type: list
+              elements: str
+              sample: ["0-47", "48-95", "96-143", "144-191"]
             memory_mib:
               description: C(MemTotal) of C(/proc/meminfo) in MiB.
               type: int
@@ -643,10 +648,12 @@ def probe_cpu(params: Dict[str, Any], arch: Optional[str]) -> Dict[str, Any]:
     cpu = parse_cpuinfo(read_text(os.path.join(params["procfs_root"], "cpuinfo")), arch)
     cpu["memory_mib"] = parse_meminfo(read_text(os.path.join(params["procfs_root"], "meminfo")))
     try:
-        ids = numa_node_ids(os.listdir(os.path.join(params["sysfs_root"], "devices", "system", "node")))
+        node_dir = os.path.join(params["sysfs_root"], "devices", "system", "node")
+        ids = numa_node_ids(os.listdir(node_dir))
         cpu["numa_nodes"], cpu["numa_node_ids"] = len(ids), ids
+        cpu["numa_cpus"] = [(read_text(os.path.join(node_dir, f"node{i}", "cpulist")) or "").strip() for i in ids]
     except OSError:
-        cpu["numa_nodes"], cpu["numa_node_ids"] = None, []
+        cpu["numa_nodes"], cpu["numa_node_ids"], cpu["numa_cpus"] = None, [], []
     return cpu
 
 

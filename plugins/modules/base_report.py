@@ -21,6 +21,9 @@ description:
     allow-from-anywhere rule is removed. No source, no rule - a port is never opened to everyone unless a source says so.
   - With O(tuning), which enabled tunables can be applied (the kernel exposes them and lets them be written, systemd-tmpfiles
     can persist sysfs settings, cpufreq offers the wanted governor) and which are skipped with the reason.
+  - With O(toolchain), which compiler packages the host needs - the C/C++ compiler and Python headers (kernels torch
+    compiles at run time in compiled mode, a source build) and the build tools (make, cmake, git, libnuma headers; for
+    a source build or the Ascend CANN installer) - from the vLLM plan, the install method and C(base_build_toolchain).
   - Only computes; never changes the host, so check mode gives the same result.
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
@@ -44,6 +47,23 @@ options:
         description: The running kernel (C(uname -r)).
         type: str
         required: true
+  toolchain:
+    description: The build toolchain question.
+    type: dict
+    suboptions:
+      request:
+        description: The role's C(base_build_toolchain).
+        type: str
+        default: auto
+        choices: [auto, always, never]
+      plan:
+        description: C(kunpeng_vllm_plan) (C(backend), C(engine_args)); empty when no plan ran (the full toolchain).
+        type: dict
+        default: {}
+      install_method:
+        description: C(vllm_install_method) (C(wheel) or C(source)).
+        type: str
+        default: wheel
   firewall:
     description: The firewall question.
     type: dict
@@ -120,6 +140,14 @@ extends_documentation_fragment:
 """
 
 EXAMPLES = r"""
+- name: Decide which compiler packages this host needs
+  kunpeng.vllm.base_report:
+    toolchain:
+      request: auto
+      plan: "{{ kunpeng_vllm_plan | default({}) }}"
+      install_method: "{{ vllm_install_method | default('wheel') }}"
+  register: toolchain
+
 - name: Decide whether the driver build prerequisites can be installed
   kunpeng.vllm.base_report:
     driver_build:
@@ -136,6 +164,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+toolchain:
+  description: With O(toolchain). C(compiler) and C(build) (booleans) and C(reason).
+  returned: when O(toolchain) is given
+  type: dict
+  sample: {"compiler": false, "build": false,
+           "reason": "released wheels in eager mode: no compiler needed (vllm_install_method wheel, enforce_eager)"}
 driver_build:
   description: With O(driver_build). C(wanted), C(headers_package), C(status) (C(off), C(installed), C(skipped)) and C(reason).
   returned: when O(driver_build) is given
@@ -179,6 +213,11 @@ def main() -> None:
                 headers_found=dict(type="bool"),
                 kernel=dict(type="str", required=True),
             )),
+            toolchain=dict(type="dict", options=dict(
+                request=dict(type="str", default="auto", choices=["auto", "always", "never"]),
+                plan=dict(type="dict", default={}),
+                install_method=dict(type="str", default="wheel", choices=["wheel", "source"]),
+            )),
             firewall=dict(type="dict", options=dict(
                 manage=dict(type="bool", required=True),
                 name=dict(type="str", required=True),
@@ -203,6 +242,8 @@ def main() -> None:
     result = {}
     if module.params["driver_build"]:
         result["driver_build"] = base_report.driver_build(**module.params["driver_build"])
+    if module.params["toolchain"]:
+        result["toolchain"] = base_report.toolchain(**module.params["toolchain"])
     if module.params["firewall"]:
         try:
             result["firewall"] = base_report.firewall(**module.params["firewall"])

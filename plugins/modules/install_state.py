@@ -20,9 +20,13 @@ description:
   - With O(engine), this module reads the virtualenv and says what the install does with it - C(keep) a marked one,
     C(install) a missing one, C(adopt) an unmarked one that holds the planned engine (write the marker), or
     C(recreate) an unmarked, incomplete one (remove it and install again).
-  - With O(model), it says whether the model is copied in place (C(sync), a complete copy) or staged (C(stage)),
-    and fails, before anything is copied, when the target filesystem's free space (plus what an interrupted copy
-    left in staging) does not hold the model.
+  - With O(model), it says whether the model is kept (C(keep), the sizes and modification times of the controller's
+    files and of the copy match the manifest the last copy stored), copied in place with checksums (C(sync), a
+    complete copy whose manifest is missing or differs, or O(model.verify)) or staged (C(stage)), and fails, before
+    anything is copied, when the target filesystem's free space (plus what an interrupted copy left in staging) does
+    not hold the model. It returns the manifest to store after a copy.
+  - With O(source) (run on the controller), it lists the model's files with their sizes and modification times, the
+    O(model.source_files) of the node's call.
   - The decisions are plain functions of C(plugins/module_utils/install_state.py). Changes nothing.
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
@@ -65,6 +69,23 @@ options:
         description: Apparent size of the model on the controller, in bytes.
         type: int
         required: true
+      source_files:
+        description:
+          - The controller's files (the RV(files) of a O(source) call); compared with the stored manifest.
+          - Omitted, the copy is never kept without checksums.
+        type: dict
+      verify:
+        description: Compare every file by checksum even when the manifest matches.
+        type: bool
+        default: false
+  source:
+    description: The model directory on the controller to list.
+    type: dict
+    suboptions:
+      path:
+        description: The directory (C(vllm_model_src)).
+        type: path
+        required: true
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
 """
@@ -85,21 +106,28 @@ EXAMPLES = r"""
       model_dir: /var/lib/vllm/models/smollm2
       model_bytes: 538000000
   register: model_state
+
+- name: List the model on the controller
+  kunpeng.vllm.install_state:
+    source:
+      path: /srv/models/SmolLM2-135M-Instruct
+  delegate_to: localhost
+  register: model_source
 """
 
 RETURN = r"""
 action:
-  description: C(keep), C(install), C(adopt) or C(recreate) for O(engine); C(sync) or C(stage) for O(model).
-  returned: always
+  description: C(keep), C(install), C(adopt) or C(recreate) for O(engine); C(keep), C(sync) or C(stage) for O(model).
+  returned: with O(engine) or O(model)
   type: str
   sample: recreate
 reason:
   description: Why, in words.
-  returned: always
+  returned: with O(engine) or O(model)
   type: str
 marker:
   description: Path of the completion marker (inside the virtualenv, or inside the model directory).
-  returned: always
+  returned: with O(engine) or O(model)
   type: str
   sample: /opt/vllm/0.32.0-cpu/.kunpeng-vllm-complete
 staging_dir:
@@ -115,12 +143,40 @@ staged_bytes:
   description: Bytes an interrupted copy already left in the staging directory.
   returned: with O(model)
   type: int
+manifest_path:
+  description: Where the manifest of the last copy is stored (inside O(model.model_dir)).
+  returned: with O(model)
+  type: str
+  sample: /var/lib/vllm/models/smollm2/.kunpeng-model-manifest.json
+manifest:
+  description: The manifest of the copy as it is now (C(version), C(source), C(target)); stored after a copy.
+  returned: with O(model)
+  type: dict
+files:
+  description: Relative path -> [size, modification time in whole seconds] of the files under O(source.path).
+  returned: with O(source)
+  type: dict
+  sample: {"config.json": [861, 1764547200]}
+bytes:
+  description: Total size of RV(files).
+  returned: with O(source)
+  type: int
 """
 
+import json  # noqa: E402
 import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils import install_state as state  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils import model_state  # noqa: E402
+
+
+def read_manifest(path):
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
 
 
 def main():
@@ -136,13 +192,23 @@ def main():
             model=dict(type="dict", options=dict(
                 model_dir=dict(type="path", required=True),
                 model_bytes=dict(type="int", required=True),
+                source_files=dict(type="dict"),
+                verify=dict(type="bool", default=False),
+            )),
+            source=dict(type="dict", options=dict(
+                path=dict(type="path", required=True),
             )),
         ),
-        required_one_of=[("engine", "model")],
-        mutually_exclusive=[("engine", "model")],
+        required_one_of=[("engine", "model", "source")],
+        mutually_exclusive=[("engine", "model", "source")],
         supports_check_mode=True,
     )
-    engine, model = module.params["engine"], module.params["model"]
+    engine, model, source = module.params["engine"], module.params["model"], module.params["source"]
+    if source:
+        if not os.path.isdir(source["path"]):
+            module.fail_json(msg="{} is not a directory on the controller".format(source["path"]))
+        files = model_state.scan(source["path"], skip=())
+        module.exit_json(changed=False, files=files, bytes=model_state.manifest_bytes(files))
     if engine:
         venv = engine["venv"]
         marker = os.path.join(venv, state.ENGINE_MARKER)
@@ -153,18 +219,27 @@ def main():
     target = model["model_dir"].rstrip("/")
     marker = os.path.join(target, state.MODEL_MARKER)
     staging = target + state.STAGING_SUFFIX
-    action = state.model_copy_action(os.path.isdir(target), os.path.exists(marker))
+    manifest_path = os.path.join(target, model_state.MANIFEST)
+    complete = state.model_copy_action(os.path.isdir(target), os.path.exists(marker)) == "sync"
+    source_files = model["source_files"]
+    target_files = model_state.scan(target) if complete else {}
+    if source_files is None:
+        stored = None
+    else:
+        stored = read_manifest(manifest_path) if complete else None
+    action, reason = model_state.copy_action(complete, source_files, stored, target_files, model["verify"])
     free = state.free_bytes(target)
     staged = state.tree_bytes(staging)
-    result = dict(changed=False, action=action, marker=marker, staging_dir=staging, free_bytes=free,
-                  staged_bytes=staged)
-    if action == "sync":
-        module.exit_json(reason="the model copy is complete; it is synced in place", **result)
+    result = dict(changed=False, action=action, reason=reason, marker=marker, staging_dir=staging, free_bytes=free,
+                  staged_bytes=staged, manifest_path=manifest_path,
+                  manifest=model_state.manifest(source_files or {}, target_files))
+    if action != model_state.STAGE:
+        module.exit_json(**result)
     fits, _needed = state.model_fits(model["model_bytes"], free, staged)
     if not fits:
         module.fail_json(msg=state.model_fit_message(model["model_bytes"], free, staged,
-                                                     state.existing_ancestor(target)), reason="does not fit", **result)
-    module.exit_json(reason="the model is copied into the staging directory, then renamed into place", **result)
+                                                     state.existing_ancestor(target)), **dict(result, reason="does not fit"))
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -17,9 +17,11 @@ from conftest import ROOT
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plugins", "modules"))
 
 import cluster_hosts as ch  # noqa: E402
+import plan_hosts  # noqa: E402
 from module_runner import run_main  # noqa: E402
 from task_files import trusted  # noqa: E402
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils import cpu_runtime  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_cluster  # noqa: E402
 
 UNITS = os.path.join(ROOT, "tests", "unit", "fixtures", "cluster", "units")
@@ -43,7 +45,9 @@ def render(template, backend, cluster, **extra):
     variables.update(__vllm_backend=backend, kunpeng_vllm_cluster=cluster, ansible_managed="managed",
                      vllm_model_name="deepseek-r1", vllm_model_source="local",
                      # What vllm_endpoint sets on a loopback head or a headless member: no key.
-                     kunpeng_vllm_api_key="", **extra)
+                     kunpeng_vllm_api_key="",
+                     # What kunpeng.vllm.cpu_runtime derives on the replayed cpu-x86 host (preflight.yml).
+                     __vllm_cpu_runtime=cpu_runtime.cpu_environment(plan_hosts.facts("cpu-x86")["cpu"], {}), **extra)
     with open(os.path.join(ROOT, "roles", "vllm", "templates", template)) as handle:
         return Templar(loader=loader, variables=variables).template(trust_as_template(handle.read()))
 
