@@ -259,7 +259,9 @@ def _pack(module, p):
     if module.check_mode:
         module.exit_json(changed=True, archive=archive, sidecar={"name": name, "combination": combo},
                          combination=combo, seconds=0.0)
-    os.makedirs(p["dest"], mode=0o750, exist_ok=True)
+    # World-readable, as the packages in it are: the controller fetches the
+    # archive as the connecting user (see artifact_publish.yml).
+    os.makedirs(p["dest"], mode=0o755, exist_ok=True)
     staging = os.path.join(p["dest"], "." + name + ".staging")
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
@@ -299,6 +301,7 @@ def _pack(module, p):
         module.fail_json(msg=f"vllm_artifact: packing {venv} failed (tar {statuses[0]}, write {statuses[1]}): "
                              f"{err.strip()}")
     sha = out.split()[0]
+    os.chmod(partial, 0o644)
     os.rename(partial, archive)
     sidecar = art.sidecar(name, combo, identity, lock, venv, os.path.basename(archive), sha,
                           os.path.getsize(archive), int(time.time()))

@@ -57,3 +57,9 @@ FLEET = art.plan_hosts("controller", [{"host": h, "combination": COMBO, "venv_ac
 ])
 def test_fleet_builds_once_and_unpacks_elsewhere(host, steps):
     assert _runs({"vllm_engine_artifact_mode": "controller", "__vllm_artifact": FLEET[host]}) == steps
+
+
+def test_the_controller_fetches_the_archive_without_become():
+    """With become, Ansible's fetch reads the file through slurp: the whole archive base64 in the node's memory."""
+    fetch = task("roles/vllm/tasks/artifact_publish.yml", "Fetch the artifact and its sidecar to the controller")
+    assert fetch["become"] is False

@@ -59,6 +59,12 @@ def test_pack_names_the_artifact_after_its_combination_and_lock(built, packed):
     assert os.path.isfile(os.path.join(packed["store"], sidecar["name"] + ".json"))
 
 
+def test_packed_archive_is_readable_by_the_connecting_user(packed):
+    """The controller fetches it without privilege escalation (artifact_publish.yml)."""
+    assert os.stat(packed["archive"]).st_mode & 0o777 == 0o644
+    assert os.stat(os.path.dirname(packed["archive"])).st_mode & 0o777 == 0o755
+
+
 def test_relocated_venv_runs_its_python_scripts_and_alias(built, packed, tmp_path):
     target = str(tmp_path / "srv" / "other-prefix" / "0.32.0-cpu")
     failed, result = _unpack(packed["archive"], packed["sidecar"], target)
