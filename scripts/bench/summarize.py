@@ -33,6 +33,13 @@ def fmt(v):
     return f"{v:.1f}" if v >= 10 else f"{v:.2f}"
 
 
+def describe(values):
+    """The median of numbers, else the distinct values (true/false for flags)."""
+    if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values):
+        return fmt(statistics.median(values))
+    return "/".join(sorted({json.dumps(x) if isinstance(x, bool) else str(x) for x in values}))
+
+
 def load(path):
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
@@ -68,9 +75,7 @@ def table(row, lines):
                 if k in ("bench_id", "row", "path", "run", "seconds", metric, "label", "log"):
                     continue
                 extra.setdefault(k, []).append(v)
-        other = ", ".join(
-            f"{k} {fmt(statistics.median(v)) if all(isinstance(x, (int, float)) for x in v) else '/'.join(sorted(set(map(str, v))))}"
-            for k, v in extra.items())
+        other = ", ".join(f"{k} {describe(v)}" for k, v in extra.items())
         out.append(f"| {path} | {len(vals)} | {fmt(medians[path])} | {fmt(min(vals))}-{fmt(max(vals))} | {other} |")
     if base and measured and base in medians and measured in medians:
         ratio = medians[measured] / medians[base]
