@@ -91,7 +91,13 @@ molecule_stages() {
   done
   if [ "${#beside[@]}" -gt 0 ]; then
     printf '\n=== background: %s\n' "${beside[*]}"
-    ( for s in "${beside[@]}"; do bg_run "$(scenario_name "$s")" scenario_test "$s"; done ) &
+    # A HOME of their own: Molecule's prerun installs the collection under
+    # test into ~/.ansible/collections with --force, and two scenarios doing
+    # that at once remove each other's files; its ephemeral state lives
+    # under ~/.ansible/tmp too.
+    mkdir -p "$root/.build/home-beside"
+    ( export HOME=$root/.build/home-beside
+      for s in "${beside[@]}"; do bg_run "$(scenario_name "$s")" scenario_test "$s"; done ) &
     for s in "${beside[@]}"; do bg_stages+=("$(scenario_name "$s")|$!"); done
   fi
   for s in ${SCENARIOS:-}; do
