@@ -41,4 +41,3 @@ def test_members_are_removed_together(group, play_hosts, runs, passes):
     if not passes:
         message = templar.template(trusted(guard["ansible.builtin.assert"]["fail_msg"]))
         assert "a2-node-1 are not in this run" in message and "Nothing was removed" in message
-
