@@ -69,10 +69,10 @@ def test_the_controller_fetches_the_archive_without_become():
     # An artifact an earlier run published: the plan names it (a string; ansible-core 2.19 refuses a
     # conditional whose result is not a boolean).
     ("vllm-0.32.0-cpu-x86_64-py3.11-glibc2.36-0123456789ab", False, True),
-    # Published by this run's builder.
-    ("", True, True),
+    # Published by this run's builder (plan_hosts names no artifact: None).
+    (None, True, True),
     # The builder failed or was left out.
-    ("", False, False),
+    (None, False, False),
 ])
 def test_the_published_artifact_check_is_a_boolean(artifact, published, expected):
     that = task("roles/vllm/tasks/artifact_unpack.yml", "Check that the combination's builder published its artifact")
