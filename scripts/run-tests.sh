@@ -29,10 +29,17 @@ stage() {
   "$@" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   end=$(date +%s)
+  record "$name" "$rc" $((end - start)) "$log" ""
+}
+
+# One summary line per stage: PASS, or FAIL with the exit status and the log.
+record() {
+  local name=$1 rc=$2 secs=$3 log=$4 note=$5
   if [ "$rc" = 0 ]; then
-    passed=$((passed + 1)); summary+=("$(printf 'PASS  %-28s %5ss' "$name" $((end - start)))")
+    passed=$((passed + 1)); summary+=("$(printf 'PASS  %-28s %5ss%s' "$name" "$secs" "${note:+  ($note)}")")
   else
-    failed=$((failed + 1)); summary+=("$(printf 'FAIL  %-28s %5ss  (rc=%s, log %s)' "$name" $((end - start)) "$rc" "${log#"$root"/}")")
+    failed=$((failed + 1))
+    summary+=("$(printf 'FAIL  %-28s %5ss  (%src=%s, log %s)' "$name" "$secs" "${note:+$note, }" "$rc" "${log#"$root"/}")")
   fi
 }
 
@@ -62,11 +69,7 @@ wait_bg_stages() {
     read -r rc secs <"$log.result"
     printf '\n=== %s (ran in the background, %ss)\n' "$name" "$secs"
     cat "$log"
-    if [ "$rc" = 0 ]; then
-      passed=$((passed + 1)); summary+=("$(printf 'PASS  %-28s %5ss  (background)' "$name" "$secs")")
-    else
-      failed=$((failed + 1)); summary+=("$(printf 'FAIL  %-28s %5ss  (background, rc=%s, log %s)' "$name" "$secs" "$rc" "${log#"$root"/}")")
-    fi
+    record "$name" "$rc" "$secs" "$log" background
   done
   bg_stages=()
 }

@@ -31,7 +31,7 @@ __metaclass__ = type  # noqa: UP001
 import os
 import re
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import engine_args
+from ansible_collections.kunpeng.vllm.plugins.module_utils import cluster, engine_args
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Instance, model and file names: they name units, paths and directories.
@@ -268,8 +268,8 @@ def _environment(name, value, ctx):
 _environment.kind = "characters"
 
 
-# Ports of a multi-node instance (cluster.DEFAULT_PORTS names them).
-CLUSTER_PORT_NAMES = ("dp_rpc", "master", "ray", "ray_dashboard")
+# Ports of a multi-node instance: the names the planner knows.
+CLUSTER_PORT_NAMES = tuple(cluster.DEFAULT_PORTS)
 
 
 def _cluster_ports(name, value, ctx):
