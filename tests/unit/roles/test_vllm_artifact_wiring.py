@@ -76,7 +76,9 @@ def test_the_controller_fetches_the_archive_without_become():
 ])
 def test_the_published_artifact_check_is_a_boolean(artifact, published, expected):
     that = task("roles/vllm/tasks/artifact_unpack.yml", "Check that the combination's builder published its artifact")
+    # n2's real decision in a fresh fleet (artifact None, builder n1), naming an earlier run's artifact or not.
+    decision = dict(FLEET["n2"], artifact=artifact)
     builder = {"__vllm_artifact_packed": {"sidecar": {"archive": "a.tar"}}} if published else {}
     templar = Templar(loader=DataLoader(), variables={
-        "__vllm_artifact": {"artifact": artifact, "builder": "node-1"}, "hostvars": {"node-1": builder}})
+        "__vllm_artifact": decision, "hostvars": {decision["builder"]: builder}})
     assert all(templar.evaluate_conditional(_trusted(c)) for c in that["ansible.builtin.assert"]["that"]) is expected
