@@ -12,7 +12,7 @@
 # written last makes the role keep this virtualenv).
 #
 # Ray, at the one release the cluster plan pins (RAY_VERSION in
-# plugins/module_utils/cluster.py), goes into the same virtualenv, so the
+# plugins/module_utils/plan/cluster.py), goes into the same virtualenv, so the
 # multinode scenario forms its Ray cluster without a pip install per
 # container (the role's install task then finds it present).
 #
@@ -36,8 +36,8 @@ ca_bundle=${KV_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 base=kvllm/debian12:amd64
 repo=kvllm/engine-cpu
 venv=/opt/vllm/$version-cpu
-ray_version=$(sed -n 's/^RAY_VERSION = "\(.*\)"$/\1/p' "$root/plugins/module_utils/cluster.py")
-[ -n "$ray_version" ] || { echo "engine-image: no RAY_VERSION in plugins/module_utils/cluster.py" >&2; exit 1; }
+ray_version=$(sed -n 's/^RAY_VERSION = "\(.*\)"$/\1/p' "$root/plugins/module_utils/plan/cluster.py")
+[ -n "$ray_version" ] || { echo "engine-image: no RAY_VERSION in plugins/module_utils/plan/cluster.py" >&2; exit 1; }
 
 log() { printf 'engine-image: %s\n' "$*" >&2; }
 

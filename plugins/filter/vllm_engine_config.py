@@ -83,7 +83,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.engine_args import normalize_engine_args  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.engine_args import normalize_engine_args  # noqa: E402
 
 
 def vllm_engine_config(engine_args, vllm_version=""):

@@ -430,11 +430,11 @@ import platform  # noqa: E402
 from typing import Any, Callable, Dict, List, Optional  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import npu_smi, nvidia_smi  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.accelerator_summary import summarize  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.cpu import normalize_architecture, numa_node_ids, parse_cpuinfo, parse_meminfo  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.kv_files import get_ci, parse_kv_text  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.pci import probe_pci  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import npu_smi, nvidia_smi  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.accelerator_summary import summarize  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.cpu import normalize_architecture, numa_node_ids, parse_cpuinfo, parse_meminfo  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.kv_files import get_ci, parse_kv_text  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.pci import probe_pci  # noqa: E402
 
 C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
 TIMEOUT_RCS = (124, 137)

@@ -16,7 +16,7 @@ description:
   - The decisions of the C(kunpeng.vllm.ascend) role. It reads only; the role runs the installers it plans.
   - Checks each package of O(packages) against O(package_stats) (present, sha256 as declared) and identifies it by its
     file name (series and architecture, see the chip table in
-    C(plugins/module_utils/chips.py)) and fails, before any change, when a package is not built for the host's series
+    C(plugins/module_utils/probe/chips.py)) and fails, before any change, when a package is not built for the host's series
     (from the PCI chips, or O(series)) and CPU architecture, with the names that would fit.
   - Reads the installed versions (from the probe in O(accelerators) and the kernels/ops and NNAL version files under
     O(install_path)) and plans the components whose version differs from the package's, compared with the collection's
@@ -249,7 +249,7 @@ import os  # noqa: E402
 from typing import Any, Dict, Optional  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import ascend_plan as ap  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import ascend_plan as ap  # noqa: E402
 
 
 def _read(path: str) -> Optional[str]:

@@ -202,7 +202,7 @@ tuning:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import base_report  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import base_report  # noqa: E402
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ description:
     do not divide over the nodes keep vLLM's own C(auto).
   - KV cache - a quarter of the host's memory over the ranks, at most half of one NUMA node's memory per rank, at
     least 1 GiB; the vLLM plan then checks that the weights fit beside it.
-  - The decisions are plain functions of C(plugins/module_utils/cpu_runtime.py). Changes nothing.
+  - The decisions are plain functions of C(plugins/module_utils/plan/cpu_runtime.py). Changes nothing.
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
 options:
@@ -83,7 +83,7 @@ kvcache_space_reason:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.cpu_runtime import cpu_environment  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.cpu_runtime import cpu_environment  # noqa: E402
 
 
 def main():

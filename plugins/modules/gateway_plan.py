@@ -146,7 +146,7 @@ api_keys:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.gateway import (  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.gateway import (  # noqa: E402
     GatewayError, gateway_plan, listener_settings, validate_pools, validate_settings)
 
 

@@ -77,7 +77,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.wheelhouse import host_torch_problem  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.wheelhouse import host_torch_problem  # noqa: E402
 
 PROBE = r"""
 import json, site, sys, sysconfig

@@ -19,7 +19,7 @@ description:
     config files and command lines), a size that does not fit the host.
   - Fails with one message that lists every problem; each names the variable and the fix. Secret values are never
     repeated in it. Changes nothing.
-  - The rules are the table C(RULES) of C(plugins/module_utils/input_check.py), one per user-facing variable of each
+  - The rules are the table C(RULES) of C(plugins/module_utils/plan/input_check.py), one per user-facing variable of each
     role's C(meta/argument_specs.yml).
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
@@ -92,7 +92,7 @@ msg:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import input_check  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import input_check  # noqa: E402
 
 
 def main():

@@ -27,7 +27,7 @@ description:
     not hold the model. It returns the manifest to store after a copy.
   - With O(source) (run on the controller), it lists the model's files with their sizes and modification times, the
     O(model.source_files) of the node's call.
-  - The decisions are plain functions of C(plugins/module_utils/install_state.py). Changes nothing.
+  - The decisions are plain functions of C(plugins/module_utils/execute/install_state.py). Changes nothing.
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
 options:
@@ -167,8 +167,8 @@ import json  # noqa: E402
 import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import install_state as state  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import model_state  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state as state  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import model_state  # noqa: E402
 
 
 def read_manifest(path):

@@ -193,7 +193,7 @@ grafana_package:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.monitoring_plan import (  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.monitoring_plan import (  # noqa: E402
     MonitoringPlanError,
     node_plan,
     server_plan,

@@ -279,7 +279,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import nvidia_plan  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import nvidia_plan  # noqa: E402
 
 
 def main() -> None:

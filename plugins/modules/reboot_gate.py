@@ -85,7 +85,7 @@ msg:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.reboot_gate import reboot_gate  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.reboot_gate import reboot_gate  # noqa: E402
 
 
 def main():

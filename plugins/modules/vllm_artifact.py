@@ -32,7 +32,7 @@ description:
     for its new prefix (pyvenv.cfg, shebangs, activate scripts), writes the install-completion marker last and
     renames the directory into place. A corrupted archive or a lock that does not match is refused; nothing is
     unpacked in place.
-  - The decisions are plain functions of C(plugins/module_utils/engine_artifact.py).
+  - The decisions are plain functions of C(plugins/module_utils/execute/engine_artifact.py).
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
 options:
@@ -191,8 +191,8 @@ import shutil  # noqa: E402
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import engine_artifact as art  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import install_state as state  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact as art  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state as state  # noqa: E402
 
 _PROBE = ("import platform, sys, sysconfig; print(sys.version_info[0], sys.version_info[1]); "
           "print(platform.libc_ver()[1] or ''); print(sysconfig.get_paths()['purelib'])")

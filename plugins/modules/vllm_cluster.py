@@ -299,7 +299,7 @@ from typing import Any, Dict  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import cluster  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster  # noqa: E402
 
 ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     members=dict(type="list", elements="dict", required=True, options=dict(

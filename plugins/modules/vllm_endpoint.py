@@ -112,7 +112,7 @@ import os  # noqa: E402
 import secrets  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import endpoint_security  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import endpoint_security  # noqa: E402
 
 _PRIVATE_USERS = {"auto": "auto", "true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
 

@@ -14,7 +14,7 @@ short_description: Decide which vLLM stack to install and whether a model fits, 
 version_added: "0.1.0"
 description:
   - Picks the version row (engine, torch, torch-npu, CANN, CUDA, Python) for the node's backend from the collection's
-    compatibility matrix (C(plugins/module_utils/compat_matrix.py)), or confirms the requested one, and returns the exact
+    compatibility matrix (C(plugins/module_utils/plan/compat_matrix.py)), or confirms the requested one, and returns the exact
     pip requirement list in RV(packages). The C(kunpeng.vllm.vllm) role installs exactly that list.
   - Fails with the conflicting pair and a row that works when the node cannot run the request, for example
     C(CANN 8.3.RC2 installed, vllm-ascend 0.23.0 needs CANN 9.1.0; use vllm-ascend 0.11.0 or upgrade CANN), a CUDA
@@ -364,9 +364,9 @@ import json  # noqa: E402
 from typing import Any, Dict, List, Optional  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import capacity, compat_matrix, engine_args as engine_options  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.capacity import PlanError  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import CompatError  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, compat_matrix, engine_args as engine_options  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError  # noqa: E402
 
 # Smaller weight formats suggested when a model does not fit, by backend.
 SMALLER_FORMATS = {"cuda": ["fp8", "int4"], "ascend": ["w8a8", "w4a8"], "cpu": []}

@@ -205,8 +205,8 @@ last_seen:
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import vllm_http  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.vllm_http import VllmNotReady  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.verify import vllm_http  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.verify.vllm_http import VllmNotReady  # noqa: E402
 
 JOURNAL_LINES = 40
 

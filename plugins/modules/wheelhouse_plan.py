@@ -122,8 +122,8 @@ unknown_leave_out:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import CompatError  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.wheelhouse import select_downloads, target_for  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.wheelhouse import select_downloads, target_for  # noqa: E402
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ steps=$logdir/ascend-stack-$version-steps.sh
 # The role's steps for the row on aarch64, as pip command lines.
 PYTHONPATH=$root/.build/collections "$venv/bin/python" - "$version" > "$steps" <<'PY'
 import shlex, sys
-from ansible_collections.kunpeng.vllm.plugins.module_utils import compat_matrix as cm
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix as cm
 row = cm.select_ascend(vllm_ascend_version=sys.argv[1])
 for step in cm.install_steps("ascend", row, "aarch64"):
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in step["env"].items())

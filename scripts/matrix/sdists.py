@@ -11,7 +11,7 @@ CACHE = os.path.join(ROOT, ".build", "sdists")
 if os.path.join(ROOT, ".build", "collections") not in sys.path:
     sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import compat_matrix  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix  # noqa: E402
 
 
 def matrix_versions(rows=None):

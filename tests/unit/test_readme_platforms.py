@@ -12,8 +12,8 @@ import re
 import pytest
 from conftest import ROOT
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import compat_matrix as cm
-from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import CompatError
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix as cm
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
 
 # A host the cuda column assumes: a driver of branch 580 and a Hopper GPU (the real H200 capture has both).
 DRIVER, COMPUTE_CAPS = "580.159.04", ["9.0"]

@@ -24,7 +24,7 @@ import tempfile
 import time
 import types
 
-_PACKAGE = "ansible_collections.kunpeng.vllm.plugins.module_utils"
+_PACKAGE = "ansible_collections.kunpeng.vllm.plugins.module_utils.probe"
 TEXTFILE_NAME = "kunpeng_accelerator.prom"
 
 
@@ -33,14 +33,14 @@ def _module_utils_candidates(explicit):
     if explicit:
         return [explicit]
     return [os.path.join(here, "module_utils"),
-            os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(here))), "plugins", "module_utils")]
+            os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(here))), "plugins", "module_utils", "probe")]
 
 
 def load_parsers(explicit=None):
     """Import accelerator_metrics under its collection name from a plain directory.
 
     The module_utils import each other as ``ansible_collections.kunpeng.vllm
-    .plugins.module_utils.<name>``; registering that package with the found
+    .plugins.module_utils.probe.<name>``; registering that package with the found
     directory as its path makes those imports work without Ansible.
     """
     for directory in _module_utils_candidates(explicit):

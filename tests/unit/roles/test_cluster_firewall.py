@@ -11,7 +11,7 @@ from pathlib import Path
 
 from task_files import load, tasks
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import base_report
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import base_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins" / "modules"))
 import test_vllm_cluster as tvc  # noqa: E402

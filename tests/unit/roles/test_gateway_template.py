@@ -9,7 +9,7 @@ import os
 import jinja2
 import pytest
 import yaml
-from ansible_collections.kunpeng.vllm.plugins.module_utils.gateway import gateway_plan, listener_settings
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.gateway import gateway_plan, listener_settings
 
 ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "gateway")
 SCENARIO = os.path.join(ROLE, "..", "..", "molecule", "gateway", "group_vars", "gateway.yml")

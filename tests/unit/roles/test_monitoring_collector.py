@@ -88,7 +88,7 @@ def test_parsers_installed_beside_the_collector(tools, tmp_path):
     with open(COLLECTOR) as handle:
         (target / "collector.py").write_text(handle.read())
     for name in copied:
-        with open(os.path.join(ROOT, "plugins", "module_utils", name + ".py")) as handle:
+        with open(os.path.join(ROOT, "plugins", "module_utils", "probe", name + ".py")) as handle:
             (target / "module_utils" / (name + ".py")).write_text(handle.read())
     proc = subprocess.run([sys.executable, "-I", "-S", str(target / "collector.py"), "--once", "--stdout"],
                           env=dict(tools, LC_ALL="C"), capture_output=True, text=True, check=False)

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 import yaml
-from ansible_collections.kunpeng.vllm.plugins.module_utils import accelerator_metrics
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import accelerator_metrics
 from conftest import FIXTURES, ROOT
 from promtool import require
 from test_monitoring_rules import render_rules

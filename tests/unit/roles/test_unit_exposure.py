@@ -24,7 +24,7 @@ from ansible.template import Templar, trust_as_template
 from task_files import ROOT, load
 from task_files import trusted as _trusted
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.endpoint_security import private_users
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 
 LIMIT = 1.5
 IMAGE = "kvllm/debian12:amd64"

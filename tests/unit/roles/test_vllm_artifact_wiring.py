@@ -2,7 +2,7 @@
 
 The ``when`` of each install.yml task is evaluated with Ansible's templar on
 the role's own defaults and vars, and with the decisions of the real
-``plan_hosts`` (plugins/module_utils/engine_artifact.py) for a fresh fleet of
+``plan_hosts`` (plugins/module_utils/execute/engine_artifact.py) for a fresh fleet of
 three hosts; no playbook run.
 """
 
@@ -12,7 +12,7 @@ from ansible.template import Templar
 from task_files import load, task
 from task_files import trusted as _trusted
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import engine_artifact as art
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact as art
 
 INSTALL = "roles/vllm/tasks/install.yml"
 STEPS = {

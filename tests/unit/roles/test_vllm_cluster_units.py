@@ -21,7 +21,7 @@ import plan_hosts  # noqa: E402
 from module_runner import run_main  # noqa: E402
 from task_files import trusted  # noqa: E402
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import cpu_runtime  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cpu_runtime  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_cluster  # noqa: E402
 
 UNITS = os.path.join(ROOT, "tests", "unit", "fixtures", "cluster", "units")

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "plugins", "modules"))
 import plan_hosts  # noqa: E402
 from module_runner import run_main  # noqa: E402
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import cpu_runtime  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cpu_runtime  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_endpoint  # noqa: E402
 
 ENDPOINT = "roles/vllm/tasks/endpoint.yml"

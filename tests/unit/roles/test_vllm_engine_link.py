@@ -17,7 +17,7 @@ from ansible.template import Templar, trust_as_template
 from task_files import ROOT, load, task
 from task_files import trusted as _trusted
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.endpoint_security import private_users
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 
 ROLE = os.path.join(ROOT, "roles", "vllm")
 INSTANCES = ("smollm2", "qwen3")

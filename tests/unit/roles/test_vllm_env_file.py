@@ -14,7 +14,8 @@ import subprocess
 import jinja2
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import cpu, cpu_runtime, input_check
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import cpu
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cpu_runtime, input_check
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TEMPLATES = os.path.join(ROOT, "roles", "vllm", "templates")

@@ -14,7 +14,7 @@ import jinja2
 import pytest
 from conftest import FIXTURES
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.endpoint_security import private_users
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TEMPLATES = os.path.join(ROOT, "roles", "vllm", "templates")

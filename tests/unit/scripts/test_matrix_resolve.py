@@ -4,7 +4,7 @@ import copy
 import os
 import sys
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import compat_matrix as cm
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix as cm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "matrix"))

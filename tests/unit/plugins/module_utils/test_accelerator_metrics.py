@@ -10,8 +10,8 @@ import os
 import re
 
 import pytest
-from ansible_collections.kunpeng.vllm.plugins.module_utils import accelerator_metrics as am
-from ansible_collections.kunpeng.vllm.plugins.module_utils import nvidia_smi
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import accelerator_metrics as am
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import nvidia_smi
 from conftest import FIXTURES
 from promtool import promtool_check_metrics
 

@@ -1,6 +1,6 @@
 """The backend decision and problem list, from hand-built probe results."""
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.accelerator_summary import summarize
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.accelerator_summary import summarize
 
 CPU = {"model_name": "Kunpeng 920", "architecture": "aarch64", "memory_mib": 1024}
 NO_PCI = {"ascend": [], "ascend_count": 0, "ascend_chips": [], "nvidia": [], "nvidia_count": 0, "nvswitch_count": 0}

@@ -10,8 +10,9 @@ import os
 
 import pytest
 import yaml
-from ansible_collections.kunpeng.vllm.plugins.module_utils import ascend_plan as ap
-from ansible_collections.kunpeng.vllm.plugins.module_utils import chips, compat_matrix, pci
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import ascend_plan as ap
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import chips, pci
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix
 from conftest import FIXTURES, ROOT
 
 # Package names of the Molecule scenario's v1 / v2 doubles (molecule/ascend/doubles/packages).

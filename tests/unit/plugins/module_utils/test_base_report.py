@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import base_report
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import base_report
 
 HEADERS = "linux-headers-6.1.0-28-amd64"
 

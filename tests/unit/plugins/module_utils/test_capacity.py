@@ -6,8 +6,8 @@ import os
 import pytest
 from conftest import FIXTURES
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import capacity as cap
-from ansible_collections.kunpeng.vllm.plugins.module_utils.capacity import PlanError
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity as cap
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
 
 OPTIONS = {"min_model_len": 4096, "concurrent_sequences": 1, "smaller_formats": ["fp8", "int4"]}
 H200_MIB = 143771  # nvidia-smi on the real H200 (fixtures/nvidia/h200)

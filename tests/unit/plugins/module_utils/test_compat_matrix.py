@@ -6,8 +6,8 @@ import random
 import pytest
 from packaging.version import Version
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import compat_matrix as cm
-from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import CompatError, version_cmp, version_key
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix as cm
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError, version_cmp, version_key
 
 # Each list is strictly increasing; every pair inside a list is checked both ways.
 ORDERED = [

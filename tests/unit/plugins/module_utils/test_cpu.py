@@ -2,7 +2,7 @@
 
 import os
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import cpu
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import cpu
 from conftest import FIXTURES
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import endpoint_security as es
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import endpoint_security as es
 
 KEY_FILE = "/etc/vllm/smollm2.api-key"
 

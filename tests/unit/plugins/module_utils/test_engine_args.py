@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import engine_args as ea
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import engine_args as ea
 from conftest import FIXTURES
 
 

@@ -1,4 +1,4 @@
-"""Decisions of plugins/module_utils/engine_artifact.py, one table each.
+"""Decisions of plugins/module_utils/execute/engine_artifact.py, one table each.
 
 Locks and sidecars come from the real pack of a virtualenv
 (tests/unit/plugins/modules/test_vllm_artifact.py); here the tables check the
@@ -8,7 +8,7 @@ dist-info folders written to tmp_path.
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import engine_artifact as art
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact as art
 
 COMBO = "vllm-0.32.0-cpu-x86_64-py3.11-glibc2.36"
 

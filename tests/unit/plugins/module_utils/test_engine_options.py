@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import compat_matrix as cm
-from ansible_collections.kunpeng.vllm.plugins.module_utils.engine_args import normalize_engine_args, release_options
-from ansible_collections.kunpeng.vllm.plugins.module_utils.engine_options import OPTIONS_BY_RELEASE
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix as cm
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.engine_args import normalize_engine_args, release_options
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.engine_options import OPTIONS_BY_RELEASE
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 

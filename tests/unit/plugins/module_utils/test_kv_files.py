@@ -2,7 +2,7 @@
 
 import os
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.kv_files import get_ci, parse_kv_text
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.kv_files import get_ci, parse_kv_text
 from conftest import FIXTURES
 
 VERSIONS = os.path.join(FIXTURES, "ascend", "versions")

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import install_state
-from ansible_collections.kunpeng.vllm.plugins.module_utils import model_state as ms
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import model_state as ms
 
 MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "models")
 

@@ -1,7 +1,7 @@
 """Decisions of the monitoring role: targets, exporter, scrape configuration, flags, Grafana."""
 
 import pytest
-from ansible_collections.kunpeng.vllm.plugins.module_utils import monitoring_plan as mp
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import monitoring_plan as mp
 
 PORTS = {"node_exporter": 9100, "vllm": 8000, "gateway": 8405, "dcgm": 9400, "npu": 8082}
 DCGM = {"monitoring_dcgm_exporter_package": "datacenter-gpu-manager-exporter"}

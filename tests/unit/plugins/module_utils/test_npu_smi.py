@@ -3,7 +3,7 @@
 import os
 
 import pytest
-from ansible_collections.kunpeng.vllm.plugins.module_utils import npu_smi
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import npu_smi
 from conftest import FIXTURES
 
 ASCEND = os.path.join(FIXTURES, "ascend")

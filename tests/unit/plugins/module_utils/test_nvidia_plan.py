@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import nvidia_plan
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import nvidia_plan
 
 
 # NVIDIA Driver Installation Guide: "Kernel Modules" (package per kernel

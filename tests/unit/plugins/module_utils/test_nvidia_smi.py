@@ -3,7 +3,7 @@
 import os
 
 import pytest
-from ansible_collections.kunpeng.vllm.plugins.module_utils import nvidia_smi
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import nvidia_smi
 from conftest import FIXTURES
 
 NVIDIA = os.path.join(FIXTURES, "nvidia")

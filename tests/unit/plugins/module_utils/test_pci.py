@@ -2,7 +2,7 @@
 
 import os
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import pci
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import pci
 from conftest import FIXTURES
 
 

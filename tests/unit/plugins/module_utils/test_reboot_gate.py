@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.reboot_gate import reboot_gate
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.reboot_gate import reboot_gate
 
 
 @pytest.mark.parametrize("backend, nvidia, ascend, stop, variable", [

@@ -6,8 +6,8 @@ import os
 import pytest
 from conftest import FIXTURES
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import wheelhouse
-from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import CompatError
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import wheelhouse
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
 
 SERVE = ("nvidia", "h200", "offline-serve")
 

@@ -19,7 +19,7 @@ import re
 import shutil
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.nvidia_smi import QUERY_ARGS
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.nvidia_smi import QUERY_ARGS
 from ansible_collections.kunpeng.vllm.plugins.modules import accelerator_facts
 
 from conftest import FIXTURES

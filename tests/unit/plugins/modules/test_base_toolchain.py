@@ -8,7 +8,7 @@ import copy
 import plan_hosts
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import base_report
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import base_report
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan
 
 

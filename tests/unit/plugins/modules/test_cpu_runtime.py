@@ -6,7 +6,7 @@ import fakes
 import pytest
 from conftest import FIXTURES
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import cpu_runtime
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cpu_runtime
 
 HOSTS = {
     # 2 logical CPUs, one NUMA node (0-1), 15.6 GiB: the test machine's shape.

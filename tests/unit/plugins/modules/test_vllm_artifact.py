@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import engine_artifact as art
-from ansible_collections.kunpeng.vllm.plugins.module_utils import install_state as state
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact as art
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state as state
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_artifact
 
 from module_runner import run_main

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from conftest import FIXTURES, ROOT
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.capacity import PlanError
-from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import CompatError
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan
 
 

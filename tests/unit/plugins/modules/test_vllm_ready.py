@@ -18,7 +18,7 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import vllm_http
+from ansible_collections.kunpeng.vllm.plugins.module_utils.verify import vllm_http
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_ready
 from conftest import FIXTURES
 from module_runner import run_main

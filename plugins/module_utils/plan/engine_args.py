@@ -26,8 +26,8 @@ __metaclass__ = type  # noqa: UP001
 import difflib
 import re
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import compat_matrix
-from ansible_collections.kunpeng.vllm.plugins.module_utils.engine_options import OPTIONS_BY_RELEASE
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.engine_options import OPTIONS_BY_RELEASE
 
 # Value kinds.  YAML values reach vLLM as strings on a command line, so the
 # checks mirror what its argparse types accept.

@@ -32,7 +32,7 @@ __metaclass__ = type  # noqa: UP001
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import version_cmp
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import version_cmp
 
 ACTIONS = ("adopt", "too_old", "install")
 SOURCES = ("cuda_repo", "distro", "runfile")

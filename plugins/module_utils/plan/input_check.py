@@ -31,7 +31,7 @@ __metaclass__ = type  # noqa: UP001
 import os
 import re
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import cluster, engine_args
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, engine_args
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Instance, model and file names: they name units, paths and directories.

@@ -44,8 +44,8 @@ __metaclass__ = type  # noqa: UP001
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import chips
-from ansible_collections.kunpeng.vllm.plugins.module_utils.vllm_requirements import COMMON_REQUIREMENTS
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import chips
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.vllm_requirements import COMMON_REQUIREMENTS
 
 # --- the matrix ------------------------------------------------------------------------------
 

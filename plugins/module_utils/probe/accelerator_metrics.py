@@ -34,7 +34,7 @@ __metaclass__ = type  # noqa: UP001
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import npu_smi, nvidia_smi
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import npu_smi, nvidia_smi
 
 MIB = 1024 * 1024
 PREFIX = "kunpeng_accelerator_"

@@ -19,7 +19,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.pci import normalize_bus_id
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.pci import normalize_bus_id
 
 QUERY_FIELDS = (
     "index",

@@ -16,7 +16,7 @@ __metaclass__ = type  # noqa: UP001
 import os
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import chips
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import chips
 
 HUAWEI_VENDOR = chips.HUAWEI_VENDOR
 NVIDIA_VENDOR = "0x10de"

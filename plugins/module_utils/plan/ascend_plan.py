@@ -31,8 +31,8 @@ __metaclass__ = type  # noqa: UP001
 import re
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import chips
-from ansible_collections.kunpeng.vllm.plugins.module_utils.compat_matrix import version_cmp
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import chips
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import version_cmp
 
 COMPONENTS = ["driver", "firmware", "toolkit", "kernels", "nnal"]
 HDK = ["driver", "firmware"]

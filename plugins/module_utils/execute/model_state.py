@@ -20,7 +20,7 @@ __metaclass__ = type  # noqa: UP001
 
 import os
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.install_state import MODEL_MARKER
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute.install_state import MODEL_MARKER
 
 MANIFEST = ".kunpeng-model-manifest.json"
 MANIFEST_VERSION = 1

@@ -29,7 +29,7 @@ __metaclass__ = type  # noqa: UP001
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import compat_matrix
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix
 
 # glibc minor versions of manylinux_2_N tags pip must be told one by one (it
 # matches N exactly); the legacy aliases manylinux2014 (2.17) and manylinux1
