@@ -25,7 +25,9 @@ description:
     RV(converged) is true only when nothing differs, the unit is active and the endpoint answers; RV(drift) names
     each difference in a sentence. It changes nothing and reads no file beyond the listed ones, each
     C(dist-info) folder's RECORD and the model directory's file list (no model file is read).
-  - A missing or unreadable record is not converged (RV(drift) C(no record)).
+  - A missing or unreadable record is not converged (RV(drift) C(no record)). Neither is a host where a listed file,
+    a C(dist-info) or the model directory cannot be read (RV(drift) C(cannot read <path>) and why);
+    O(state=record) fails there and writes nothing.
   - The comparisons are plain functions of C(plugins/module_utils/execute/converged.py).
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
@@ -251,7 +253,13 @@ def main():
             url = vllm_http.base_url(p["url"], p["host"], p["port"])
         except ValueError as exc:
             module.fail_json(msg=str(exc), record_file=path)
-    current = converged.build_record(p["fingerprint"], p["files"], p["venv"], p["model_dir"], p["service"])
+    try:
+        current = converged.build_record(p["fingerprint"], p["files"], p["venv"], p["model_dir"], p["service"])
+    except OSError as exc:
+        unreadable = f"cannot read {exc.filename or 'the host'}: {exc.strerror or exc}"
+        if p["state"] == "check":
+            module.exit_json(changed=False, converged=False, drift=[unreadable], checked=[], record_file=path)
+        module.fail_json(msg=f"{unreadable}; the record was not written", record_file=path)
     stored, old_text, problem = converged.read_record(path)
     drift = [problem] if problem else converged.drift(stored, current)
     result = dict(record_file=path, checked=converged.checked(current, url))

@@ -47,10 +47,13 @@ DIR_MODE = 0o700
 
 
 def file_digest(path):
-    """sha256 of the file at ``path``, None when there is no such file."""
+    """sha256 of the file at ``path``, None when there is no such file; OSError names a file that cannot be read."""
     if not os.path.isfile(path):
         return None
-    return engine_artifact._sha256_file(path)  # pylint: disable=protected-access
+    try:
+        return engine_artifact._sha256_file(path)  # pylint: disable=protected-access
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, path) from None
 
 
 def site_packages(venv):

@@ -285,6 +285,16 @@ def test_host_and_port_like_vllm_ready(host):
     assert result["checked"][-1] == f"endpoint http://127.0.0.1:{host.server.port}"
 
 
+def test_unreadable_file_is_drift_and_no_record(host):
+    """A listed file that cannot be read (/proc/self/mem reads fail at offset 0, for root too)."""
+    host.recorded()
+    files = [host.config, "/proc/self/mem"]
+    _failed, result = host.run(files=files)
+    failed, record = host.run(state="record", files=files)
+    assert result["converged"] is False and result["drift"] == ["cannot read /proc/self/mem: Input/output error"], result
+    assert failed and record["msg"] == "cannot read /proc/self/mem: Input/output error; the record was not written"
+
+
 def test_endpoint_needs_a_model(host):
     failed, result = host.run(model=None)
     assert failed and "model is required" in result["msg"]
