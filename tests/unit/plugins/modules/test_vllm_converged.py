@@ -189,6 +189,7 @@ def test_converged_host(host):
                                  f"endpoint {host.server.url}"]
     assert host.calls == [["/usr/bin/systemctl", "is-active", UNIT]]
     assert host.server.fake.requests[-1][:2] == ("GET", "/v1/models")
+    assert host.run(check_mode=True) == (False, result), "check mode checks the same way"
 
 
 @pytest.mark.parametrize("case, change, expected", DRIFT, ids=[row[0] for row in DRIFT])
