@@ -405,6 +405,12 @@ role_steps:
   returned: with O(request)
   type: list
   elements: dict
+fast_path:
+  description:
+    - Whether a re-run may skip the install and configure steps when kunpeng.vllm.vllm_converged finds the host
+      still holding what this plan put there - a systemd unit, the readiness gate on, a single-node instance.
+  returned: with O(request)
+  type: bool
 install_hooks:
   description: Task files of the vllm role that run C(before) and C(after) the pip steps (backend-specific work).
   returned: with O(request)
