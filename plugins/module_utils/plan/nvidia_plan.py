@@ -178,8 +178,35 @@ def decide(params: Dict[str, Any]) -> Dict[str, Any]:
         "toolkit_packages": toolkit_packages(toolkit),
         "runfile": runfile(params.get("runfile_src") or "", architecture),
     }
+    plan["steps"] = steps(plan, params)
     plan["refusals"] = refusals(plan, params)
     return plan
+
+
+def steps(plan: Dict[str, Any], params: Dict[str, Any]) -> Dict[str, bool]:
+    """Which of the role's steps run: one boolean per step, so the tasks decide nothing.
+
+    ``service_mgr`` (systemd or not), ``persistenced`` (nvidia_persistenced)
+    and ``toolkit_found`` (nvcc of the requested toolkit exists) come from
+    the role.
+    """
+    install = plan["action"] == "install"
+    source = plan["source"]
+    systemd = params.get("service_mgr") == "systemd"
+    toolkit_missing = bool(plan["toolkit_packages"]) and not params.get("toolkit_found")
+    return {
+        "install_packages": install and source in ("cuda_repo", "distro"),
+        "install_runfile": install and source == "runfile",
+        "pinning": bool(plan["pinning_packages"]),
+        # A runfile driver under the packages about to be installed breaks both.
+        "look_for_runfile_driver": install and plan["working"],
+        "checksum_runfile": install and source == "runfile" and not plan["runfile"]["remote"],
+        "toolkit_missing": toolkit_missing,
+        "repository": (install and source == "cuda_repo") or toolkit_missing,
+        "manage_services": install and systemd,
+        "note_no_systemd": install and not systemd,
+        "persistenced_unit": install and systemd and bool(params.get("persistenced", True)) and source == "runfile",
+    }
 
 
 def refusals(plan: Dict[str, Any], params: Dict[str, Any]) -> List[str]:
