@@ -119,6 +119,13 @@ options:
     description: The host's service manager (C(ansible_facts.service_mgr)); services are managed under C(systemd) only.
     type: str
     default: ""
+  pkg_mgr:
+    description:
+      - The host's package manager (C(__nvidia_pkg_mgr) of the role's platform variables); picks the CUDA repository's
+        package names. Empty - from O(distribution) (Debian and Ubuntu apt, openEuler dnf).
+    type: str
+    default: ""
+    choices: ["", apt, dnf]
   persistenced:
     description: Whether the role runs nvidia-persistenced (C(nvidia_persistenced)).
     type: bool
@@ -330,6 +337,7 @@ def main() -> None:
             runfile_src=dict(type="str", default=""),
             runfile_sha256=dict(type="str", default=""),
             service_mgr=dict(type="str", default=""),
+            pkg_mgr=dict(type="str", default="", choices=["", "apt", "dnf"]),
             persistenced=dict(type="bool", default=True),
             toolkit_found=dict(type="bool", default=False),
             report_for=dict(type="dict"),

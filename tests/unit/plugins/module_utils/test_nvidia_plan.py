@@ -170,3 +170,17 @@ def test_steps(plan, params, on):
     assert sorted(steps) == sorted(_STEPS)
     assert sorted(k for k, v in steps.items() if v) == sorted(on)
     assert all(isinstance(v, bool) for v in steps.values())
+
+
+@pytest.mark.parametrize("distribution, pkg_mgr, driver", [
+    # The role passes its vars file's package manager: a distribution unknown here gets the repository's names.
+    ("Linaro", "apt", ["nvidia-open-580"]),
+    ("AnolisOS", "dnf", ["@nvidia-driver:580-open"]),
+    ("Linaro", None, []),
+    # Without it, the known distributions.
+    ("Debian", None, ["nvidia-open-580"]),
+    ("openEuler", None, ["@nvidia-driver:580-open"]),
+    ("openEuler", "dnf", ["@nvidia-driver:580-open"]),
+])
+def test_cuda_repository_names_follow_the_package_manager(distribution, pkg_mgr, driver):
+    assert nvidia_plan.packages(distribution, "cuda_repo", "580", "open", pkg_mgr)["driver"] == driver
