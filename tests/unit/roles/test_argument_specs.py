@@ -31,9 +31,31 @@ def _load(path):
         return yaml.safe_load(handle) or {}
 
 
+def _options(role):
+    """Options of every entry point of ``role`` (main, and those called with tasks_from), one spec per name."""
+    entries = _load(os.path.join(ROLES, role, "meta", "argument_specs.yml"))["argument_specs"]
+    options = {}
+    for entry in entries.values():
+        for name, spec in (entry.get("options") or {}).items():
+            options.setdefault(name, spec)
+    return options
+
+
+@pytest.mark.parametrize("role", _roles())
+def test_every_entry_point_has_its_task_file_and_a_description(role):
+    entries = _load(os.path.join(ROLES, role, "meta", "argument_specs.yml"))["argument_specs"]
+    for entry, spec in entries.items():
+        assert os.path.isfile(os.path.join(ROLES, role, "tasks", entry + ".yml")), entry
+        assert spec.get("short_description"), entry
+        # An option shared by several entry points is described alike in each.
+        for name, option in (spec.get("options") or {}).items():
+            if entry != "main" and name in entries["main"].get("options", {}):
+                assert option["type"] == entries["main"]["options"][name]["type"], (entry, name)
+
+
 @pytest.mark.parametrize("role", _roles())
 def test_defaults_and_argument_specs_agree(role):
-    specs = _load(os.path.join(ROLES, role, "meta", "argument_specs.yml"))["argument_specs"]["main"]["options"]
+    specs = _options(role)
     defaults_path = os.path.join(ROLES, role, "defaults", "main.yml")
     defaults = _load(defaults_path) if os.path.exists(defaults_path) else {}
     undocumented = sorted(set(defaults) - set(specs))
@@ -44,13 +66,13 @@ def test_defaults_and_argument_specs_agree(role):
 
 @pytest.mark.parametrize("role", _roles())
 def test_public_variables_carry_the_role_prefix(role):
-    specs = _load(os.path.join(ROLES, role, "meta", "argument_specs.yml"))["argument_specs"]["main"]["options"]
+    specs = _options(role)
     assert all(name.startswith(role + "_") for name in specs), sorted(n for n in specs if not n.startswith(role + "_"))
 
 
 @pytest.mark.parametrize("role", _roles())
 def test_readme_lists_every_variable(role):
-    specs = _load(os.path.join(ROLES, role, "meta", "argument_specs.yml"))["argument_specs"]["main"]["options"]
+    specs = _options(role)
     with open(os.path.join(ROLES, role, "README.md")) as handle:
         readme = handle.read()
     missing = sorted(name for name in specs if f"`{name}`" not in readme)
@@ -77,7 +99,7 @@ def _used_variables(role):
 
 @pytest.mark.parametrize("role", _roles())
 def test_every_documented_variable_is_used_and_every_used_one_documented(role):
-    specs = _load(os.path.join(ROLES, role, "meta", "argument_specs.yml"))["argument_specs"]["main"]["options"]
+    specs = _options(role)
     used = _used_variables(role)
     assert sorted(set(specs) - used) == [], f"{role}: documented but never used"
     assert sorted(used - set(specs)) == [], f"{role}: used but not documented"

@@ -3,13 +3,15 @@
 All instances used to run ``<install_dir>/current/bin/vllm``: the link moved
 by the last deploy, and upgrade.yml's rollback reset it, for every instance
 of the host.  Now each unit runs the engine through its own link
-``<install_dir>/current-<instance>``.  These tests render the real unit
+``<install_dir>/current-<instance>``, which the entry points snapshot,
+rollback and remove (and the modules they call) read and move.  These tests render the real unit
 template and the real task arguments with the role's own defaults and vars
 (Ansible's templar, no playbook run) for two instances of one host.
 """
 
 import os
 import re
+import sys
 
 import pytest
 from ansible.parsing.dataloader import DataLoader
@@ -17,8 +19,7 @@ from ansible.template import Templar, trust_as_template
 from task_files import ROOT, load, task
 from task_files import trusted as _trusted
 
-import sys
-
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute.instance_lifecycle import engine_link, removal_plan
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "plugins", "modules"))
@@ -68,29 +69,25 @@ def test_install_moves_only_the_link_the_unit_runs(instance):
 
 
 @pytest.mark.parametrize("instance", INSTANCES)
-def test_upgrade_records_and_rolls_back_only_this_instances_link(instance):
-    (play,) = load("playbooks/upgrade.yml")
-    play_vars = dict(play["vars"], __upgrade_backup="/var/backups/kunpeng-vllm/20261130T180000Z")
-
-    def upgrade_render(text):
-        return render(instance, text, play_vars)
-
-    link = upgrade_render("{{ __upgrade_link }}")
+def test_rollback_entry_points_move_only_this_instances_link(instance):
+    """The link the modules read is the link the unit runs; snapshot records it and rollback moves it back."""
+    link = engine_link("/opt/vllm", instance)
     assert link + "/bin/vllm" == exec_start(instance)
-    read = task("playbooks/upgrade.yml", "Read the instance's engine link")["ansible.builtin.stat"]
-    assert upgrade_render(read["path"]) == link
-    rollback = task("playbooks/upgrade.yml", "Point the instance's engine link back at the previous venv")
-    assert upgrade_render(rollback["ansible.builtin.file"]["dest"]) == link
-    after = task("playbooks/upgrade.yml", "Read the venv now in service")["ansible.builtin.stat"]
-    assert upgrade_render(after["path"]) == link
-    record = task("playbooks/upgrade.yml", "Record the venv in service")["ansible.builtin.copy"]
-    assert upgrade_render(record["dest"]) == f"/var/backups/kunpeng-vllm/20261130T180000Z/current-{instance}"
+    assert render(instance, "{{ __vllm_current_link }}") == link
+    rollback = task("roles/vllm/tasks/rollback.yml", "Point the instance's engine link back at the previous venv")
+    assert render(instance, rollback["ansible.builtin.file"]["dest"]) == link
+    record = task("roles/vllm/tasks/snapshot.yml", "Record the venv in service")["ansible.builtin.copy"]
+    backup = {"kunpeng_vllm_snapshot": {"dir": "/var/backups/kunpeng-vllm/20261130T180000Z"}}
+    assert render(instance, record["dest"], backup) == f"/var/backups/kunpeng-vllm/20261130T180000Z/current-{instance}"
 
 
 @pytest.mark.parametrize("instance", INSTANCES)
 def test_uninstall_removes_the_instances_link(instance):
-    (play,) = load("playbooks/uninstall.yml")
-    found = task("playbooks/uninstall.yml", "Remove the instances' engine links")
-    assert found["loop"] == "{{ __uninstall_names }}"
-    path = render(instance, found["ansible.builtin.file"]["path"], dict(play["vars"], item=instance))
-    assert path + "/bin/vllm" == exec_start(instance)
+    with open(os.path.join(ROLE, "templates", "vllm.service.j2")) as handle:
+        unit = render(instance, handle.read())
+    removal = removal_plan({f"vllm-{instance}.service": unit}, [instance], "/opt/vllm", "/etc/vllm",
+                           "/var/cache/vllm", "/var/lib/vllm/models", True)
+    assert exec_start(instance)[:-len("/bin/vllm")] in removal["paths"]
+    assert removal["units"] == [f"vllm-{instance}.service"]
+    # The model the rendered unit serves is found in its ExecStart.
+    assert removal["model_dirs"] == [f"/var/lib/vllm/models/{instance}"]

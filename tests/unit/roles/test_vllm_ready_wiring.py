@@ -3,14 +3,15 @@
 The gate used to call kunpeng.vllm.vllm_ready with a fixed
 ``http://127.0.0.1:<port>`` and no expectation, so a server bound to one
 address was never reached and a wrong answer passed.  Both the role's verify
-step and upgrade.yml's check of a restored instance must hand the module the
-host (vllm_ready_host, or the restored config's host) and the expectation.
+step and the check of a restored instance (the role's entry point rollback,
+which playbooks/upgrade.yml calls) must hand the module the host
+(vllm_ready_host, or the restored config's host) and the expectation.
 """
 
 import pytest
 from task_files import load, tasks
 
-FILES = ["roles/vllm/tasks/verify.yml", "playbooks/upgrade.yml"]
+FILES = ["roles/vllm/tasks/verify.yml", "roles/vllm/tasks/rollback.yml"]
 
 
 def _ready_calls(path):

@@ -1,0 +1,244 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""Where a vLLM instance stands on its host, what rolls it back and what removes it.
+
+The vllm role lays an instance ``<name>`` out as (roles/vllm/vars/main.yml):
+
+- ``<unit_dir>/vllm-<name>.service``: its unit; a member of a multi-node
+  instance whose plan says Ray also has ``vllm-ray-<name>.service`` (a Ray
+  worker has only that one);
+- ``<install_dir>/current-<name>``: the link to the versioned virtualenv it
+  runs (``<install_dir>/<version>-<backend>``, shared by the instances on
+  that engine);
+- ``<config_dir>/<name>.yaml``, ``.env`` (0600) and ``.api-key``: engine
+  config, service environment and the key generated on the node;
+- ``<cache_dir>/<name>``: its caches.
+
+The role's entry points ``snapshot``, ``rollback`` and ``remove`` (which
+playbooks/upgrade.yml and playbooks/uninstall.yml call) decide with these
+functions; the playbooks know none of this layout.  Reading the node is
+:func:`read_instance` and :func:`read_removal`; everything else is a plain
+function of what was read.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import os
+import re
+
+UNIT_PREFIX = "vllm-"
+RAY_UNIT_PREFIX = "vllm-ray-"
+UNIT_SUFFIX = ".service"
+# The files of an instance in the config directory (<name>.<suffix>).
+CONFIG_SUFFIXES = ("yaml", "env", "api-key")
+_EXEC_START = re.compile(r"(?m)^ExecStart=(\S+)")
+# The engine command of a unit or a launcher (vllm_service_manager none).
+_SERVE = re.compile(r"/bin/vllm serve (\S+)")
+_API_KEY = re.compile(r"(?m)^VLLM_API_KEY=(.*)$")
+
+
+def unit_name(instance):
+    """The unit of instance ``instance``."""
+    return f"{UNIT_PREFIX}{instance}{UNIT_SUFFIX}"
+
+
+def is_unit(file_name):
+    """Whether ``file_name`` is a vLLM unit (``vllm-*.service``) of any instance."""
+    return file_name.startswith(UNIT_PREFIX) and file_name.endswith(UNIT_SUFFIX) \
+        and len(file_name) > len(UNIT_PREFIX) + len(UNIT_SUFFIX)
+
+
+def engine_link(install_dir, instance):
+    """The link to the virtualenv the instance runs."""
+    return os.path.join(install_dir, f"current-{instance}")
+
+
+def rollback_target(link, link_source):
+    """The virtualenv an upgrade rolls back to: the one the instance's link points at now.
+
+    ``link_source`` is the resolved target of ``link`` (None when ``link`` is
+    not a link).  Returns ``deployed``, ``venv``, ``release`` (the venv's
+    folder name, ``<version>-<backend>``) and ``msg``.
+    """
+    if not link_source:
+        return {"deployed": False, "venv": None, "release": None,
+                "msg": (f"{link} is not a link to an engine virtualenv, so there is nothing to roll back to. "
+                        "Deploy first with playbooks/site.yml or playbooks/deploy.yml (an instance deployed with "
+                        f"the shared {os.path.dirname(link)}/current link of earlier builds gets its own link from "
+                        "one run of playbooks/deploy.yml).")}
+    venv = link_source.rstrip("/")
+    release = os.path.basename(venv)
+    return {"deployed": True, "venv": venv, "release": release, "msg": f"{release} in service ({venv})"}
+
+
+def rollback_steps(instance, snapshot_units, snapshot_config_files, units_now, config_files_now,
+                   multi_node=False, group=""):
+    """What a rollback to a snapshot does, given what the failed attempt left.
+
+    Files in the config directory and units that were not there at the
+    snapshot go (units are stopped first); every unit of the snapshot is
+    copied back; the instance restarts when its unit existed at the snapshot.
+    Its readiness is checked then, except on a member of a multi-node
+    instance: it answers only when every member is back, so the next deploy's
+    gate on the head checks it.  ``unchecked`` says why it is not checked
+    (None when it is).
+    """
+    unit = unit_name(instance)
+    had_unit = unit in snapshot_units
+    if multi_node:
+        unchecked = (f"every member of {group} rolls back with it "
+                     "(not checked: the next deploy gates the head)")
+    elif not had_unit:
+        unchecked = "the restored instance did NOT become healthy: its unit did not exist before the upgrade"
+    else:
+        unchecked = None
+    return {
+        "unit": unit,
+        "remove_config_files": sorted(set(config_files_now) - set(snapshot_config_files)),
+        "stop_units": sorted(set(units_now) - set(snapshot_units)),
+        "restore_units": sorted(snapshot_units),
+        "restart": had_unit,
+        "check_ready": had_unit and not multi_node,
+        "unchecked": unchecked,
+    }
+
+
+def unit_instance(file_name, text):
+    """(instance, kind) of the unit ``file_name`` with content ``text``; kind is ``engine`` or ``ray``.
+
+    A Ray unit runs ``<link>/bin/ray``; its instance is the name after
+    ``vllm-ray-`` (an engine instance may itself be called ``ray-x``, so the
+    command, not the file name, tells them apart).
+    """
+    match = _EXEC_START.search(text or "")
+    base = file_name[len(UNIT_PREFIX):-len(UNIT_SUFFIX)]
+    if match and match.group(1).endswith("/bin/ray") and file_name.startswith(RAY_UNIT_PREFIX):
+        return file_name[len(RAY_UNIT_PREFIX):-len(UNIT_SUFFIX)], "ray"
+    return base, "engine"
+
+
+def served_model_dir(text):
+    """The model directory an engine unit or launcher serves (``<link>/bin/vllm serve <dir> ...``), or None."""
+    match = _SERVE.search(text or "")
+    return (match.group(1).rstrip("/") or None) if match else None
+
+
+def _below(path, root):
+    """Whether ``path`` lies strictly below ``root``."""
+    root = root.rstrip("/")
+    return path.startswith(root + "/") and len(path) > len(root) + 1
+
+
+def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, remove_models,
+                 engine_entries=(), model_root_dirs=()):
+    """What playbooks/uninstall.yml removes on one host.
+
+    ``units`` maps each ``vllm-*.service`` file name of the host to its text;
+    ``only`` names the instances to remove (empty: all).  An instance goes
+    with every unit it has (its Ray unit too), its config files, its cache
+    and its engine link.  The virtualenvs may serve several instances, so
+    ``engine_entries`` (everything in ``install_dir``: virtualenvs, links,
+    the wheelhouse) go only when no instance is left.  Models go only with
+    ``remove_models`` and only below ``model_root``: those the removed
+    engine units serve, and on a full removal every directory in
+    ``model_root_dirs`` as well; a model elsewhere is never removed.
+    """
+    owners = {}
+    for file_name, text in sorted(units.items()):
+        instance, _kind = unit_instance(file_name, text)
+        owners.setdefault(instance, []).append(file_name)
+    found = sorted(owners)
+    names = [n for n in found if not only or n in only]
+    remaining = [n for n in found if n not in names]
+    full = not remaining
+    served = sorted({d for n in names for u in owners[n] for d in [served_model_dir(units[u])] if d})
+    below = [d for d in served if _below(d, model_root)]
+    outside = [d for d in served if not _below(d, model_root)]
+    model_dirs = sorted(set(below) | (set(model_root_dirs) if full and remove_models else set()))
+    paths = [os.path.join(config_dir, f"{n}.{suffix}") for n in names for suffix in CONFIG_SUFFIXES]
+    paths += [os.path.join(cache_dir, n) for n in names]
+    paths += [engine_link(install_dir, n) for n in names]
+    if full:
+        paths += sorted(engine_entries)
+    if remove_models:
+        paths += model_dirs
+    unit_files = sorted(u for n in names for u in owners[n])
+    engines = "removed" if full else f"kept (other instances remain: {', '.join(remaining)})"
+    if remove_models:
+        models = f"removed {', '.join(model_dirs) or 'none'}"
+    else:
+        models = f"kept {', '.join(model_dirs) or 'none'} (set uninstall_remove_models=true to remove)"
+    never = f"; never removed (outside {model_root}): {', '.join(outside)}" if outside else ""
+    msg = (f"Removed instances: {', '.join(names) or 'none found'}. Engine virtualenvs: {engines}. "
+           f"Models: {models}{never}.")
+    return {"instances": names, "remaining": remaining, "units": unit_files, "paths": _unique(paths),
+            "remove_engines": full, "model_dirs": model_dirs, "models_outside": outside, "msg": msg}
+
+
+def _unique(items):
+    seen = set()
+    return [i for i in items if not (i in seen or seen.add(i))]
+
+
+# Reading the node (the modules call these; the decisions above take plain values).
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _listdir(path):
+    try:
+        return sorted(os.listdir(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def read_units(unit_dir):
+    """Every ``vllm-*.service`` regular file in ``unit_dir``, name -> text."""
+    return {name: _read(os.path.join(unit_dir, name)) or "" for name in _listdir(unit_dir)
+            if is_unit(name) and os.path.isfile(os.path.join(unit_dir, name))
+            and not os.path.islink(os.path.join(unit_dir, name))}
+
+
+def read_instance(instance, install_dir, config_dir, unit_dir):
+    """What instance ``instance`` runs now and what a snapshot of the host records."""
+    link = engine_link(install_dir, instance)
+    source = os.path.realpath(link) if os.path.islink(link) else None
+    state = rollback_target(link, source)
+    env = _read(os.path.join(config_dir, f"{instance}.env")) or ""
+    key = _API_KEY.search(env)
+    units = read_units(unit_dir)
+    unit = unit_name(instance)
+    # vllm_service_manager none: a launcher in the config directory instead of a unit.
+    command = units.get(unit) or _read(os.path.join(config_dir, f"{instance}.launch.sh"))
+    state.update(
+        unit=unit,
+        unit_exists=unit in units,
+        link=link,
+        engine=os.path.join(link, "bin", "vllm"),
+        model_dir=served_model_dir(command),
+        units=sorted(units),
+        config_files=_listdir(config_dir),
+        config_text=_read(os.path.join(config_dir, f"{instance}.yaml")) or "",
+        api_key=key.group(1) if key else "",
+    )
+    return state
+
+
+def read_removal(only, install_dir, config_dir, cache_dir, model_root, remove_models, unit_dir):
+    """:func:`removal_plan` on what the host holds."""
+    units = read_units(unit_dir)
+    plan = removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, remove_models)
+    full = plan["remove_engines"]
+    entries = [os.path.join(install_dir, e) for e in _listdir(install_dir)] if full else []
+    roots = [os.path.join(model_root, d) for d in _listdir(model_root)
+             if os.path.isdir(os.path.join(model_root, d))] if full and remove_models else []
+    return removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, remove_models,
+                        engine_entries=entries, model_root_dirs=roots)
