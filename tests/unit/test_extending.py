@@ -1,0 +1,71 @@
+"""docs/extending.md is true: every place a backend record needs exists, and every file it names exists.
+
+A new record in plugins/module_utils/backends.py fails here until its driver
+role, the role's report fact and reboot variable, its exporter's package
+variable and its install hooks are there.
+"""
+
+import os
+import re
+
+import pytest
+import yaml
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends, fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import deployment
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DOC = os.path.join(ROOT, "docs", "extending.md")
+
+
+def _yaml(*parts):
+    with open(os.path.join(ROOT, *parts)) as handle:
+        return yaml.safe_load(handle) or {}
+
+
+@pytest.mark.parametrize("name", backends.NAMES)
+def test_every_record_has_its_driver_role(name):
+    driver = backends.BACKENDS[name]["driver"]
+    if driver is None:
+        return
+    role = driver["role"].split(".")[-1]
+    for part in (("tasks", "main.yml"), ("meta", "argument_specs.yml"), ("defaults", "main.yml"), ("README.md",)):
+        assert os.path.isfile(os.path.join(ROOT, "roles", role, *part)), f"backend {name}: roles/{role}/{'/'.join(part)}"
+    assert driver["fact"] in fact_contract.FACTS, f"backend {name}: {driver['fact']} is not declared in fact_contract.py"
+    shape = fact_contract.shape(driver["fact"])
+    for key in ("reboot_pending", driver["env_file_key"]) + ((driver["group_key"],) if driver["group_key"] else ()):
+        assert key in shape, f"backend {name}: {driver['fact']}.{key} is not declared"
+    options = _yaml("roles", role, "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+    assert driver["reboot_variable"] in options, f"backend {name}: roles/{role} has no {driver['reboot_variable']}"
+
+
+@pytest.mark.parametrize("name", backends.NAMES)
+def test_every_record_has_its_probe_section_and_exporter(name):
+    record = backends.BACKENDS[name]
+    probe = fact_contract.shape("kunpeng_accelerators")
+    for key in ("hardware", "visible"):
+        if record[key]:
+            assert record[key]["section"] in probe, f"backend {name}: kunpeng_accelerators.{record[key]['section']}"
+    if record["exporter"]:
+        defaults = _yaml("roles", "monitoring", "defaults", "main.yml")
+        assert record["exporter"]["variable"] in defaults, f"backend {name}: {record['exporter']['variable']}"
+
+
+@pytest.mark.parametrize("name", backends.NAMES)
+@pytest.mark.parametrize("reuse", [False, True])
+def test_every_install_hook_is_a_task_file(name, reuse):
+    if reuse and name != "cuda":
+        return
+    hooks = deployment.install_hooks(name, dict(deployment.REQUEST_DEFAULTS, reuse_host_torch=reuse))
+    for hook in hooks["before"] + hooks["after"]:
+        assert os.path.isfile(os.path.join(ROOT, "roles", "vllm", "tasks", hook)), f"backend {name}: {hook}"
+
+
+def test_every_file_the_page_names_exists():
+    with open(DOC) as handle:
+        text = handle.read()
+    named = set(re.findall(r"`((?:plugins|roles|scripts|tests|playbooks|docs)/[^`<>*]+?\.(?:py|yml|md|sh))`", text))
+    named.add("README.md")
+    assert named, "docs/extending.md names no file"
+    missing = sorted(path for path in named if not os.path.exists(os.path.join(ROOT, path)))
+    assert missing == []
