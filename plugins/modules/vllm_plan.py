@@ -167,6 +167,18 @@ options:
         and C(quantization) are respected. All keys come back in RV(engine_args), the plan's values filling the gaps.
     type: dict
     default: {}
+  cpu_runtime:
+    description:
+      - The CPU backend's thread binding and KV-cache size as C(kunpeng.vllm.cpu_runtime) returns them
+        (C(omp_threads_bind), C(kvcache_space_gib)); derived from O(accelerators) and O(kv_cache_space_gib) when omitted.
+      - Written into RV(service.environment) on the C(cpu) backend.
+    type: dict
+  driver_facts:
+    description:
+      - The facts the driver roles set, by name (C(kunpeng_nvidia), C(kunpeng_ascend)); those present.
+      - The backend's driver fact gives RV(service) its environment file, device group and (Ascend) device nodes.
+    type: dict
+    default: {}
   fail_on_misfit:
     description:
       - Fail when the model does not fit. With C(false) the plan comes back with RV(fits=false) and the reason in
@@ -343,6 +355,17 @@ engine_args:
   type: dict
   sample: {"tensor_parallel_size": 8, "pipeline_parallel_size": 1, "max_model_len": 163840, "enable_expert_parallel": true,
            "gpu_memory_utilization": 0.9}
+service:
+  description:
+    - What the unit and the launcher give the engine; the templates only render it.
+    - C(device_allow) the C(DeviceAllow) entries (empty means C(PrivateDevices=yes)), C(supplementary_groups) the driver's
+      group, C(environment) the backend's variables (the CPU runtime's, or the visible-devices variable),
+      C(environment_files) the driver's environment files.
+  returned: always
+  type: dict
+  sample: {"device_allow": ["/dev/davinci0 rw", "/dev/davinci_manager rw", "/dev/devmm_svm rw", "/dev/hisi_hdc rw"],
+           "supplementary_groups": ["HwHiAiUser"], "environment": {"ASCEND_RT_VISIBLE_DEVICES": "0"},
+           "environment_files": ["/etc/vllm/ascend.env"]}
 notes:
   description: Sentences for the operator.
   returned: always
@@ -364,7 +387,7 @@ import json  # noqa: E402
 from typing import Any, Dict, List, Optional  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, compat_matrix, engine_args as engine_options  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, compat_matrix, cpu_runtime, service, engine_args as engine_options  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError  # noqa: E402
 
@@ -571,8 +594,18 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     if backend == "cpu":
         engine_args.pop("gpu_memory_utilization", None)
     plan["engine_args"] = dict(engine_args, **requested)
+    plan["service"] = _service(backend, facts, params, requested)
     plan["notes"] = notes
     return plan
+
+
+def _service(backend: str, facts: Dict[str, Any], params: Dict[str, Any], requested: Dict[str, Any]) -> Dict[str, Any]:
+    """The plan's service entry; the CPU settings as kunpeng.vllm.cpu_runtime derives them unless given."""
+    runtime = params.get("cpu_runtime")
+    if backend == "cpu" and not runtime:
+        runtime = cpu_runtime.cpu_environment(facts.get("cpu") or {}, requested, kv_gib=params.get("kv_cache_space_gib"))
+    return service.service_spec(service.RECORDS[backend], facts, params.get("visible_devices") or "", runtime,
+                                params.get("driver_facts"))
 
 
 ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
@@ -598,6 +631,8 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     concurrent_sequences=dict(type="int", default=1),
     min_model_len=dict(type="int", default=4096),
     requested_engine_args=dict(type="dict", default={}),
+    cpu_runtime=dict(type="dict"),
+    driver_facts=dict(type="dict", default={}),
     fail_on_misfit=dict(type="bool", default=True),
 )
 

@@ -16,6 +16,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from task_files import ROOT, load, task
 from task_files import trusted as _trusted
+from vllm_plans import plan, single
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 
@@ -29,7 +30,8 @@ def templar(instance, extra=None):
     variables.update(_trusted(load("roles/vllm/defaults/main.yml")))
     variables.update(_trusted(load("roles/vllm/vars/main.yml")))
     variables.update(_trusted(extra or {}))
-    variables.update(vllm_model_name=instance, __vllm_backend="cpu", ansible_managed="managed",
+    variables.update(vllm_model_name=instance, kunpeng_vllm_plan=plan("cpu"), kunpeng_vllm_cluster=single(),
+                     ansible_managed="managed",
                      __vllm_venv="/opt/vllm/0.32.0-cpu",
                      __vllm_endpoint={"private_users": private_users("auto", "docker", "guest")})
     return Templar(loader=DataLoader(), variables=variables)

@@ -13,6 +13,7 @@ import subprocess
 
 import jinja2
 import pytest
+from vllm_plans import plan
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import cpu
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cpu_runtime, input_check
@@ -39,11 +40,8 @@ BASE = {
     "vllm_cache_dir": "/var/cache/vllm",
     "vllm_instance_name": "smollm2",
     "vllm_model_source": "local",
-    "__vllm_backend": "cpu",
     "vllm_cpu_kvcache_space_gib": 1,
     "vllm_cpu_omp_threads_bind": "auto",
-    "__vllm_backends": {"cpu": {"visible_devices_env": ""}},
-    "vllm_visible_devices": "",
     "vllm_environment": {},
 }
 
@@ -52,9 +50,10 @@ def render(**overrides):
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True, keep_trailing_newline=True,
                              undefined=jinja2.StrictUndefined)
     context = dict(BASE, **overrides)
-    # What kunpeng.vllm.cpu_runtime hands the template (preflight.yml).
-    context["__vllm_cpu_runtime"] = cpu_runtime.cpu_environment(
-        _probed_cpu(), {}, context["vllm_cpu_omp_threads_bind"], context["vllm_cpu_kvcache_space_gib"])
+    # What kunpeng.vllm.cpu_runtime derives (preflight.yml), in the plan's service entry.
+    runtime = cpu_runtime.cpu_environment(_probed_cpu(), {}, context["vllm_cpu_omp_threads_bind"],
+                                          context["vllm_cpu_kvcache_space_gib"])
+    context["kunpeng_vllm_plan"] = plan("cpu", cpu_runtime=runtime)
     # The role writes the effective key (kunpeng.vllm.vllm_endpoint): the
     # user's vllm_api_key whenever one is given.
     context.setdefault("kunpeng_vllm_api_key", context["vllm_api_key"])

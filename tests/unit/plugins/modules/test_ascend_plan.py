@@ -12,9 +12,11 @@ import subprocess
 import fakes
 import pytest
 from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 from ansible_collections.kunpeng.vllm.plugins.modules import ascend_plan
 from conftest import FIXTURES, ROOT
 from module_runner import run_main
+import vllm_plans
 
 A2 = os.path.join(FIXTURES, "ascend", "atlas-800i-a2")
 A2_6OF8 = os.path.join(FIXTURES, "ascend", "atlas-800i-a2-6of8")
@@ -187,7 +189,10 @@ def render_unit(backend, kunpeng_ascend):
     variables = {}
     for name in ("defaults", "vars"):
         variables.update(trust(loader.load_from_file(os.path.join(ROOT, "roles", "vllm", name, "main.yml"))))
-    variables.update(__vllm_backend=backend, kunpeng_ascend=kunpeng_ascend, ansible_managed="managed", vllm_model_name="m")
+    # The plan the vllm role computes after the ascend role (driver_facts: its report), on a replayed host.
+    plan = vllm_plans.plan(backend, driver_facts={"kunpeng_ascend": kunpeng_ascend} if kunpeng_ascend else {})
+    variables.update(kunpeng_vllm_plan=plan, kunpeng_vllm_cluster=vllm_plans.single(), ansible_managed="managed",
+                     vllm_model_name="m", __vllm_endpoint={"private_users": private_users("auto", "", "")})
     with open(os.path.join(ROOT, "roles", "vllm", "templates", "vllm.service.j2")) as handle:
         text = Templar(loader=loader, variables=variables).template(trust_as_template(handle.read()))
     return [line for line in text.splitlines() if line.startswith(("SupplementaryGroups=", "DeviceAllow=", "DevicePolicy=", "PrivateDevices="))]
@@ -210,4 +215,4 @@ def test_vllm_unit_joins_the_driver_group_and_allows_its_devices(tmp_path, insta
 
 
 def test_cpu_unit_has_no_driver_group():
-    assert render_unit("cpu", None) == ["PrivateDevices=yes"]
+    assert render_unit("cpu", None) == ["PrivateDevices=yes", "DevicePolicy=closed"]
