@@ -29,16 +29,13 @@ options:
       - The planned backend (C(kunpeng_vllm_plan.backend)).
     type: str
     required: true
-  nvidia_reboot_pending:
+  driver_report:
     description:
-      - C(kunpeng_nvidia.reboot_pending) of kunpeng.vllm.nvidia; false when the role did not run.
-    type: bool
-    default: false
-  ascend_reboot_pending:
-    description:
-      - C(kunpeng_ascend.reboot_pending) of kunpeng.vllm.ascend; false when the role did not run.
-    type: bool
-    default: false
+      - The report fact of the backend's driver role (C(kunpeng_vllm_plan.driver.fact) names it,
+        C(kunpeng_nvidia) or C(kunpeng_ascend)); its C(reboot_pending) key is read. Empty when that role did
+        not run or the backend has no driver.
+    type: dict
+    default: {}
   host:
     description:
       - Host name the message starts with.
@@ -51,8 +48,7 @@ EXAMPLES = r"""
 - name: Decide whether this host waits for a reboot into its new driver
   kunpeng.vllm.reboot_gate:
     backend: "{{ kunpeng_vllm_plan.backend }}"
-    nvidia_reboot_pending: "{{ kunpeng_nvidia.reboot_pending | default(false) }}"
-    ascend_reboot_pending: "{{ kunpeng_ascend.reboot_pending | default(false) }}"
+    driver_report: "{{ kunpeng_nvidia | default({}) }}"
     host: "{{ inventory_hostname }}"
   register: reboot_gate
 
@@ -92,15 +88,13 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             backend=dict(type="str", required=True),
-            nvidia_reboot_pending=dict(type="bool", default=False),
-            ascend_reboot_pending=dict(type="bool", default=False),
+            driver_report=dict(type="dict", default={}),
             host=dict(type="str"),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    module.exit_json(changed=False, **reboot_gate(p["backend"], p["nvidia_reboot_pending"],
-                                                  p["ascend_reboot_pending"], p["host"]))
+    module.exit_json(changed=False, **reboot_gate(p["backend"], p["driver_report"], p["host"]))
 
 
 if __name__ == "__main__":

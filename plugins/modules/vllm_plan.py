@@ -236,6 +236,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+driver:
+  description:
+    - The backend's driver role from the backend registry (plugins/module_utils/backends.py); null for cpu.
+    - C(role) the role, C(fact) its report fact, C(reboot_variable) and C(reboot_what) for the reboot gate,
+      C(env_file_key) the key of that fact naming its environment file, C(group_key) the key naming the device
+      group the service joins (or null).
+  returned: always
+  type: dict
 backend:
   description: The backend planned for.
   returned: always
@@ -386,13 +394,11 @@ ansible_facts:
 import json  # noqa: E402
 from typing import Any, Dict, List, Optional  # noqa: E402
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, compat_matrix, cpu_runtime, service, engine_args as engine_options  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError  # noqa: E402
-
-# Smaller weight formats suggested when a model does not fit, by backend.
-SMALLER_FORMATS = {"cuda": ["fp8", "int4"], "ascend": ["w8a8", "w4a8"], "cpu": []}
 
 
 def _normalized(args: Dict[str, Any]) -> Dict[str, Any]:
@@ -537,7 +543,7 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     params = dict(params, atlas_series=compat_matrix.atlas_series(facts) if backend == "ascend" else None)
     params.update(_versions(backend, params))
     notes: List[str] = []
-    plan: Dict[str, Any] = {"backend": backend}
+    plan: Dict[str, Any] = {"backend": backend, "driver": backends.field(backend, "driver")}
     visible = capacity.visible_devices(backend, facts, params.get("visible_devices"))
     caps = _compute_caps(facts, visible)
     plan.update(select(backend, params, facts, caps, notes))
@@ -563,7 +569,7 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     if model:
         plan["model"] = {key: model[key] for key in ("name", "model_type", "attention", "moe", "experts", "experts_per_token", "layers",
                                                      "heads", "kv_heads", "max_position_embeddings", "weight_dtype", "weight_dtype_reason")}
-        options = dict(params, smaller_formats=SMALLER_FORMATS[backend])
+        options = dict(params, smaller_formats=backends.field(backend, "smaller_formats"))
         result = None
         if backend == "cpu":
             if hw["host_memory_mib"]:
@@ -610,7 +616,7 @@ def _service(backend: str, facts: Dict[str, Any], params: Dict[str, Any], reques
 
 ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     accelerators=dict(type="dict"),
-    backend=dict(type="str", default="auto", choices=["auto", "ascend", "cuda", "cpu"]),
+    backend=dict(type="str", default="auto", choices=backends.CHOICES_WITH_AUTO),
     engine_version=dict(type="str"),
     vllm_version=dict(type="str"),
     vllm_ascend_version=dict(type="str"),

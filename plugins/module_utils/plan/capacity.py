@@ -41,6 +41,8 @@ __metaclass__ = type  # noqa: UP001
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+
 GIB = 1024 ** 3
 MIB = 1024 ** 2
 BLOCK = 16  # vLLM's default KV block size: max_model_len is rounded down to it
@@ -305,13 +307,6 @@ def per_device_kv_bytes_per_token(model: Dict[str, Any], kv_bytes: float, tp: in
 
 # --- the devices an instance may use --------------------------------------------------------------
 
-# backend: (probe section, device list, the key its visible-devices variable names a device by, the variable)
-_VISIBLE_KEYS = {
-    "cuda": ("nvidia", "gpus", ("index", "uuid"), "CUDA_VISIBLE_DEVICES"),
-    "ascend": ("ascend", "devices", ("logic_id",), "ASCEND_RT_VISIBLE_DEVICES"),
-}
-
-
 def visible_devices(backend: str, facts: Dict[str, Any], spec: Any) -> Optional[Dict[str, Any]]:
     """The devices of ``vllm_visible_devices`` (``"0,1"``), counted and sized from the probe.
 
@@ -322,11 +317,12 @@ def visible_devices(backend: str, facts: Dict[str, Any], spec: Any) -> Optional[
     devices, so only the count is known.
     """
     ids = [part.strip() for part in str(spec if spec is not None else "").split(",") if part.strip()]
-    if not ids or backend not in _VISIBLE_KEYS:
+    visible = backends.field(backend, "visible")
+    if not ids or not visible:
         return None
     if len(set(ids)) != len(ids):
         raise PlanError(f"vllm_visible_devices {spec} names a device twice")
-    section, key, id_keys, variable = _VISIBLE_KEYS[backend]
+    section, key, id_keys, variable = visible["section"], visible["devices"], visible["id_keys"], visible["variable"]
     devices = (facts.get(section) or {}).get(key) or []
     if not devices:
         return {"ids": ids, "count": len(ids), "memory_mib": None, "variable": variable, "devices": []}

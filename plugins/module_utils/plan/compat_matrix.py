@@ -44,6 +44,7 @@ __metaclass__ = type  # noqa: UP001
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import chips
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.vllm_requirements import COMMON_REQUIREMENTS
 
@@ -300,13 +301,6 @@ def check_atlas_series(series: Optional[str]) -> List[str]:
 
 # --- the requested backend against the probe ----------------------------------------------------
 
-_BACKEND_HARDWARE = {
-    # backend: (PCI count key of kunpeng_accelerators.pci, probe section, its device list, the device, its tool)
-    "cuda": ("nvidia_count", "nvidia", "gpus", "NVIDIA GPU", "nvidia-smi"),
-    "ascend": ("ascend_count", "ascend", "devices", "Ascend NPU", "npu-smi"),
-}
-
-
 def backend_problem(backend: str, facts: Dict[str, Any]) -> Optional[str]:
     """Why the probe contradicts a forced backend, or ``None``.
 
@@ -315,10 +309,11 @@ def backend_problem(backend: str, facts: Dict[str, Any]) -> Optional[str]:
     such device at all is refused.  The cpu backend runs anywhere, and without
     probe facts nothing can be said.
     """
-    if not facts or backend not in _BACKEND_HARDWARE:
+    hardware = backends.field(backend, "hardware")
+    if not facts or not hardware:
         return None
-    pci_key, section, devices_key, device, tool = _BACKEND_HARDWARE[backend]
-    if (facts.get("pci") or {}).get(pci_key) or (facts.get(section) or {}).get(devices_key):
+    device, tool = hardware["device"], hardware["tool"]
+    if (facts.get("pci") or {}).get(hardware["pci_count"]) or (facts.get(hardware["section"]) or {}).get(hardware["devices"]):
         return None
     summary = facts.get("summary") or {}
     probed = summary.get("backend") or "cpu"

@@ -22,14 +22,7 @@ __metaclass__ = type  # noqa: UP001
 import re
 from typing import Any, Dict, List, Optional
 
-# backend (kunpeng_accelerators.summary.backend) -> vendor exporter, its
-# package variable and its default port (DCGM exporter: 9400, NVIDIA's
-# dcgm-exporter README; npu-exporter: 8082, Huawei's MindCluster
-# NPU-Exporter guide).
-VENDOR_EXPORTERS = {
-    "cuda": {"name": "dcgm-exporter", "variable": "monitoring_dcgm_exporter_package", "job": "dcgm"},
-    "ascend": {"name": "npu-exporter", "variable": "monitoring_npu_exporter_package", "job": "npu"},
-}
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 
 JOBS = ("vllm", "node", "gateway", "dcgm", "npu")
 
@@ -59,7 +52,7 @@ COLLECTOR_MODES = ("auto", "always", "never")
 def accelerator_exporter(backend: Optional[str], packages: Dict[str, str], collector: str = "auto") -> Dict[str, Any]:
     """How this node's accelerators are measured.
 
-    ``packages`` maps the package variables of :data:`VENDOR_EXPORTERS` to
+    ``packages`` maps the package variables of the backend registry's ``exporter`` records to
     the package the operator named (empty: none).  ``collector`` is
     ``monitoring_collector``: ``auto`` runs the textfile collector on Ascend
     and NVIDIA nodes without a vendor exporter, ``always`` also where the
@@ -70,7 +63,7 @@ def accelerator_exporter(backend: Optional[str], packages: Dict[str, str], colle
     """
     if collector not in COLLECTOR_MODES:
         raise MonitoringPlanError(f"monitoring_collector must be one of {', '.join(COLLECTOR_MODES)}, got {collector!r}")
-    vendor = VENDOR_EXPORTERS.get(backend or "")
+    vendor = backends.field(backend, "exporter") if backend else None
     package = (packages.get(vendor["variable"]) or "").strip() if vendor else ""
     if vendor and package:
         return {"kind": vendor["name"], "package": package, "job": vendor["job"]}

@@ -19,27 +19,25 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
-# backend -> (report fact, role variable that allows the reboot, what waits for it)
-DRIVERS = {
-    "cuda": ("kunpeng_nvidia", "nvidia_reboot", "the new NVIDIA driver"),
-    "ascend": ("kunpeng_ascend", "ascend_reboot", "the new Ascend firmware or driver"),
-}
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 
 
-def reboot_gate(backend, nvidia_reboot_pending=False, ascend_reboot_pending=False, host=None):
+def reboot_gate(backend, driver_report=None, host=None):
     """Decide whether the host stops before the vLLM service starts.
 
-    Returns a dict: ``stop`` (bool), ``variable`` (the role variable that
-    allows the reboot, or None) and ``msg`` (the sentence for the play).
+    ``driver_report`` is the report fact of the backend's driver role (the
+    registry's ``driver.fact``: ``kunpeng_nvidia``, ``kunpeng_ascend``), or
+    empty when that role did not run.  Returns a dict: ``stop`` (bool),
+    ``variable`` (the role variable that allows the reboot, or None) and
+    ``msg`` (the sentence for the play).
     """
-    pending = {"cuda": bool(nvidia_reboot_pending), "ascend": bool(ascend_reboot_pending)}
-    if backend not in DRIVERS or not pending[backend]:
+    driver = backends.field(backend, "driver")
+    if not driver or not (driver_report or {}).get("reboot_pending"):
         return {"stop": False, "variable": None,
                 "msg": f"no reboot pending for the {backend} backend; the service may start"}
-    fact, variable, what = DRIVERS[backend]
     who = f"{host}: " if host else ""
-    msg = (f"{who}{what} is installed but not loaded until the host reboots ({fact}.reboot_pending), "
+    msg = (f"{who}{driver['reboot_what']} is installed but not loaded until the host reboots ({driver['fact']}.reboot_pending), "
            "and vLLM would crash-loop without it, so this host stops before its service starts. "
-           f"Set {variable}: true to let the role reboot it, or reboot it yourself, then run the "
+           f"Set {driver['reboot_variable']}: true to let the role reboot it, or reboot it yourself, then run the "
            "playbook again. The other hosts go on.")
-    return {"stop": True, "variable": variable, "msg": msg}
+    return {"stop": True, "variable": driver["reboot_variable"], "msg": msg}

