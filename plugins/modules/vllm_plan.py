@@ -607,10 +607,9 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
 
 def _service(backend: str, facts: Dict[str, Any], params: Dict[str, Any], requested: Dict[str, Any]) -> Dict[str, Any]:
     """The plan's service entry; the CPU settings as kunpeng.vllm.cpu_runtime derives them unless given."""
-    runtime = params.get("cpu_runtime")
-    if backend == "cpu" and not runtime:
-        runtime = cpu_runtime.cpu_environment(facts.get("cpu") or {}, requested, kv_gib=params.get("kv_cache_space_gib"))
-    return service.service_spec(service.RECORDS[backend], facts, params.get("visible_devices") or "", runtime,
+    runtime = params.get("cpu_runtime") or cpu_runtime.cpu_environment(facts.get("cpu") or {}, requested,
+                                                                       kv_gib=params.get("kv_cache_space_gib"))
+    return service.service_spec(backends.get(backend), facts, params.get("visible_devices") or "", runtime,
                                 params.get("driver_facts"))
 
 

@@ -25,7 +25,7 @@ from task_files import ROOT, load
 from task_files import trusted as _trusted
 from vllm_plans import plan, single
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import service
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 
 LIMIT = 1.5
@@ -127,7 +127,7 @@ def test_every_unit_template_has_a_table_entry():
 
 def test_the_vllm_unit_has_every_backend():
     scored = {variables["kunpeng_vllm_plan"]["backend"] for variables in UNITS["vllm/templates/vllm.service.j2"].values()}
-    assert scored == set(service.RECORDS)
+    assert scored == set(backends.NAMES)
 
 
 @pytest.mark.parametrize("template, variant", _cases())

@@ -11,7 +11,8 @@ import subprocess
 
 import fakes
 import pytest
-from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends, fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.service import service_spec
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 from ansible_collections.kunpeng.vllm.plugins.modules import ascend_plan
 from conftest import FIXTURES, ROOT
@@ -212,6 +213,16 @@ def test_vllm_unit_joins_the_driver_group_and_allows_its_devices(tmp_path, insta
     assert [line for line in lines if line.startswith(("DeviceAllow=", "DevicePolicy="))] == (
         ["DevicePolicy=closed"] + [f"DeviceAllow=/dev/davinci{n} rw" for n in range(8)]
         + ["DeviceAllow=/dev/davinci_manager rw", "DeviceAllow=/dev/devmm_svm rw", "DeviceAllow=/dev/hisi_hdc rw"])
+
+
+def test_vllm_service_entry_reads_the_report(tmp_path):
+    """plan/service.py on this module's report: the driver's env file, group and device nodes."""
+    facts, root = probe(tmp_path, npu_smi=A2, installed=True)
+    _failed, result = run(facts, root, env_file="/etc/vllm/ascend.env")
+    entry = service_spec(backends.get("ascend"), facts, "", None, {"kunpeng_ascend": result["report"]})
+    assert entry["environment_files"] == [result["report"]["env_file"]] == ["/etc/vllm/ascend.env"]
+    assert entry["supplementary_groups"] == ["HwHiAiUser"]
+    assert entry["device_allow"] == [f"{node} rw" for node in result["report"]["device_nodes"]]
 
 
 def test_cpu_unit_has_no_driver_group():
