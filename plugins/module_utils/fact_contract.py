@@ -317,8 +317,32 @@ VLLM_PLAN = {
         "supplementary_groups": _strs(),
         "environment": _f(DICT, open_keys=True),
         "environment_files": _strs(),
-    }),
+    }, optional=True),
     "notes": _strs(),
+    # What the vllm role executes (plugins/module_utils/plan/deployment.py execution); present when the
+    # module was given the role's request.
+    "arch": _str(optional=True),
+    "release": _str(optional=True),
+    "install_method": _str(optional=True),
+    "venv": _str(optional=True),
+    "wheelhouse_dir": _str(optional=True),
+    "push_wheelhouse": _bool(optional=True),
+    "pip_args": _strs(optional=True),
+    "role_steps": _dicts(dict(
+        name=_str(),
+        packages=_strs(),
+        pip_args=_strs(),
+        env=_f(DICT, open_keys=True),
+        vendor_index=_f(DICT, open_keys=True),
+        source_builds=_strs(),
+        requirements=_str(),
+    ), optional=True),
+    "install_hooks": _f(DICT, optional=True, keys=dict(before=_strs(), after=_strs())),
+    # vllm serve --config content (dashed names): data, not contract.
+    "engine_config": _f(DICT, optional=True, open_keys=True),
+    "cpu_runtime": _f(DICT, optional=True, nullable=True, keys=dict(
+        ranks=_int(), omp_threads_bind=_str(), omp_threads_bind_reason=_str(), kvcache_space_gib=_f(ANY),
+        kvcache_space_reason=_str())),
 }
 
 # --- kunpeng_vllm_cluster (plugins/modules/vllm_cluster.py) ----------------

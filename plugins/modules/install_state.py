@@ -125,6 +125,13 @@ reason:
   description: Why, in words.
   returned: with O(engine) or O(model)
   type: str
+install_engine:
+  description:
+    - With O(engine), whether the role's pip steps run - the virtualenv does not hold the planned engine (the
+      distributions the backend registry names, at the planned version).
+  returned: with O(engine)
+  type: bool
+  sample: false
 marker:
   description: Path of the completion marker (inside the virtualenv, or inside the model directory).
   returned: with O(engine) or O(model)
@@ -215,7 +222,9 @@ def main():
         action, reason = state.engine_venv_action(
             os.path.isdir(venv), os.path.exists(os.path.join(venv, "bin", "python")), os.path.exists(marker),
             engine["installed"], engine["backend"], engine["install_method"], engine["engine_version"])
-        module.exit_json(changed=False, action=action, reason=reason, marker=marker)
+        install_engine = not state.engine_installed(engine["installed"], engine["backend"], engine["install_method"],
+                                                    engine["engine_version"])
+        module.exit_json(changed=False, action=action, reason=reason, marker=marker, install_engine=install_engine)
     target = model["model_dir"].rstrip("/")
     marker = os.path.join(target, state.MODEL_MARKER)
     staging = target + state.STAGING_SUFFIX

@@ -39,9 +39,17 @@ options:
     elements: str
     default: []
   backend:
-    description: The node's probed backend (C(kunpeng_accelerators.summary.backend)); empty when not probed.
+    description:
+      - The backend of the node's vLLM plan (C(kunpeng_vllm_plan.backend)) when the node was planned in this play;
+        empty otherwise.
     type: str
     default: ""
+  accelerators:
+    description:
+      - The probe (C(kunpeng_accelerators)). Without a plan, the node's accelerators are measured by what the
+        probe found (its C(summary.backend)); a plan's forced backend wins over it.
+    type: dict
+    default: {}
   collector:
     description:
       - V(auto) runs the collection's textfile collector on Ascend and NVIDIA nodes without a vendor exporter,
@@ -119,7 +127,8 @@ EXAMPLES = r"""
     scope: node
     address: "{{ ansible_host | default(inventory_hostname) }}"
     host_groups: "{{ group_names }}"
-    backend: "{{ kunpeng_accelerators.summary.backend | default('') }}"
+    backend: "{{ kunpeng_vllm_plan.backend | default('') }}"
+    accelerators: "{{ kunpeng_accelerators | default({}) }}"
     vllm_groups: [vllm]
     ports: {node_exporter: 9100, vllm: 8000, gateway: 8405, dcgm: 9400, npu: 8082}
 
@@ -195,6 +204,7 @@ grafana_package:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.monitoring_plan import (  # noqa: E402
     MonitoringPlanError,
+    measured_backend,
     node_plan,
     server_plan,
 )
@@ -207,6 +217,7 @@ def main():
             address=dict(type="str"),
             host_groups=dict(type="list", elements="str", default=[]),
             backend=dict(type="str", default=""),
+            accelerators=dict(type="dict", default={}),
             collector=dict(type="str", choices=["auto", "always", "never"], default="auto"),
             server_groups=dict(type="list", elements="str", default=[]),
             vllm_groups=dict(type="list", elements="str", default=[]),
@@ -229,7 +240,8 @@ def main():
     ports = dict({"node_exporter": 9100, "vllm": 8000, "gateway": 8405, "dcgm": 9400, "npu": 8082}, **p["ports"])
     try:
         if p["scope"] == "node":
-            plan = node_plan(p["host_groups"], p["address"], p["backend"], p["vllm_groups"], p["gateway_groups"],
+            backend = measured_backend(p["backend"], p["accelerators"])
+            plan = node_plan(p["host_groups"], p["address"], backend, p["vllm_groups"], p["gateway_groups"],
                              ports, p["packages"], p["collector"], p["server_groups"])
             module.exit_json(changed=False, ansible_facts={"kunpeng_monitoring": plan})
         result = server_plan(p["nodes"], p["scrape_interval"], p["evaluation_interval"], p["retention_time"],

@@ -29,10 +29,20 @@ options:
     description: Whether C(vllm_api_key) is set.
     type: bool
     required: true
-  host:
-    description: The address the instance listens on (C(vllm_host)).
-    type: str
+  engine_config:
+    description:
+      - The instance's final engine config (the plan's C(engine_config) with a cluster member's part), whose
+        C(host) is the address the instance really listens on. The key is decided on it, so
+        C(vllm_engine_args.host) cannot open the instance while C(vllm_host) says loopback.
+      - An C(api-key) option in it is refused (it would replace the decided key).
+    type: dict
     required: true
+  environment:
+    description:
+      - C(vllm_environment). A C(VLLM_API_KEY) entry is refused - it would replace the decided key, and an empty
+        value would turn authentication off.
+    type: dict
+    default: {}
   allow_unauthenticated:
     description: C(vllm_allow_unauthenticated) - serve without a key on a non-loopback address.
     type: bool
@@ -67,7 +77,8 @@ EXAMPLES = r"""
 - name: Decide the instance's API key
   kunpeng.vllm.vllm_endpoint:
     api_key_given: "{{ vllm_api_key | length > 0 }}"
-    host: "{{ vllm_host }}"
+    engine_config: "{{ kunpeng_vllm_plan.engine_config }}"
+    environment: "{{ vllm_environment }}"
     allow_unauthenticated: "{{ vllm_allow_unauthenticated }}"
     key_file: /etc/vllm/smollm2.api-key
   register: endpoint
@@ -144,7 +155,8 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             api_key_given=dict(type="bool", required=True),
-            host=dict(type="str", required=True),
+            engine_config=dict(type="dict", required=True),
+            environment=dict(type="dict", default={}),
             allow_unauthenticated=dict(type="bool", default=False),
             key_file=dict(type="path", required=True),
             private_users=dict(type="raw", default="auto"),
@@ -159,7 +171,11 @@ def main() -> None:
     if wanted is None:
         module.fail_json(msg=f"vllm_private_users is {p['private_users']!r}: set it to true, false or auto")
     key_file = p["key_file"]
-    decision = endpoint_security.api_key_decision(p["api_key_given"], p["host"], p["allow_unauthenticated"],
+    try:
+        host = endpoint_security.final_bind(p["engine_config"], p["environment"])
+    except endpoint_security.EndpointError as exc:
+        module.fail_json(msg=str(exc))
+    decision = endpoint_security.api_key_decision(p["api_key_given"], host, p["allow_unauthenticated"],
                                                   key_file, _read(key_file))
     changed = False
     key = decision["key"]

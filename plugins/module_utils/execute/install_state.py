@@ -36,6 +36,20 @@ MODEL_MARGIN = 0.05
 KEEP, INSTALL, ADOPT, RECREATE = "keep", "install", "adopt", "recreate"
 
 
+def engine_installed(installed, backend, install_method, engine_version):
+    """Does the virtualenv hold the planned engine?  Then the role's pip steps do not run again.
+
+    The registry names the distributions whose recorded version proves the
+    install ran to its last step; a source build has no release version, so
+    their presence is enough.
+    """
+    dists = backends.field(backend, "engine_dists")[install_method]
+    installed = installed or {}
+    if install_method == "source":
+        return all(name in installed for name in dists)
+    return all(installed.get(name) == engine_version for name in dists)
+
+
 def engine_venv_action(venv_exists, python_exists, marker_exists, installed, backend, install_method, engine_version):
     """What the install does with the engine virtualenv: ``(action, reason)``.
 
@@ -50,14 +64,9 @@ def engine_venv_action(venv_exists, python_exists, marker_exists, installed, bac
         return KEEP, "the virtualenv's install completed"
     if not python_exists:
         return RECREATE, "the virtualenv has no interpreter (its creation was interrupted)"
-    # The registry names the distributions whose recorded version proves the install ran to its last step.
     dists = backends.field(backend, "engine_dists")[install_method]
     installed = installed or {}
-    if install_method == "source":
-        complete = all(name in installed for name in dists)
-    else:
-        complete = all(installed.get(name) == engine_version for name in dists)
-    if complete:
+    if engine_installed(installed, backend, install_method, engine_version):
         return ADOPT, "the virtualenv holds {} {} but no completion marker".format("/".join(dists), engine_version)
     found = ", ".join(f"{name} {installed[name]}" for name in sorted(installed)) or "no engine package"
     return RECREATE, f"the virtualenv has no completion marker and holds {found} (an interrupted install)"

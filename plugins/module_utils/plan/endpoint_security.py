@@ -49,6 +49,34 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+# Where the key could be replaced after the decision: the service environment (written after the key)
+# and the engine config (an ``api-key`` option there wins over VLLM_API_KEY).
+KEY_OVERRIDES = (("vllm_environment", "VLLM_API_KEY"), ("vllm_engine_args", "api-key"), ("vllm_engine_args", "api_key"))
+
+
+class EndpointError(ValueError):
+    """A request that would bypass the API-key decision; the message names the variable and the fix."""
+
+
+def final_bind(engine_config: Dict[str, Any], environment: Dict[str, Any]) -> str:
+    """The address the instance really listens on, from the final engine config; refuses key overrides.
+
+    The decision must see the final config: ``vllm_engine_args: {host: 0.0.0.0}`` beats ``vllm_host``, and
+    an entry of ``vllm_environment`` or ``vllm_engine_args`` that sets the key would replace (or, empty,
+    remove) the key decided here.
+    """
+    sources = {"vllm_environment": environment or {}, "vllm_engine_args": engine_config or {}}
+    for variable, key in KEY_OVERRIDES:
+        if key in sources[variable]:
+            raise EndpointError(f"{variable} sets {key}, which would replace the instance's API key (an empty value "
+                                "turns authentication off). Remove it and set vllm_api_key (or leave it empty to have "
+                                "a key generated); vllm_allow_unauthenticated: true is the explicit opt-out")
+    host = str((engine_config or {}).get("host") or "")
+    if not host:
+        raise EndpointError("the engine config has no host: the plan's engine_config always sets it (vllm_host)")
+    return host
+
+
 def api_key_decision(given: bool, host: str, allow_unauthenticated: bool, key_file: str,
                      stored_key: Optional[str]) -> Dict[str, Any]:
     """Where the instance's API key comes from, and the sentence that says so (never the key).

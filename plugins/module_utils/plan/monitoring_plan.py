@@ -49,6 +49,17 @@ def _target(address: str, port: int) -> str:
 COLLECTOR_MODES = ("auto", "always", "never")
 
 
+def measured_backend(planned: Optional[str], accelerators: Optional[Dict[str, Any]]) -> str:
+    """The backend whose accelerators this node's exporter measures.
+
+    The vLLM plan's backend when the node was planned in this play (a forced ``vllm_backend`` wins);
+    otherwise what the probe found on the node, since monitoring also covers hosts it does not deploy.
+    """
+    if planned:
+        return planned
+    return str(((accelerators or {}).get("summary") or {}).get("backend") or "")
+
+
 def accelerator_exporter(backend: Optional[str], packages: Dict[str, str], collector: str = "auto") -> Dict[str, Any]:
     """How this node's accelerators are measured.
 

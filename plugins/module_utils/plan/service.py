@@ -25,11 +25,8 @@ class ServiceError(ValueError):
     """A value the service environment cannot carry."""
 
 
-def _device_allow(record: Mapping[str, Any], driver: Mapping[str, Any]) -> List[str]:
-    """The driver's reported nodes, else the record's; none for a backend without devices (PrivateDevices=yes)."""
-    if not record["device_nodes"]:
-        return []
-    return [f"{node} rw" for node in driver.get("device_nodes") or record["device_nodes"]]
+def _rw(nodes: List[str]) -> List[str]:
+    return [f"{node} rw" for node in nodes]
 
 
 def _environment(record: Mapping[str, Any], visible_devices: str, cpu_runtime: Optional[Mapping[str, Any]]) -> Dict[str, str]:
@@ -47,25 +44,42 @@ def _environment(record: Mapping[str, Any], visible_devices: str, cpu_runtime: O
     return env
 
 
+def with_driver(entry: Mapping[str, Any], backend_record: Mapping[str, Any],
+                driver_facts: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """``entry`` with what the backend's driver role reported, when its fact is in ``driver_facts``.
+
+    The fact's environment file (``env_file_key``), device group (``group_key``) and, for a backend with
+    device nodes, the nodes it reported (``device_nodes``) replace the entry's; without the fact the entry
+    stays as it is (the plan's, made before the driver role ran or from an earlier run's fact).
+    """
+    result = dict(entry)
+    spec = backend_record["driver"]
+    driver = ((driver_facts or {}).get(spec["fact"]) or {}) if spec else {}
+    if not driver:
+        return result
+    group = str(driver.get(spec["group_key"]) or "") if spec["group_key"] else ""
+    env_file = str(driver.get(spec["env_file_key"]) or "")
+    result.update(supplementary_groups=[group] if group else [], environment_files=[env_file] if env_file else [])
+    if backend_record["device_nodes"] and driver.get("device_nodes"):
+        result["device_allow"] = _rw(driver["device_nodes"])
+    return result
+
+
 def service_spec(backend_record: Mapping[str, Any], accelerators: Optional[Mapping[str, Any]], visible_devices: str,
                  cpu_runtime: Optional[Mapping[str, Any]], driver_facts: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     """The service entry of the plan for ``backend_record`` (a record of plugins/module_utils/backends.py).
 
     ``driver_facts`` maps fact names (kunpeng_nvidia, kunpeng_ascend) to the facts the driver roles set, those
-    present: the record's driver fact gives the environment file, the device group and the device nodes it
-    reported.  ``cpu_runtime`` is kunpeng.vllm.cpu_runtime's result, read when the engine's device is the CPU.
-    ``accelerators`` (the probe) is part of the contract; no record derives its service from it yet.  Returns
-    ``device_allow`` (DeviceAllow entries; empty: PrivateDevices=yes), ``supplementary_groups``,
-    ``environment`` and ``environment_files`` (the driver's, loaded after the user's).
+    present (see :func:`with_driver`).  ``cpu_runtime`` is kunpeng.vllm.cpu_runtime's result, read when the
+    engine's device is the CPU.  ``accelerators`` (the probe) is part of the contract; no record derives its
+    service from it yet.  Returns ``device_allow`` (DeviceAllow entries; empty: PrivateDevices=yes),
+    ``supplementary_groups``, ``environment`` and ``environment_files`` (the driver's, loaded after the user's).
     """
     del accelerators  # see the docstring
-    spec = backend_record["driver"]
-    driver = ((driver_facts or {}).get(spec["fact"]) or {}) if spec else {}
-    group = str(driver.get(spec["group_key"]) or "") if spec and spec["group_key"] else ""
-    env_file = str(driver.get(spec["env_file_key"]) or "") if spec else ""
-    return {
-        "device_allow": _device_allow(backend_record, driver),
-        "supplementary_groups": [group] if group else [],
+    entry = {
+        "device_allow": _rw(backend_record["device_nodes"]),
+        "supplementary_groups": [],
         "environment": _environment(backend_record, visible_devices, cpu_runtime),
-        "environment_files": [env_file] if env_file else [],
+        "environment_files": [],
     }
+    return with_driver(entry, backend_record, driver_facts)

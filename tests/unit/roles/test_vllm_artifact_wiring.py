@@ -12,13 +12,20 @@ from ansible.template import Templar
 from task_files import load, task
 from task_files import trusted as _trusted
 
+import os
+import sys
+
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact as art
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "plugins", "modules"))
+import plan_hosts  # noqa: E402
 
 INSTALL = "roles/vllm/tasks/install.yml"
 STEPS = {
     "plan": "Decide who builds, publishes and unpacks the engine artifact",
     "wheelhouse": "Push the controller's wheelhouse to the node",
-    "pip": "Install the engine for this backend",
+    "pip": "Install the planned packages, step by step",
     "marker": "Mark the engine virtualenv complete (the last step of its install)",
     "publish": "Pack this host's engine and publish it to the controller",
     "unpack": "Get, check and unpack the published engine",
@@ -26,11 +33,19 @@ STEPS = {
 COMBO = art.combination("cpu", "0.32.0", "x86_64", "3.11", "2.36")
 
 
+PLAN = plan_hosts.role_plan("cpu-x86", wheelhouse_src="/srv/wheels")
+# kunpeng.vllm.install_state on a host without the virtualenv (its result's keys).
+_ACTION, _REASON = install_state.engine_venv_action(False, False, False, {}, "cpu", "wheel", PLAN["engine_version"])
+VENV_STATE = {"action": _ACTION, "reason": _REASON, "marker": PLAN["venv"] + "/" + install_state.ENGINE_MARKER,
+              "install_engine": not install_state.engine_installed({}, "cpu", "wheel", PLAN["engine_version"])}
+
+
 def _runs(extra):
     variables = {}
     variables.update(_trusted(load("roles/vllm/defaults/main.yml")))
     variables.update(_trusted(load("roles/vllm/vars/main.yml")))
-    variables.update(vllm_model_name="smollm2", vllm_wheelhouse_src="/srv/wheels", ansible_check_mode=False)
+    variables.update(vllm_model_name="smollm2", vllm_wheelhouse_src="/srv/wheels", ansible_check_mode=False,
+                     kunpeng_vllm_plan=PLAN, __vllm_venv_state=VENV_STATE)
     variables.update(_trusted(extra))
     templar = Templar(loader=DataLoader(), variables=variables)
     runs = set()

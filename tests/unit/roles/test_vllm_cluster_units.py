@@ -25,6 +25,8 @@ from ansible_collections.kunpeng.vllm.plugins.modules import vllm_cluster  # noq
 
 UNITS = os.path.join(ROOT, "tests", "unit", "fixtures", "cluster", "units")
 A2_NET = ("172.18.0.", "10.20.0.", "eth0", "enp189s0f0")
+# The plan as the vllm role asks for it (with a request: the service entry the templates render).
+ROLE_REQUEST = {"install_dir": "/opt/vllm"}
 
 
 def cluster_fact(members, host, **params):
@@ -50,7 +52,7 @@ def render(template, plan, cluster, **extra):
 
 
 def a2_members():
-    plan = ch.node_plan("atlas-800i-a2-64g-cann8.3", nodes=2, model_config=ch.model_config("deepseek-v3"), weight_dtype="w8a8",
+    plan = ch.node_plan("atlas-800i-a2-64g-cann8.3", nodes=2, request=ROLE_REQUEST, model_config=ch.model_config("deepseek-v3"), weight_dtype="w8a8",
                         vllm_ascend_version="0.11.0", python_version="3.11")
     model = {"name": "deepseek-r1", "source": "local", "src": "/data/DeepSeek-R1-w8a8"}
     members = [ch.entry(f"a2-node-{i}", "atlas-800i-a2-64g-cann8.3", ch.network(net, A2_NET), plan, model, rdma=True)
@@ -93,7 +95,7 @@ def test_ray_units_carry_rdma_and_the_ray_command():
 
 
 def test_cpu_data_parallel_worker_environment_and_unit():
-    plan = ch.node_plan("cpu-x86", nodes=2, model_config=ch.model_config("smollm2-135m"), python_version="3.11")
+    plan = ch.node_plan("cpu-x86", nodes=2, model_config=ch.model_config("smollm2-135m"), python_version="3.11", request=ROLE_REQUEST)
     members = [ch.entry(f"node-{i}", "cpu-x86", ch.network(net), plan) for i, net in ((0, "docker-net1-a"), (1, "docker-net1-net2-b"))]
     fact = cluster_fact(members, "node-1", engine_args=plan["engine_args"])
     env = render("vllm.env.j2", plan, fact)
@@ -104,7 +106,7 @@ def test_cpu_data_parallel_worker_environment_and_unit():
 
 def test_cpu_ray_units_beside_the_engines_leave_the_engine_unit_alone():
     """vllm_cluster_ray_units on cpu: Ray units on both members, engine units that neither require nor wait for them."""
-    plan = ch.node_plan("cpu-x86", nodes=2, model_config=ch.model_config("smollm2-135m"), python_version="3.11")
+    plan = ch.node_plan("cpu-x86", nodes=2, model_config=ch.model_config("smollm2-135m"), python_version="3.11", request=ROLE_REQUEST)
     members = [ch.entry(f"node-{i}", "cpu-x86", ch.network(net), plan) for i, net in ((0, "docker-net1-a"), (1, "docker-net1-net2-b"))]
     for host, start in (("node-0", "'start' '--head' '--port=6379' '--include-dashboard=false'"),
                         ("node-1", "'start' '--address=172.18.0.2:6379' '--node-ip-address=172.18.0.3'")):

@@ -17,8 +17,9 @@ from task_files import trusted as _trusted
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "plugins", "modules"))
 
+import plan_hosts  # noqa: E402
 from module_runner import run_main  # noqa: E402
-from vllm_plans import plan, single  # noqa: E402
+from vllm_plans import single  # noqa: E402
 
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_endpoint  # noqa: E402
 
@@ -32,20 +33,28 @@ class Role:
         self.variables = {}
         self.variables.update(_trusted(load("roles/vllm/defaults/main.yml")))
         self.variables.update(_trusted(load("roles/vllm/vars/main.yml")))
-        self.variables.update(vllm_model_name="smollm2", kunpeng_vllm_plan=plan("cpu"), kunpeng_vllm_cluster=single(),
+        self.variables.update(vllm_model_name="smollm2", kunpeng_vllm_cluster=single(),
                               ansible_managed="managed", vllm_config_dir=str(config_dir),
                               ansible_facts={"virtualization_type": "docker", "virtualization_role": "guest"})
         self.variables.update(_trusted(overrides))
+        # The final engine config the key is decided on: the real plan's, with this host's vllm_host.
+        plan = plan_hosts.role_plan("cpu-x86", engine_args=self.render("{{ vllm_engine_args }}"),
+                                    host=self.render("{{ vllm_host }}"))
+        self.variables["kunpeng_vllm_plan"] = plan
+        self.variables["__vllm_engine_config"] = plan["engine_config"]
 
     def render(self, value):
         return Templar(loader=DataLoader(), variables=self.variables).template(_trusted(value))
 
-    def converge_endpoint(self, check_mode=False):
+    def converge_endpoint(self, check_mode=False, expect_failure=False):
         """Run tasks/endpoint.yml's module and set_fact as Ansible would."""
         decide = task(ENDPOINT, "Decide the instance's API key and user namespace")
         assert decide.get("no_log") is True
         args = self.render(decide["kunpeng.vllm.vllm_endpoint"])
         failed, result = run_main(vllm_endpoint.main, args, check_mode=check_mode)
+        if expect_failure:
+            assert failed, result
+            return result
         assert not failed, result
         self.variables[decide["register"]] = result
         keep = task(ENDPOINT, "Keep the effective API key for the readiness check and later plays")
@@ -105,5 +114,21 @@ def test_private_users_follows_the_module(tmp_path):
 
 
 def test_the_endpoint_runs_for_every_tag_that_needs_the_key():
-    (found,) = [t for t in load("roles/vllm/tasks/main.yml") if t.get("ansible.builtin.import_tasks") == "endpoint.yml"]
+    (found,) = [t for t in load("roles/vllm/tasks/deploy.yml") if t.get("ansible.builtin.import_tasks") == "endpoint.yml"]
     assert {"vllm_configure", "vllm_run", "vllm_verify"} <= set(found["tags"])
+
+
+def test_engine_args_host_opens_the_instance_and_gets_a_key(tmp_path):
+    # vllm_host says loopback, but vllm_engine_args binds every interface: the key follows the final bind.
+    role = Role(tmp_path, vllm_host="127.0.0.1", vllm_engine_args={"host": "0.0.0.0"})
+    result = role.converge_endpoint()
+    assert result["api_key_source"] == "generate"
+    assert f"\nVLLM_API_KEY={result['api_key']}\n" in role.env_file()
+
+
+@pytest.mark.parametrize("environment", [{"VLLM_API_KEY": ""}, {"VLLM_API_KEY": "other"}])
+def test_an_environment_key_is_refused(tmp_path, environment):
+    role = Role(tmp_path, vllm_environment=environment)
+    result = role.converge_endpoint(expect_failure=True)
+    assert "vllm_environment sets VLLM_API_KEY" in result["msg"] and "vllm_api_key" in result["msg"]
+    assert not (tmp_path / "smollm2.api-key").exists()

@@ -16,9 +16,16 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from task_files import ROOT, load, task
 from task_files import trusted as _trusted
-from vllm_plans import plan, single
 
+import sys
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "plugins", "modules"))
+import plan_hosts  # noqa: E402
+
+PLAN = plan_hosts.role_plan("cpu-x86")
 
 ROLE = os.path.join(ROOT, "roles", "vllm")
 INSTANCES = ("smollm2", "qwen3")
@@ -30,9 +37,8 @@ def templar(instance, extra=None):
     variables.update(_trusted(load("roles/vllm/defaults/main.yml")))
     variables.update(_trusted(load("roles/vllm/vars/main.yml")))
     variables.update(_trusted(extra or {}))
-    variables.update(vllm_model_name=instance, kunpeng_vllm_plan=plan("cpu"), kunpeng_vllm_cluster=single(),
-                     ansible_managed="managed",
-                     __vllm_venv="/opt/vllm/0.32.0-cpu",
+    variables.update(vllm_model_name=instance, ansible_managed="managed", kunpeng_vllm_plan=PLAN,
+                     kunpeng_vllm_cluster=cluster.disabled(),
                      __vllm_endpoint={"private_users": private_users("auto", "docker", "guest")})
     return Templar(loader=DataLoader(), variables=variables)
 
@@ -58,7 +64,7 @@ def test_each_unit_runs_its_own_engine_link():
 def test_install_moves_only_the_link_the_unit_runs(instance):
     found = task("roles/vllm/tasks/install.yml", "Point this instance's engine link at this version")
     args = found["ansible.builtin.file"]
-    assert render(instance, args["src"]) == "/opt/vllm/0.32.0-cpu"
+    assert render(instance, args["src"]) == f"/opt/vllm/{PLAN['engine_version']}-cpu"
     assert render(instance, args["dest"]) + "/bin/vllm" == exec_start(instance)
 
 

@@ -18,6 +18,7 @@ from conftest import FIXTURES
 from task_files import load, trusted
 from vllm_plans import plan, single
 
+from ansible_collections.kunpeng.vllm.plugins.filter.vllm_service import vllm_service
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -44,16 +45,18 @@ H200_RUN = {
 
 
 def run(driver_facts=None, **overrides):
-    """The H200 run's values with the plan of a replayed CUDA host (driver_facts: the driver roles' facts)."""
-    return dict(H200_RUN, kunpeng_vllm_plan=plan("cuda", driver_facts=driver_facts or {}), kunpeng_vllm_cluster=single(),
-                **overrides)
+    """The H200 run's values with the plan of a replayed CUDA host and the driver roles' facts of the run."""
+    return dict(H200_RUN, kunpeng_vllm_plan=plan("cuda"), kunpeng_vllm_cluster=single(), **(driver_facts or {}), **overrides)
 
 
 def render(name, driver_facts=None, **overrides):
     # The template module's settings: trim_blocks on, trailing newline kept.
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True, keep_trailing_newline=True,
                              undefined=jinja2.StrictUndefined)
-    return env.get_template(name).render(**run(driver_facts, **overrides))
+    variables = run(driver_facts, **overrides)
+    # What vars/main.yml __vllm_service gives the templates.
+    variables["__vllm_service"] = vllm_service(variables["kunpeng_vllm_plan"], driver_facts or {})
+    return env.get_template(name).render(**variables)
 
 
 def render_unit(driver_facts=None):

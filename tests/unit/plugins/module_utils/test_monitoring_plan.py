@@ -124,3 +124,14 @@ def test_grafana_mode(package, repository, mode):
 ])
 def test_grafana_package_to_install(package, repository, install):
     assert mp.server_plan([node([])], "15s", "15s", "15d", "", 9090, package, repository)["grafana_package"] == install
+
+
+@pytest.mark.parametrize("planned, probed, expected", [
+    ("cpu", "cuda", "cpu"),        # vllm_backend forced to cpu on a GPU host: the plan wins
+    ("", "cuda", "cuda"),          # a host this play did not plan: what the probe found
+    ("", None, ""),                # neither
+    ("ascend", "ascend", "ascend"),
+])
+def test_measured_backend_prefers_the_plan(planned, probed, expected):
+    accelerators = {"summary": {"backend": probed}} if probed else {}
+    assert mp.measured_backend(planned, accelerators) == expected

@@ -13,6 +13,7 @@ import os
 import plan_hosts
 from conftest import FIXTURES
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import deployment
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan
 
 NETWORKS = os.path.join(FIXTURES, "cluster")
@@ -39,7 +40,7 @@ def node_plan(host, **params):
     """kunpeng_vllm_plan of a replayed host (build_plan with the module's defaults)."""
     args = {name: copy.deepcopy(spec.get("default")) for name, spec in vllm_plan.ARGUMENT_SPEC.items()}
     args.update(accelerators=plan_hosts.facts(host), **params)
-    return vllm_plan.build_plan(args)
+    return deployment.plan_host(args)
 
 
 def entry(name, host, net, plan, model=None, rdma=False):

@@ -102,3 +102,18 @@ def facts(name: str) -> Dict[str, Any]:
         result, dummy = fakes.run_module(HOSTS[name](tempfile.mkdtemp(prefix=f"kvllm-{name}-")))
         _CACHE[name] = fakes.facts_of(result)
     return copy.deepcopy(_CACHE[name])
+
+
+def role_plan(name: str, backend: str = "auto", engine_args: Optional[Dict[str, Any]] = None, **request: Any) -> Dict[str, Any]:
+    """kunpeng_vllm_plan of a replayed host as the vllm role asks for it (the real planner, with a request).
+
+    ``request`` holds the role's variables without the ``vllm_`` prefix (deployment.REQUEST_DEFAULTS).
+    """
+    from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import deployment
+    from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan
+
+    args = {key: copy.deepcopy(spec.get("default")) for key, spec in vllm_plan.ARGUMENT_SPEC.items()}
+    args.update(accelerators=facts(name), backend=backend, python_version="3.11", distribution="Debian 12",
+                model_name="smollm2", requested_engine_args=engine_args or {},
+                request=dict({"install_dir": "/opt/vllm"}, **request))
+    return deployment.plan_host(args)

@@ -190,10 +190,12 @@ def render_unit(backend, kunpeng_ascend):
     variables = {}
     for name in ("defaults", "vars"):
         variables.update(trust(loader.load_from_file(os.path.join(ROOT, "roles", "vllm", name, "main.yml"))))
-    # The plan the vllm role computes after the ascend role (driver_facts: its report), on a replayed host.
-    plan = vllm_plans.plan(backend, driver_facts={"kunpeng_ascend": kunpeng_ascend} if kunpeng_ascend else {})
-    variables.update(kunpeng_vllm_plan=plan, kunpeng_vllm_cluster=vllm_plans.single(), ansible_managed="managed",
-                     vllm_model_name="m", __vllm_endpoint={"private_users": private_users("auto", "", "")})
+    # site.yml: the plan (a replayed host) before the ascend role, whose report the role then renders.
+    variables.update(kunpeng_vllm_plan=vllm_plans.plan(backend), kunpeng_vllm_cluster=vllm_plans.single(),
+                     ansible_managed="managed", vllm_model_name="m",
+                     __vllm_endpoint={"private_users": private_users("auto", "", "")})
+    if kunpeng_ascend is not None:
+        variables["kunpeng_ascend"] = kunpeng_ascend
     with open(os.path.join(ROOT, "roles", "vllm", "templates", "vllm.service.j2")) as handle:
         text = Templar(loader=loader, variables=variables).template(trust_as_template(handle.read()))
     return [line for line in text.splitlines() if line.startswith(("SupplementaryGroups=", "DeviceAllow=", "DevicePolicy=", "PrivateDevices="))]

@@ -9,6 +9,7 @@ import plan_hosts
 import pytest
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import base_report
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import deployment
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan
 
 
@@ -20,7 +21,7 @@ def probe():
 def plan(facts, **params):
     args = {name: copy.deepcopy(spec.get("default")) for name, spec in vllm_plan.ARGUMENT_SPEC.items()}
     args.update(accelerators=facts, python_version="3.11", **params)
-    return vllm_plan.build_plan(args)
+    return deployment.plan_host(args)
 
 
 EAGER = {"enforce_eager": True, "dtype": "float32"}

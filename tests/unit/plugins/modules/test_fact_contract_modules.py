@@ -117,6 +117,11 @@ def _plans():
             failed, result = run_main(vllm_plan.main, args)
             if not failed:
                 yield f"{host} + {os.path.basename(model or 'no model')}", result
+        # With the vllm role's request: the execution fields too.
+        request = {"install_dir": "/opt/vllm", "pip_extra_index_urls": ["https://download.pytorch.org/whl/cpu"]}
+        failed, result = run_main(vllm_plan.main, {"accelerators": facts, "fail_on_misfit": False, "request": request})
+        if not failed:
+            yield f"{host} + request", result
 
 
 def test_vllm_plan_output_is_the_declared_shape():

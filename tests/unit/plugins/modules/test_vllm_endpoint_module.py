@@ -8,8 +8,10 @@ from module_runner import run_main
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_endpoint
 
 
-def args(key_file, **overrides):
-    return dict({"api_key_given": False, "host": "0.0.0.0", "key_file": str(key_file)}, **overrides)
+def args(key_file, host="0.0.0.0", **overrides):
+    # The engine config's shape is the plan's (plugins/module_utils/plan/deployment.py engine_config).
+    config = {"host": host, "port": 8000, "served-model-name": "smollm2"}
+    return dict({"api_key_given": False, "engine_config": config, "key_file": str(key_file)}, **overrides)
 
 
 def test_generates_once_and_reuses(tmp_path):

