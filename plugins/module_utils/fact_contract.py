@@ -3,11 +3,12 @@
 # Apache License 2.0 (see LICENSE)
 """The declared shape of every fact that passes between roles.
 
-Six facts cross role boundaries:
+Eight facts cross role boundaries:
 
 - ``kunpeng_accelerators``: the probe (``kunpeng.vllm.accelerator_facts``);
 - ``kunpeng_vllm_plan``: the plan (``kunpeng.vllm.vllm_plan``);
 - ``kunpeng_vllm_cluster``: a member's part of a multi-node plan (``kunpeng.vllm.vllm_cluster``);
+- ``kunpeng_vllm_converged``: whether the host still holds what the plan puts there (roles/vllm/tasks/converged.yml);
 - ``kunpeng_base``: what ``kunpeng.vllm.base`` set up (tasks/preflight.yml);
 - ``kunpeng_nvidia``: what ``kunpeng.vllm.nvidia`` left (tasks/report.yml);
 - ``kunpeng_ascend``: what ``kunpeng.vllm.ascend`` left (tasks/report.yml);
@@ -338,11 +339,21 @@ VLLM_PLAN = {
         requirements=_str(),
     ), optional=True),
     "install_hooks": _f(DICT, optional=True, keys=dict(before=_strs(), after=_strs())),
+    "fast_path": _bool(optional=True),
     # vllm serve --config content (dashed names): data, not contract.
     "engine_config": _f(DICT, optional=True, open_keys=True),
     "cpu_runtime": _f(DICT, optional=True, nullable=True, keys=dict(
         ranks=_int(), omp_threads_bind=_str(), omp_threads_bind_reason=_str(), kvcache_space_gib=_f(ANY),
         kvcache_space_reason=_str())),
+}
+
+# --- kunpeng_vllm_converged (roles/vllm/tasks/converged.yml) ---------------
+
+VLLM_CONVERGED = {
+    # The host still holds what the plan puts there: the fast path skips the converge.
+    "converged": _bool(),
+    # kunpeng.vllm.vllm_converged's sentences naming what differs.
+    "drift": _strs(),
 }
 
 # --- kunpeng_vllm_cluster (plugins/modules/vllm_cluster.py) ----------------
@@ -455,6 +466,7 @@ MONITORING = {
 FACTS = {
     "kunpeng_accelerators": (ACCELERATORS, "plugins/modules/accelerator_facts.py"),
     "kunpeng_vllm_plan": (VLLM_PLAN, "plugins/modules/vllm_plan.py"),
+    "kunpeng_vllm_converged": (VLLM_CONVERGED, "roles/vllm/tasks/converged.yml"),
     "kunpeng_vllm_cluster": (VLLM_CLUSTER, "plugins/modules/vllm_cluster.py"),
     "kunpeng_base": (BASE, "roles/base/tasks/preflight.yml"),
     "kunpeng_nvidia": (NVIDIA, "plugins/modules/nvidia_plan.py"),

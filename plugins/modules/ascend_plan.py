@@ -117,6 +117,14 @@ options:
     description: The environment file the role wrote ('' when none), for RV(report).
     type: str
     default: ""
+  verify_devices:
+    description: Whether the devices are checked after the install (C(ascend_verify_devices)); for RV(verify).
+    type: bool
+    default: false
+  pending_reboot:
+    description: Whether a reboot was pending before this check (RV(report.reboot_pending) of the call with O(runs)); for RV(verify).
+    type: bool
+    default: false
 notes:
   - No NPU is reachable from the collection's CI; the decisions are tested on recorded C(npu-smi) output and sysfs trees.
 seealso:
@@ -227,6 +235,23 @@ reboot_message:
   returned: always
   type: str
   sample: "firmware, driver changed: reboot the host to load them (or set ascend_reboot: true). The device check is skipped until then."
+installs:
+  description: Whether any component is planned (RV(plan) is not empty).
+  returned: always
+  type: bool
+  sample: true
+ran:
+  description: Whether any installer ran (O(runs) is not empty).
+  returned: always
+  type: bool
+  sample: false
+verify:
+  description:
+    - Which verify steps run. C(reprobe) - an installer ran or O(verify_devices). C(check_devices) - O(verify_devices), the
+      probe shows a driver, and no reboot still waits (O(pending_reboot) false, or O(rebooted)).
+  returned: always
+  type: dict
+  sample: {"reprobe": true, "check_devices": true}
 environment:
   description: Variables the C(set_env.sh) scripts set or changed, empty C(PATH) components removed.
   returned: when O(env_output) is given
@@ -301,6 +326,9 @@ def decide(params: Dict[str, Any]) -> Dict[str, Any]:
         "device_group": group, "device_nodes": nodes,
         "device_problems": ap.device_problems(ascend, int(pci.get("ascend_count") or 0)),
         "changed_components": changed, "reboot_required": reboot_now, "reboot_message": ap.reboot_message(changed),
+        "installs": bool(plan), "ran": bool(runs),
+        "verify": ap.verify_steps(bool(runs), params["verify_devices"], ascend.get("driver_version"),
+                                  params["pending_reboot"], params["rebooted"]),
     }
     if params.get("env_output") is not None:
         result["environment"] = ap.env_diff(params["env_output"], params["env_marker"])
@@ -329,6 +357,8 @@ def main() -> None:
             env_output=dict(type="str"),
             env_marker=dict(type="str", default=ap.ENV_MARKER),
             env_file=dict(type="str", default=""),
+            verify_devices=dict(type="bool", default=False),
+            pending_reboot=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

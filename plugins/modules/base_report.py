@@ -124,6 +124,43 @@ options:
         description: Content of cpufreq's C(scaling_available_governors) (empty when not read).
         type: str
         default: ""
+      governors_path:
+        description: cpufreq's C(scaling_available_governors), read on the host when O(tuning.governors) is empty and it exists.
+        type: path
+      limits:
+        description: The service account's resource limits (C(base_tune_limits)); reported as applied when C(wanted).
+        type: dict
+        suboptions:
+          wanted:
+            description: Whether the limits file is written.
+            type: bool
+            default: false
+          nofile:
+            description: The open-files limit.
+            type: raw
+          memlock:
+            description: The locked-memory limit.
+            type: raw
+          file:
+            description: The limits file.
+            type: str
+            default: ""
+      clock:
+        description: Time synchronisation (C(base_time_sync)); decides RV(tuning.time_sync).
+        type: dict
+        suboptions:
+          wanted:
+            description: Whether chrony is asked for.
+            type: bool
+            default: false
+          in_container:
+            description: Whether the host is a container (the clock belongs to the container host).
+            type: bool
+            default: false
+          service:
+            description: chrony's unit name, for the report.
+            type: str
+            default: ""
       service_mgr:
         description: The host's service manager.
         type: str
@@ -193,13 +230,17 @@ firewall:
 tuning:
   description:
     - With O(tuning). C(items) (per tunable C(setting), C(wanted), C(status) C(applied) or C(skipped), C(reason)),
-      C(sysctl_apply) (name to value) and C(sysfs_apply) (C(path), C(value)).
+      C(sysctl_apply) (name to value) and C(sysfs_apply) (C(path), C(value)); C(write_sysctl) and C(write_sysfs)
+      (whether there is anything to write), C(time_sync) (whether chrony is installed and started - asked for, not a
+      container, systemd). The resource limits and time synchronisation, when asked for, are items too.
   returned: when O(tuning) is given
   type: dict
   sample: {"items": [{"setting": "vm.swappiness", "wanted": "10", "status": "skipped",
                       "reason": "/proc/sys/vm/swappiness is read-only (container or locked-down kernel)"}],
-           "sysctl_apply": {}, "sysfs_apply": []}
+           "sysctl_apply": {}, "sysfs_apply": [], "write_sysctl": false, "write_sysfs": false, "time_sync": false}
 """
+
+import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import base_report  # noqa: E402
@@ -233,6 +274,18 @@ def main() -> None:
                 exists=dict(type="list", elements="bool", required=True),
                 writeable=dict(type="list", elements="bool", required=True),
                 governors=dict(type="str", default=""),
+                governors_path=dict(type="path"),
+                limits=dict(type="dict", options=dict(
+                    wanted=dict(type="bool", default=False),
+                    nofile=dict(type="raw"),
+                    memlock=dict(type="raw"),
+                    file=dict(type="str", default=""),
+                )),
+                clock=dict(type="dict", options=dict(
+                    wanted=dict(type="bool", default=False),
+                    in_container=dict(type="bool", default=False),
+                    service=dict(type="str", default=""),
+                )),
                 service_mgr=dict(type="str", required=True),
                 sysctl_file=dict(type="str", required=True),
                 tmpfiles_file=dict(type="str", required=True),
@@ -254,6 +307,11 @@ def main() -> None:
         tuning = module.params["tuning"]
         if not len(tuning["tunables"]) == len(tuning["exists"]) == len(tuning["writeable"]):
             module.fail_json(msg="tuning: tunables, exists and writeable must have one entry per tunable")
+        tuning = dict(tuning)
+        path = tuning.pop("governors_path")
+        if path and not tuning["governors"] and os.path.isfile(path):
+            with open(path) as handle:
+                tuning["governors"] = handle.read()
         result["tuning"] = base_report.tuning(**tuning)
     module.exit_json(changed=False, **result)
 

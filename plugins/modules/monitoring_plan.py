@@ -117,6 +117,10 @@ options:
         on Debian and Ubuntu, a base URL elsewhere.
     type: str
     default: ""
+  grafana_repository_key_url:
+    description: Signing key of O(grafana_repository); empty for none. Decides RV(grafana_repository_key).
+    type: str
+    default: ""
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
 """
@@ -199,6 +203,14 @@ grafana_package:
   description: The package to install (O(grafana_package), or C(grafana) from O(grafana_repository)); empty for none.
   returned: when scope is server
   type: str
+grafana_install:
+  description: Whether a Grafana package is installed and started (RV(grafana) is not C(provisioning)).
+  returned: when scope is server
+  type: bool
+grafana_repository_key:
+  description: Whether the signing key O(grafana_repository_key_url) of the named repository is added.
+  returned: when scope is server
+  type: bool
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
@@ -232,6 +244,7 @@ def main():
             listen_port=dict(type="int", default=9090),
             grafana_package=dict(type="str", default=""),
             grafana_repository=dict(type="str", default=""),
+            grafana_repository_key_url=dict(type="str", default=""),
         ),
         required_if=[("scope", "node", ["address"])],
         supports_check_mode=True,
@@ -245,7 +258,8 @@ def main():
                              ports, p["packages"], p["collector"], p["server_groups"])
             module.exit_json(changed=False, ansible_facts={"kunpeng_monitoring": plan})
         result = server_plan(p["nodes"], p["scrape_interval"], p["evaluation_interval"], p["retention_time"],
-                             p["retention_size"], p["listen_port"], p["grafana_package"], p["grafana_repository"])
+                             p["retention_size"], p["listen_port"], p["grafana_package"], p["grafana_repository"],
+                             grafana_repository_key_url=p["grafana_repository_key_url"])
     except MonitoringPlanError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **result)

@@ -115,6 +115,25 @@ options:
     description: The runfile's SHA-256 (C(nvidia_runfile_sha256)).
     type: str
     default: ""
+  service_mgr:
+    description: The host's service manager (C(ansible_facts.service_mgr)); services are managed under C(systemd) only.
+    type: str
+    default: ""
+  pkg_mgr:
+    description:
+      - The host's package manager (C(__nvidia_pkg_mgr) of the role's platform variables); picks the CUDA repository's
+        package names. Empty - from O(distribution) (Debian and Ubuntu apt, openEuler dnf).
+    type: str
+    default: ""
+    choices: ["", apt, dnf]
+  persistenced:
+    description: Whether the role runs nvidia-persistenced (C(nvidia_persistenced)).
+    type: bool
+    default: true
+  toolkit_found:
+    description: Whether the requested CUDA toolkit's C(nvcc) already exists (the toolkit is then adopted).
+    type: bool
+    default: false
   report_for:
     description: The RV(plan) this run made earlier; with it the module reports instead of planning.
     type: dict
@@ -254,6 +273,19 @@ plan:
     runfile:
       description: The runfile's C(name), C(arch), C(version), C(expected_arch) and C(remote) (a URL).
       type: dict
+    steps:
+      description:
+        - Which of the role's steps run, one boolean each, so its tasks decide nothing. C(install_packages) and
+          C(install_runfile) (the install path per source), C(pinning) (a branch-holding package goes first),
+          C(look_for_runfile_driver) (packages would go over a working driver), C(checksum_runfile) (a runfile on the
+          controller), C(toolkit_missing) (the requested toolkit has no nvcc, O(toolkit_found)), C(repository) (the
+          CUDA repository is configured), C(manage_services) (install path under systemd, O(service_mgr)),
+          C(note_no_systemd) (install path without it), C(persistenced_unit) (the runfile's persistence daemon gets a
+          unit, O(persistenced)).
+      type: dict
+      sample: {"install_packages": true, "install_runfile": false, "pinning": true, "look_for_runfile_driver": false,
+               "checksum_runfile": false, "toolkit_missing": false, "repository": true, "manage_services": true,
+               "note_no_systemd": false, "persistenced_unit": false}
     refusals:
       description: Why the request cannot go on, each with its fix; empty when it can.
       type: list
@@ -304,6 +336,10 @@ def main() -> None:
             toolkit_version=dict(type="str", default=""),
             runfile_src=dict(type="str", default=""),
             runfile_sha256=dict(type="str", default=""),
+            service_mgr=dict(type="str", default=""),
+            pkg_mgr=dict(type="str", default="", choices=["", "apt", "dnf"]),
+            persistenced=dict(type="bool", default=True),
+            toolkit_found=dict(type="bool", default=False),
             report_for=dict(type="dict"),
             outcome=dict(type="dict", default={}),
         ),

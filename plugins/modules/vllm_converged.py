@@ -99,6 +99,11 @@ options:
     description:
       - The instance's API key, sent as a Bearer token. Never recorded.
     type: str
+  api_key_file:
+    description:
+      - A file holding the key (the one kunpeng.vllm.vllm_endpoint generated), read when O(api_key) is empty and the
+        file exists. Never recorded.
+    type: path
   model:
     description:
       - The served model name C(/v1/models) must list. Required with O(url) or O(host).
@@ -198,9 +203,22 @@ record_file:
   sample: /var/lib/kunpeng-vllm/smollm2.converged.json
 """
 
+import os  # noqa: E402
+
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import converged  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.verify import vllm_http  # noqa: E402
+
+
+def _api_key(params):
+    """O(api_key), else the content of O(api_key_file) when it exists (the generated key), else None."""
+    if params["api_key"]:
+        return params["api_key"]
+    path = params["api_key_file"]
+    if path and os.path.isfile(path):
+        with open(path) as handle:
+            return handle.read().strip() or None
+    return None
 
 
 def _live_drift(module, url):
@@ -216,7 +234,7 @@ def _live_drift(module, url):
                                               environ_update={"LC_ALL": "C"})
             sentences.append(converged.unit_drift(p["service"], rc, out, err))
     if url:
-        answer = vllm_http.http_request(vllm_http.join_url(url, "/v1/models"), api_key=p["api_key"],
+        answer = vllm_http.http_request(vllm_http.join_url(url, "/v1/models"), api_key=_api_key(p),
                                         timeout=p["timeout"], validate_certs=p["validate_certs"])
         sentences.append(converged.endpoint_drift(answer, p["model"], url))
     return [sentence for sentence in sentences if sentence]
@@ -236,6 +254,7 @@ def main():
             host=dict(type="str"),
             port=dict(type="int"),
             api_key=dict(type="str", no_log=True),
+            api_key_file=dict(type="path"),
             model=dict(type="str"),
             timeout=dict(type="int", default=5),
             validate_certs=dict(type="bool", default=True),

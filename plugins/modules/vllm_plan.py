@@ -181,8 +181,9 @@ options:
     description:
       - The facts the driver roles set, by name (C(kunpeng_nvidia), C(kunpeng_ascend)), those present when the plan
         runs; the backend's driver fact gives RV(service) its environment file, device group and device nodes.
-      - Without it RV(service) holds the backend's own devices; the vllm role completes it with the driver role's
-        report of the same run (filter C(kunpeng.vllm.vllm_service)).
+      - Without it RV(service) holds the backend's own devices. The vllm role leaves it empty, so the plan (and the
+        fingerprint of the converged-state check) does not depend on whether a driver role ran before it, and
+        completes the entry with the driver role's report of the same run (filter C(kunpeng.vllm.vllm_service)).
     type: dict
     default: {}
   fail_on_misfit:
@@ -413,6 +414,12 @@ role_steps:
   returned: with O(request)
   type: list
   elements: dict
+fast_path:
+  description:
+    - Whether a re-run may skip the install and configure steps when kunpeng.vllm.vllm_converged finds the host
+      still holding what this plan put there - a systemd unit, the readiness gate on, a single-node instance.
+  returned: with O(request)
+  type: bool
 install_hooks:
   description: Task files of the vllm role that run C(before) and C(after) the pip steps (backend-specific work).
   returned: with O(request)

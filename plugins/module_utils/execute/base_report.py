@@ -176,11 +176,33 @@ def _why_not(tunable: Dict[str, Any], exists: bool, writeable: bool, governors: 
     return None
 
 
+def time_sync(wanted: bool, in_container: bool, service_mgr: str, service: str) -> Dict[str, Any]:
+    """Whether chrony is installed and started: ``{"apply", "item"}`` (item None when not wanted)."""
+    if in_container:
+        why: Optional[str] = "the clock belongs to the container host"
+    elif service_mgr != "systemd":
+        why = f"the service manager is {service_mgr}, not systemd"
+    else:
+        why = None
+    item = {"setting": "time_sync", "wanted": "chrony", "status": "skipped" if why else "applied",
+            "reason": why or f"{service} enabled and started"}
+    return {"apply": wanted and why is None, "item": item if wanted else None}
+
+
+def limits_item(nofile: Any, memlock: Any, limits_file: str) -> Dict[str, Any]:
+    """The report line of the service account's resource limits (always applied: PAM reads the file)."""
+    return {"setting": "limits", "wanted": f"nofile {nofile}, memlock {memlock}", "status": "applied",
+            "reason": f"set through {limits_file} (PAM sessions)"}
+
+
 def tuning(tunables: List[Dict[str, Any]], exists: List[bool], writeable: List[bool], governors: str, service_mgr: str,
-           sysctl_file: str, tmpfiles_file: str) -> Dict[str, Any]:
+           sysctl_file: str, tmpfiles_file: str, limits: Optional[Dict[str, Any]] = None,
+           clock: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Sort the enabled tunables (probed in order) into the sysctl and sysfs settings to write and the skipped ones.
 
-    ``governors`` is the content of cpufreq's scaling_available_governors ('' when not read).
+    ``governors`` is the content of cpufreq's scaling_available_governors ('' when not read).  ``limits``
+    (``wanted``, ``nofile``, ``memlock``, ``file``) and ``clock`` (``wanted``, ``in_container``, ``service``)
+    add the resource limits and time synchronisation to the report; ``time_sync`` says whether chrony runs.
     """
     items: List[Dict[str, Any]] = []
     sysctl_apply: Dict[str, Any] = {}
@@ -195,4 +217,11 @@ def tuning(tunables: List[Dict[str, Any]], exists: List[bool], writeable: List[b
         through = sysctl_file if tunable["kind"] == "sysctl" else tmpfiles_file
         items.append({"setting": tunable["name"], "wanted": str(tunable["value"]), "status": "skipped" if why else "applied",
                       "reason": why or f"set through {through}"})
-    return {"items": items, "sysctl_apply": sysctl_apply, "sysfs_apply": sysfs_apply}
+    if limits and limits.get("wanted"):
+        items.append(limits_item(limits.get("nofile"), limits.get("memlock"), limits.get("file", "")))
+    clock = clock or {}
+    chrony = time_sync(bool(clock.get("wanted")), bool(clock.get("in_container")), service_mgr, clock.get("service", ""))
+    if chrony["item"]:
+        items.append(chrony["item"])
+    return {"items": items, "sysctl_apply": sysctl_apply, "sysfs_apply": sysfs_apply,
+            "write_sysctl": bool(sysctl_apply), "write_sysfs": bool(sysfs_apply), "time_sync": chrony["apply"]}

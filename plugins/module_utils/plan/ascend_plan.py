@@ -422,6 +422,17 @@ def device_problems(ascend: Dict[str, Any], pci_count: int) -> List[str]:
     return problems
 
 
+def verify_steps(ran: bool, verify_devices: bool, driver_version: Optional[str], pending_reboot: bool,
+                 rebooted: bool) -> Dict[str, bool]:
+    """Which verify steps run: ``reprobe`` (an installer ran, or the devices are checked) and ``check_devices``
+    (asked for, a driver answers, and no reboot is still waiting: none was pending, or the host rebooted).
+    """
+    return {
+        "reprobe": ran or verify_devices,
+        "check_devices": verify_devices and bool(driver_version) and (not pending_reboot or rebooted),
+    }
+
+
 def report(ascend: Dict[str, Any], installed: Dict[str, str], stem: str, changed: List[str], env_file: str,
            reboot_needed_now: bool, rebooted: bool, marker_present: bool, group: str, nodes: List[str]) -> Dict[str, Any]:
     """The ``kunpeng_ascend`` fact.

@@ -259,6 +259,9 @@ REQUEST_DEFAULTS: Dict[str, Any] = {
     "port": 8000,
     "cpu_omp_threads_bind": "auto",
     "cpu_kvcache_space_gib": 0,
+    "service_manager": "systemd",
+    "cluster_group": "",
+    "ready_check": True,
 }
 
 ARCHITECTURES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
@@ -353,6 +356,16 @@ def engine_config(plan: Dict[str, Any], request: Dict[str, Any], served_model_na
     return config
 
 
+def fast_path(request: Dict[str, Any]) -> bool:
+    """May a re-run skip the install and configure steps when the host still holds what this plan put there?
+
+    Only where the converged state can be asked in full: a systemd unit whose activity is known, an endpoint
+    the readiness gate asks (so the check can too), and a single-node instance (a multi-node instance converges
+    as one group, in lockstep).
+    """
+    return bool(request["service_manager"] == "systemd" and not request["cluster_group"] and request["ready_check"])
+
+
 def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
     """The fields the vllm role executes, added to a plan from :func:`build_plan`."""
     request = dict(REQUEST_DEFAULTS, **{k: v for k, v in (request or {}).items() if v is not None})
@@ -371,6 +384,7 @@ def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, An
         "pip_args": pip_args(request),
         "role_steps": role_steps(backend, plan["install_steps"], request),
         "install_hooks": install_hooks(backend, request),
+        "fast_path": fast_path(request),
         "engine_config": engine_config(plan, request, request["instance_name"] or (plan["model"] or {}).get("name") or ""),
     }
     return fields

@@ -158,10 +158,13 @@ def grafana_mode(package: str, repository: str) -> str:
 
 def server_plan(nodes: List[Dict[str, Any]], scrape_interval: str, evaluation_interval: str, retention_time: str,
                 retention_size: str, listen_port: Any, grafana_package: str = "", grafana_repository: str = "",
-                vllm_metrics_path: str = "/metrics", gateway_metrics_path: str = "/metrics") -> Dict[str, Any]:
+                vllm_metrics_path: str = "/metrics", gateway_metrics_path: str = "/metrics",
+                grafana_repository_key_url: str = "") -> Dict[str, Any]:
     """The Prometheus server's configuration: ``scrape_configs``, ``global``, ``args`` (command-line flags),
     ``grafana`` (see :func:`grafana_mode`), ``grafana_package`` (what to install: the named package, ``grafana``
-    from the named repository, or '') and ``jobs`` (the job names with targets)."""
+    from the named repository, or ''), ``grafana_install`` (a Grafana package is installed and started),
+    ``grafana_repository_key`` (the named repository's signing key is added) and ``jobs`` (the job names with
+    targets)."""
     for name, value in (("monitoring_scrape_interval", scrape_interval),
                         ("monitoring_evaluation_interval", evaluation_interval),
                         ("monitoring_retention_time", retention_time)):
@@ -185,4 +188,6 @@ def server_plan(nodes: List[Dict[str, Any]], scrape_interval: str, evaluation_in
         "args": args,
         "grafana": mode,
         "grafana_package": {"package": (grafana_package or "").strip(), "repository": "grafana"}.get(mode, ""),
+        "grafana_install": mode != "provisioning",
+        "grafana_repository_key": mode == "repository" and bool((grafana_repository_key_url or "").strip()),
     }

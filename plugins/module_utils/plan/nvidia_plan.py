@@ -56,15 +56,28 @@ def unsuffixed(branch: str) -> bool:
     return version_cmp(branch, UNSUFFIXED_BRANCH) >= 0
 
 
-def packages(distribution: str, source: str, branch: str, kernel_module: str) -> Dict[str, List[str]]:
+def repo_manager(distribution: str, pkg_mgr: Optional[str] = None) -> str:
+    """The package manager whose CUDA repository layout applies: the role's platform variable
+    (``__nvidia_pkg_mgr``, from vars/<os_family>.yml), else the distributions known here."""
+    if pkg_mgr:
+        return pkg_mgr
+    if distribution in APT_DISTRIBUTIONS:
+        return "apt"
+    return "dnf" if distribution in DNF_DISTRIBUTIONS else ""
+
+
+def packages(distribution: str, source: str, branch: str, kernel_module: str,
+             pkg_mgr: Optional[str] = None) -> Dict[str, List[str]]:
     """Package names for one driver branch: ``pinning`` (installed first), ``driver`` and ``fabricmanager``.
 
     Empty lists for the runfile and for a source the distribution does not
-    have (preflight refuses those).
+    have (preflight refuses those).  ``pkg_mgr`` (apt, dnf) picks the CUDA
+    repository's names, so a new distribution needs only its vars file.
     """
     branch = str(branch)
     empty: Dict[str, List[str]] = {"pinning": [], "driver": [], "fabricmanager": []}
-    if source == "cuda_repo" and distribution in APT_DISTRIBUTIONS:
+    manager = repo_manager(distribution, pkg_mgr)
+    if source == "cuda_repo" and manager == "apt":
         if unsuffixed(branch):
             return {"pinning": [f"nvidia-driver-pinning-{branch}"],
                     "driver": ["nvidia-open" if kernel_module == "open" else "cuda-drivers"],
@@ -72,7 +85,7 @@ def packages(distribution: str, source: str, branch: str, kernel_module: str) ->
         return {"pinning": [],
                 "driver": [f"nvidia-open-{branch}" if kernel_module == "open" else f"cuda-drivers-{branch}"],
                 "fabricmanager": [f"nvidia-fabricmanager-{branch}"]}
-    if source == "cuda_repo" and distribution in DNF_DISTRIBUTIONS:
+    if source == "cuda_repo" and manager == "dnf":
         stream = "open" if kernel_module == "open" else "dkms"
         return {"pinning": [], "driver": [f"@nvidia-driver:{branch}-{stream}"], "fabricmanager": ["nvidia-fabric-manager"]}
     if source == "distro" and distribution == "Ubuntu":
@@ -142,7 +155,7 @@ def decide(params: Dict[str, Any]) -> Dict[str, Any]:
     is_working = working(nvidia)
     min_version, min_from = minimum(params.get("vllm_plan"), params.get("min_version") or "")
     meets_min = meets(nvidia.get("driver_version"), min_version)
-    names = packages(params["distribution"], source, branch, params["kernel_module"])
+    names = packages(params["distribution"], source, branch, params["kernel_module"], params.get("pkg_mgr"))
     fabric_manager = bool(nvidia.get("fabric_manager_required"))
     base = re.sub(r"/+$", "", params["repo_base_url"])
     repo_arch = REPO_ARCH.get(architecture, architecture)
@@ -178,8 +191,35 @@ def decide(params: Dict[str, Any]) -> Dict[str, Any]:
         "toolkit_packages": toolkit_packages(toolkit),
         "runfile": runfile(params.get("runfile_src") or "", architecture),
     }
+    plan["steps"] = steps(plan, params)
     plan["refusals"] = refusals(plan, params)
     return plan
+
+
+def steps(plan: Dict[str, Any], params: Dict[str, Any]) -> Dict[str, bool]:
+    """Which of the role's steps run: one boolean per step, so the tasks decide nothing.
+
+    ``service_mgr`` (systemd or not), ``persistenced`` (nvidia_persistenced)
+    and ``toolkit_found`` (nvcc of the requested toolkit exists) come from
+    the role.
+    """
+    install = plan["action"] == "install"
+    source = plan["source"]
+    systemd = params.get("service_mgr") == "systemd"
+    toolkit_missing = bool(plan["toolkit_packages"]) and not params.get("toolkit_found")
+    return {
+        "install_packages": install and source in ("cuda_repo", "distro"),
+        "install_runfile": install and source == "runfile",
+        "pinning": bool(plan["pinning_packages"]),
+        # A runfile driver under the packages about to be installed breaks both.
+        "look_for_runfile_driver": install and plan["working"],
+        "checksum_runfile": install and source == "runfile" and not plan["runfile"]["remote"],
+        "toolkit_missing": toolkit_missing,
+        "repository": (install and source == "cuda_repo") or toolkit_missing,
+        "manage_services": install and systemd,
+        "note_no_systemd": install and not systemd,
+        "persistenced_unit": install and systemd and bool(params.get("persistenced", True)) and source == "runfile",
+    }
 
 
 def refusals(plan: Dict[str, Any], params: Dict[str, Any]) -> List[str]:

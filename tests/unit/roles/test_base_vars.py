@@ -196,9 +196,18 @@ _yaml = role_vars.read_yaml
 _layer_files = role_vars.layer_files
 
 
+def _calls_set_vars(role):
+    tasks = os.path.join(ROLES, role, "tasks")
+    for name in os.listdir(tasks):
+        with open(os.path.join(tasks, name)) as handle:
+            if re.search(r"name: kunpeng\.vllm\._common\n\s+tasks_from: set_vars\n", handle.read()):
+                return True
+    return False
+
+
 def _layered_roles():
-    return sorted(role for role in os.listdir(ROLES)
-                  if not role.startswith("_") and os.path.isfile(os.path.join(ROLES, role, "tasks", "set_vars.yml")))
+    """Every role whose platform variables kunpeng.vllm._common's set_vars loads."""
+    return sorted(role for role in os.listdir(ROLES) if not role.startswith("_") and _calls_set_vars(role))
 
 
 @pytest.mark.parametrize("role", _layered_roles())
@@ -236,7 +245,7 @@ def test_check_mode_without_apt_bindings_skips_the_apt_steps_and_says_so(collect
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
     assert "WARNING: --check skips the apt steps" in output, output
-    for task in ("Refresh the apt package lists", "Install the build and inference packages without recommends"):
+    for task in ("Refresh the package lists when they need it", "Install the build and inference packages without recommends"):
         assert re.search(re.escape(task) + r"\]\s*\**\s*skipping: \[localhost\]", output), (task, output)
     assert "auto-installing missing dependency" not in output, output
     # (check mode reports the local-facts file it would write as changed)
@@ -250,3 +259,24 @@ def test_tuning_report_keys_are_strings():
     report = next(t["ansible.builtin.set_fact"]["kunpeng_base_tuning"] for t in tasks
                   if "kunpeng_base_tuning" in t.get("ansible.builtin.set_fact", {}))
     assert sorted(report) == ["applied", "items", "off", "skipped"]
+
+
+# Roles whose platform knowledge lives in vars/ layers only (the vllm role and
+# the playbooks are not converted yet).
+ONE_OS_IDIOM = ["_common", "ascend", "base", "gateway", "monitoring", "nvidia", "wheelhouse"]
+
+
+@pytest.mark.parametrize("role", ONE_OS_IDIOM)
+def test_platforms_are_vars_files_not_branches_in_tasks(role):
+    """An OS is a vars/<os_family|distribution>.yml file: tasks and templates never branch on os_family or the
+    package manager fact, nor key a table by them (adding an OS then means adding vars files)."""
+    found = []
+    for folder in ("tasks", "handlers", "templates"):
+        path = os.path.join(ROLES, role, folder)
+        for name in sorted(os.listdir(path)) if os.path.isdir(path) else []:
+            with open(os.path.join(path, name)) as handle:
+                for number, line in enumerate(handle, 1):
+                    if re.search(r"when:.*os_family|ansible_facts\[.pkg_mgr.\]|ansible_facts\.pkg_mgr|ansible_pkg_mgr"
+                                 r"|ansible_os_family|^\s+(apt|dnf|ufw|firewalld|Debian|RedHat|openEuler):\s*\[", line):
+                        found.append(f"roles/{role}/{folder}/{name}:{number}: {line.strip()}")
+    assert found == []

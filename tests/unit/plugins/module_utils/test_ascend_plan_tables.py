@@ -299,3 +299,17 @@ def test_plan_message(plan, message):
 ])
 def test_reboot_message_names_the_variable(changed, message):
     assert ap.reboot_message(changed) == message
+
+
+@pytest.mark.parametrize("ran, verify, driver, pending, rebooted, reprobe, check", [
+    (False, False, "24.1.rc1", False, False, False, False),
+    (True, False, "24.1.rc1", False, False, True, False),
+    (False, True, "24.1.rc1", False, False, True, True),
+    (False, True, None, False, False, True, False),
+    (False, True, "", False, False, True, False),
+    (True, True, "24.1.rc1", True, False, True, False),
+    (True, True, "24.1.rc1", True, True, True, True),
+    (True, True, None, True, True, True, False),
+])
+def test_verify_steps(ran, verify, driver, pending, rebooted, reprobe, check):
+    assert ap.verify_steps(ran, verify, driver, pending, rebooted) == {"reprobe": reprobe, "check_devices": check}

@@ -105,3 +105,49 @@ def test_tuning_skips_with_the_reason(tunable, exists, writeable, governors, ser
     result = tune([tunable], [exists], [writeable], governors, service_mgr)
     assert result["sysctl_apply"] == {} and result["sysfs_apply"] == []
     assert result["items"] == [{"setting": tunable["name"], "wanted": str(tunable["value"]), "status": "skipped", "reason": reason}]
+
+
+@pytest.mark.parametrize("wanted, in_container, service_mgr, apply, status, reason", [
+    (True, False, "systemd", True, "applied", "chronyd enabled and started"),
+    (True, True, "systemd", False, "skipped", "the clock belongs to the container host"),
+    (True, False, "sysvinit", False, "skipped", "the service manager is sysvinit, not systemd"),
+    # A container wins over the service manager: its clock is never its own.
+    (True, True, "process_api", False, "skipped", "the clock belongs to the container host"),
+    (False, False, "systemd", False, None, None),
+])
+def test_time_sync_runs_chrony_only_where_the_clock_is_the_hosts(wanted, in_container, service_mgr, apply, status, reason):
+    result = base_report.tuning([], [], [], "", service_mgr, "/s", "/t",
+                                clock={"wanted": wanted, "in_container": in_container, "service": "chronyd"})
+    assert result["time_sync"] is apply
+    items = [i for i in result["items"] if i["setting"] == "time_sync"]
+    assert items == ([{"setting": "time_sync", "wanted": "chrony", "status": status, "reason": reason}] if wanted else [])
+
+
+@pytest.mark.parametrize("limits, items", [
+    (None, []),
+    ({"wanted": False, "nofile": 65536, "memlock": "unlimited", "file": "/etc/security/limits.d/90.conf"}, []),
+    ({"wanted": True, "nofile": 65536, "memlock": "unlimited", "file": "/etc/security/limits.d/90.conf"},
+     [{"setting": "limits", "wanted": "nofile 65536, memlock unlimited", "status": "applied",
+       "reason": "set through /etc/security/limits.d/90.conf (PAM sessions)"}]),
+])
+def test_limits_are_reported_when_written(limits, items):
+    assert base_report.tuning([], [], [], "", "systemd", "/s", "/t", limits=limits)["items"] == items
+
+
+@pytest.mark.parametrize("tunables, exists, write_sysctl, write_sysfs", [
+    ([], [], False, False),
+    ([SWAPPINESS], [True], True, False),
+    ([THP], [True], False, True),
+    ([SWAPPINESS, THP], [False, True], False, True),
+    ([SWAPPINESS, THP], [False, False], False, False),
+])
+def test_write_flags_follow_what_applies(tunables, exists, write_sysctl, write_sysfs):
+    result = tune(tunables, exists, [True] * len(tunables))
+    assert (result["write_sysctl"], result["write_sysfs"]) == (write_sysctl, write_sysfs)
+
+
+def test_limits_and_time_sync_come_after_the_tunables():
+    result = base_report.tuning([SWAPPINESS], [True], [True], "", "systemd", "/s", "/t",
+                                limits={"wanted": True, "nofile": 1, "memlock": 2, "file": "/l"},
+                                clock={"wanted": True, "service": "chrony"})
+    assert [i["setting"] for i in result["items"]] == ["vm.swappiness", "limits", "time_sync"]

@@ -102,3 +102,13 @@ def test_engine_args_host_is_the_final_bind():
 def test_key_overrides_are_refused(config, environment, variable):
     with pytest.raises(endpoint_security.EndpointError, match=variable):
         endpoint_security.final_bind(config, environment)
+
+
+@pytest.mark.parametrize("request_, expected", [
+    ({}, True),
+    ({"service_manager": "none"}, False),          # launcher mode: no unit to ask
+    ({"cluster_group": "r1"}, False),              # a multi-node instance converges as a group
+    ({"ready_check": False}, False),               # nothing asks the endpoint
+])
+def test_fast_path(request_, expected):
+    assert deployment.fast_path(dict(deployment.REQUEST_DEFAULTS, **request_)) is expected

@@ -135,3 +135,33 @@ def test_grafana_package_to_install(package, repository, install):
 def test_measured_backend_prefers_the_plan(planned, probed, expected):
     accelerators = {"summary": {"backend": probed}} if probed else {}
     assert mp.measured_backend(planned, accelerators) == expected
+
+
+REPO = "deb https://apt.example/ stable main"
+KEY = "https://apt.example/gpg.key"
+
+
+@pytest.mark.parametrize("package, repository, key, install, add_key", [
+    ("", "", "", False, False),
+    ("", "", KEY, False, False),
+    ("grafana-enterprise", "", KEY, True, False),
+    ("", REPO, "", True, False),
+    ("", REPO, KEY, True, True),
+    ("", REPO, "  ", True, False),
+    # A named package wins over the repository: no repository, no key.
+    ("grafana-enterprise", REPO, KEY, True, False),
+])
+def test_grafana_steps(package, repository, key, install, add_key):
+    plan = mp.server_plan([node([])], "15s", "15s", "15d", "", 9090, package, repository, grafana_repository_key_url=key)
+    assert plan["grafana_install"] is install
+    assert plan["grafana_repository_key"] is add_key
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda", "ascend", None])
+@pytest.mark.parametrize("packages", [{}, {"monitoring_dcgm_exporter_package": "datacenter-gpu-manager-exporter"},
+                                      {"monitoring_npu_exporter_package": "npu-exporter"}])
+@pytest.mark.parametrize("collector", ["auto", "always", "never"])
+def test_a_scrape_job_means_a_vendor_package_to_install(backend, packages, collector):
+    """The role installs the vendor exporter when exporter.job is set: exactly when a package was named for it."""
+    exporter = mp.accelerator_exporter(backend, packages, collector)
+    assert (exporter["job"] != "") == (exporter["package"] != "")

@@ -128,3 +128,59 @@ def test_action(working, meets_min, replace, action):
 )
 def test_reboot_pending(action, live, install_changed, rebooted, pending):
     assert nvidia_plan.reboot_pending({"action": action}, live, install_changed, rebooted) is pending
+
+
+def _plan(action, source, working=False, pinning=(), toolkit=(), remote=False):
+    return {"action": action, "source": source, "working": working, "pinning_packages": list(pinning),
+            "toolkit_packages": list(toolkit), "runfile": {"remote": remote}}
+
+
+_STEPS = ["install_packages", "install_runfile", "pinning", "look_for_runfile_driver", "checksum_runfile",
+          "toolkit_missing", "repository", "manage_services", "note_no_systemd", "persistenced_unit"]
+
+
+@pytest.mark.parametrize(
+    "plan, params, on",
+    [
+        # An adopted driver: nothing runs, services left as found.
+        (_plan("adopt", "cuda_repo", working=True), {"service_mgr": "systemd"}, []),
+        (_plan("too_old", "cuda_repo", working=True), {"service_mgr": "systemd"}, []),
+        # Packages from NVIDIA's repository, branch 590 held by its pinning package.
+        (_plan("install", "cuda_repo", pinning=["nvidia-driver-pinning-590"]), {"service_mgr": "systemd"},
+         ["install_packages", "pinning", "repository", "manage_services"]),
+        # Replacing a working driver: look for a runfile install under it first.
+        (_plan("install", "distro", working=True), {"service_mgr": "systemd"},
+         ["install_packages", "look_for_runfile_driver", "manage_services"]),
+        # A container (no systemd): the services are noted, not managed.
+        (_plan("install", "distro"), {"service_mgr": "process_api"}, ["install_packages", "note_no_systemd"]),
+        # A runfile on the controller is checksummed there; its persistence daemon gets a unit.
+        (_plan("install", "runfile"), {"service_mgr": "systemd"},
+         ["install_runfile", "checksum_runfile", "manage_services", "persistenced_unit"]),
+        (_plan("install", "runfile", remote=True), {"service_mgr": "systemd", "persistenced": False},
+         ["install_runfile", "manage_services"]),
+        (_plan("install", "runfile"), {"service_mgr": "sysvinit"}, ["install_runfile", "checksum_runfile", "note_no_systemd"]),
+        # A toolkit that is not there yet needs the repository even on an adopted driver.
+        (_plan("adopt", "runfile", working=True, toolkit=["cuda-toolkit-13-0"]), {"service_mgr": "systemd"},
+         ["toolkit_missing", "repository"]),
+        (_plan("adopt", "runfile", working=True, toolkit=["cuda-toolkit-13-0"]), {"service_mgr": "systemd", "toolkit_found": True}, []),
+    ],
+)
+def test_steps(plan, params, on):
+    steps = nvidia_plan.steps(plan, params)
+    assert sorted(steps) == sorted(_STEPS)
+    assert sorted(k for k, v in steps.items() if v) == sorted(on)
+    assert all(isinstance(v, bool) for v in steps.values())
+
+
+@pytest.mark.parametrize("distribution, pkg_mgr, driver", [
+    # The role passes its vars file's package manager: a distribution unknown here gets the repository's names.
+    ("Linaro", "apt", ["nvidia-open-580"]),
+    ("AnolisOS", "dnf", ["@nvidia-driver:580-open"]),
+    ("Linaro", None, []),
+    # Without it, the known distributions.
+    ("Debian", None, ["nvidia-open-580"]),
+    ("openEuler", None, ["@nvidia-driver:580-open"]),
+    ("openEuler", "dnf", ["@nvidia-driver:580-open"]),
+])
+def test_cuda_repository_names_follow_the_package_manager(distribution, pkg_mgr, driver):
+    assert nvidia_plan.packages(distribution, "cuda_repo", "580", "open", pkg_mgr)["driver"] == driver

@@ -73,6 +73,9 @@ def test_first_install_on_a_bare_a2_host(tmp_path):
     assert nnal[:2] == ["bash", "-c"] and nnal[4] == os.path.join(root, "ascend-toolkit/set_env.sh")
     assert result["device_group"] == "HwHiAiUser"
     assert result["report"]["device_group"] == "HwHiAiUser"
+    assert result["installs"] is True and result["ran"] is False
+    # No driver answers on a bare host: nothing to check the devices with.
+    assert result["verify"] == {"reprobe": False, "check_devices": False}
 
 
 def test_upgrade_of_an_installed_a2_host(tmp_path):
@@ -91,6 +94,7 @@ def test_installed_versions_are_not_run_again(tmp_path):
     facts, root = probe(tmp_path, npu_smi=A2, installed=True)
     failed, result = run(facts, root, packages=files({key: V1[key] for key in ("driver", "firmware", "toolkit")}))
     assert not failed and result["plan"] == [] and result["steps"] == []
+    assert result["installs"] is False
     assert result["message"] == "Ascend 910b on aarch64: nothing to install"
 
 
@@ -229,3 +233,20 @@ def test_vllm_service_entry_reads_the_report(tmp_path):
 
 def test_cpu_unit_has_no_driver_group():
     assert render_unit("cpu", None) == ["PrivateDevices=yes", "DevicePolicy=closed"]
+
+
+@pytest.mark.parametrize("runs, verify_devices, pending, rebooted, reprobe, check", [
+    ([], False, False, False, False, False),
+    ([], True, False, False, True, True),
+    ([{"component": "toolkit", "stdout": ""}], False, False, False, True, False),
+    # The new firmware waits for a reboot the role was not allowed to do: the devices are not checked yet.
+    ([{"component": "firmware", "stdout": ""}], True, True, False, True, False),
+    # ... and are once the role rebooted the host.
+    ([{"component": "firmware", "stdout": ""}], True, True, True, True, True),
+])
+def test_verify_steps_on_an_installed_a2_host(tmp_path, runs, verify_devices, pending, rebooted, reprobe, check):
+    facts, root = probe(tmp_path, npu_smi=A2, installed=True)
+    failed, result = run(facts, root, runs=runs, verify_devices=verify_devices, pending_reboot=pending, rebooted=rebooted)
+    assert not failed
+    assert result["ran"] is bool(runs)
+    assert result["verify"] == {"reprobe": reprobe, "check_devices": check}

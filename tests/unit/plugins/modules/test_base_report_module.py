@@ -25,3 +25,19 @@ def test_a_bad_source_fails_naming_the_variable():
                                                               "probe_stdout": "Status: active", "ports": [8000],
                                                               "sources": ["10.0.0.300"]}}, True)
     assert failed and "base_firewall_sources" in result["msg"]
+
+
+def test_tuning_reads_the_governors_on_the_host(tmp_path):
+    governors = tmp_path / "scaling_available_governors"
+    governors.write_text("ondemand powersave\n")
+    tunable = {"name": "cpu_governor", "kind": "sysfs", "value": "performance", "probe": "/sys/gov", "write": "/sys/cpu*/gov"}
+    args = {"tuning": {"tunables": [tunable], "exists": [True], "writeable": [True], "service_mgr": "systemd",
+                       "sysctl_file": "a", "tmpfiles_file": "b", "governors_path": str(governors)}}
+    failed, result = run_main(base_report.main, args, True)
+    assert not failed and result["tuning"]["items"][0]["reason"] == "cpufreq offers ondemand powersave, not performance"
+    governors.write_text("performance powersave\n")
+    failed, result = run_main(base_report.main, args, True)
+    assert not failed and result["tuning"]["items"][0]["status"] == "applied" and result["tuning"]["write_sysfs"] is True
+    args["tuning"]["governors_path"] = str(tmp_path / "missing")
+    failed, result = run_main(base_report.main, args, True)
+    assert not failed and result["tuning"]["items"][0]["reason"] == "cpufreq offers , not performance"

@@ -195,6 +195,19 @@ def test_toolkit_needs_the_repository_even_for_an_adopted_driver(tmp_path):
     decision = decide(args_for(probe_h200(tmp_path), source="distro", toolkit_version="13.0"))
     assert decision["action"] == "adopt"
     assert decision["toolkit_packages"] == ["cuda-toolkit-13-0"] and decision["repo"]["wanted"] is True
+    assert decision["steps"]["toolkit_missing"] is True and decision["steps"]["repository"] is True
+    assert decision["steps"]["install_packages"] is False
+    found = decide(args_for(probe_h200(tmp_path), source="distro", toolkit_version="13.0", toolkit_found=True))
+    assert found["steps"]["toolkit_missing"] is False and found["steps"]["repository"] is False
+
+
+def test_hgx_without_driver_installs_and_manages_services_under_systemd_only(tmp_path):
+    probe = probe_h100_without_driver(tmp_path)
+    decision = decide(args_for(probe, service_mgr="systemd"))
+    assert decision["action"] == "install"
+    assert {k for k, v in decision["steps"].items() if v} == {"install_packages", "repository", "manage_services"}
+    decision = decide(args_for(probe, service_mgr="process_api"))
+    assert decision["steps"]["manage_services"] is False and decision["steps"]["note_no_systemd"] is True
 
 
 @pytest.mark.parametrize(
