@@ -60,3 +60,24 @@ def test_private_users_follows_the_monitoring_setting():
         options = templar("monitoring", dict(found["vars"], monitoring_private_users=setting)).template(
             _trusted(found["vars"]["_common_hardening"]))
         assert f"PrivateUsers={'yes' if setting else 'no'}" in directives(options)
+
+
+# The packaged unit's own lines that matter to the score (Debian 12's units run the exporters as prometheus;
+# haproxy's user comes from the drop-in), and a command.
+PACKAGED = {"haproxy.service": "", "prometheus-node-exporter.service": "User=prometheus\n",
+            "prometheus.service": "User=prometheus\n"}
+
+
+@pytest.mark.parametrize("caller", sorted(CALLERS))
+def test_the_drop_in_alone_keeps_a_bare_unit_under_the_limit(caller):
+    """Offline, on a bare unit with the package's user: the drop-in alone brings it to <= 1.5 (the scenarios score
+    the real units live)."""
+    from test_unit_exposure import LIMIT, score
+
+    role, path, name = caller
+    found = task(f"roles/{role}/tasks/{path}", name)
+    unit, _filename = CALLERS[caller]
+    render = templar(role, found["vars"])
+    lines = directives(render.template(_trusted(found["vars"]["_common_hardening"])))
+    text = f"[Unit]\nDescription=packaged\n[Service]\nExecStart=/usr/bin/true\n{PACKAGED[unit]}" + "\n".join(lines) + "\n"
+    assert score(text, unit) <= LIMIT
