@@ -3,6 +3,8 @@
 import itertools
 import random
 
+import re
+
 import pytest
 from packaging.version import Version
 
@@ -184,10 +186,20 @@ def test_atlas_series_support():
 
 # --- CUDA and CPU selection ------------------------------------------------------------------
 
+def newest(rows, key="vllm", where=lambda row: True):
+    """The newest row of ``rows`` that ``where`` accepts: tests derive it, so a new row breaks no unrelated test."""
+    return max((row for row in rows if where(row)), key=lambda row: cm.version_key(row[key]))
+
+
+NEWEST_CUDA = newest(cm.CUDA_ROWS)
+# Volta (7.0) left with CUDA 13: the newest row on CUDA 12.
+NEWEST_CUDA12 = newest(cm.CUDA_ROWS, where=lambda row: row["cuda"].startswith("12."))
+
+
 def test_cuda_h200_driver_passes_the_newest_row():
-    row = cm.select_cuda("0.33.0", driver_version="580.159.04", python_version="3.12")
-    assert row["torch"] == "2.14.0" and row["cuda"] == "13.0"
-    assert cm.select_cuda(driver_version="580.159.04")["vllm"] == "0.33.0"
+    row = cm.select_cuda(NEWEST_CUDA["vllm"], driver_version="580.159.04", python_version="3.12")
+    assert row["torch"] == NEWEST_CUDA["torch"] and row["cuda"] == "13.0"
+    assert cm.select_cuda(driver_version="580.159.04")["vllm"] == NEWEST_CUDA["vllm"]
 
 
 def test_cuda_driver_too_old_names_the_minimum_and_a_row_that_works():
@@ -221,16 +233,17 @@ def test_cpu_row_and_simd_requirements():
         cm.select_cpu("0.32.0", "3.10")
 
 
-@pytest.mark.parametrize("caps,vllm", [
-    (["9.0"], "0.33.0"), (["7.5"], "0.33.0"), (["7.0"], "0.11.0"), (["8.0", "7.0"], "0.11.0"), ([], "0.33.0"),
+@pytest.mark.parametrize("caps,expected", [
+    (["9.0"], NEWEST_CUDA), (["7.5"], NEWEST_CUDA), (["7.0"], NEWEST_CUDA12), (["8.0", "7.0"], NEWEST_CUDA12),
+    ([], NEWEST_CUDA),
 ])
-def test_cuda_row_follows_the_oldest_gpu(caps, vllm):
-    assert cm.select_cuda(driver_version="580.95.05", compute_caps=caps)["vllm"] == vllm
+def test_cuda_row_follows_the_oldest_gpu(caps, expected):
+    assert cm.select_cuda(driver_version="580.95.05", compute_caps=caps)["vllm"] == expected["vllm"]
 
 
 def test_gpu_older_than_every_row_is_refused():
-    with pytest.raises(CompatError, match=r"GPU compute capability 6.0 on the node, vLLM 0.33.0 .* needs 7.5 \(Turing\) or later; "
-                                          r"no row of the compatibility matrix runs on this GPU"):
+    with pytest.raises(CompatError, match=rf"GPU compute capability 6.0 on the node, vLLM {re.escape(NEWEST_CUDA['vllm'])} .* "
+                                          r"needs 7.5 \(Turing\) or later; no row of the compatibility matrix runs on this GPU"):
         cm.select_cuda(driver_version="580.95.05", compute_caps=["6.0"])
 
 

