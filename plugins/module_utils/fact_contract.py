@@ -311,6 +311,14 @@ VLLM_PLAN = {
         "max_model_len_limit", "kv_cache_space_gib")),
     # vllm serve options (underscore names): data, not contract.
     "engine_args": _f(DICT, open_keys=True),
+    # What the unit and the launcher give the engine (plan/service.py): DeviceAllow entries (empty:
+    # PrivateDevices=yes), the driver's group, the backend's variables, the driver's environment files.
+    "service": _f(DICT, keys={
+        "device_allow": _strs(),
+        "supplementary_groups": _strs(),
+        "environment": _f(DICT, open_keys=True),
+        "environment_files": _strs(),
+    }, optional=True),
     "notes": _strs(),
     # What the vllm role executes (plugins/module_utils/plan/deployment.py execution); present when the
     # module was given the role's request.

@@ -177,6 +177,15 @@ options:
         RV(engine_config), ...) and refuses, before any change, requests the install cannot carry out (a source
         build without its URL, a cpu install on aarch64 without a torch source, an unsupported architecture).
     type: dict
+  driver_facts:
+    description:
+      - The facts the driver roles set, by name (C(kunpeng_nvidia), C(kunpeng_ascend)), those present when the plan
+        runs; the backend's driver fact gives RV(service) its environment file, device group and device nodes.
+      - Without it RV(service) holds the backend's own devices. The vllm role leaves it empty, so the plan (and the
+        fingerprint of the converged-state check) does not depend on whether a driver role ran before it, and
+        completes the entry with the driver role's report of the same run (filter C(kunpeng.vllm.vllm_service)).
+    type: dict
+    default: {}
   fail_on_misfit:
     description:
       - Fail when the model does not fit. With C(false) the plan comes back with RV(fits=false) and the reason in
@@ -428,6 +437,16 @@ cpu_runtime:
       null on the other backends.
   returned: with O(request)
   type: dict
+service:
+  description:
+    - What the unit, the environment file and the launcher give the engine; the templates only render it.
+    - C(device_allow) the C(DeviceAllow) entries (empty means C(PrivateDevices=yes)), C(supplementary_groups) the
+      driver's group, C(environment) the backend's variables (the CPU runtime's, or the visible-devices variable),
+      C(environment_files) the driver's environment files.
+  returned: with O(request)
+  type: dict
+  sample: {"device_allow": ["/dev/davinci_manager rw", "/dev/devmm_svm rw", "/dev/hisi_hdc rw", "char-davinci rw"],
+           "supplementary_groups": [], "environment": {"ASCEND_RT_VISIBLE_DEVICES": "0"}, "environment_files": []}
 ansible_facts:
   description: The same plan as a fact.
   returned: always
@@ -474,6 +493,7 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     requested_engine_args=dict(type="dict", default={}),
     fail_on_misfit=dict(type="bool", default=True),
     request=dict(type="dict"),
+    driver_facts=dict(type="dict", default={}),
 )
 
 

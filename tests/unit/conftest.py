@@ -22,6 +22,13 @@ sys.path.insert(0, _tree)
 for _name in [m for m in sys.modules if m == "ansible_collections" or m.startswith("ansible_collections.")]:
     del sys.modules[_name]
 
+# Ansible's collection loader over the same tree, so templates rendered with
+# Ansible's Templar find the collection's filters by FQCN
+# (kunpeng.vllm.systemd_hardening), as ansible-playbook does.
+from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder  # noqa: E402
+
+_AnsibleCollectionFinder(paths=[_tree], scan_sys_paths=False)._install()
+
 
 def _decode_pci_names(src, dest):
     """Copy the fixture tree, restoring PCI bus ids under ``bus/pci/devices``.

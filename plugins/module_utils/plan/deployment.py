@@ -21,7 +21,7 @@ import json
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, compat_matrix, cpu_runtime, engine_args as engine_options
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, compat_matrix, cpu_runtime, service, engine_args as engine_options
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
 
@@ -410,4 +410,6 @@ def plan_host(params: Dict[str, Any]) -> Dict[str, Any]:
         plan.update(execution(plan, dict(request, instance_name=params.get("model_name") or request.get("instance_name") or ""),
                               facts))
         plan["cpu_runtime"] = cpu_env
+        plan["service"] = service.service_spec(backends.get(backend), facts, params.get("visible_devices") or "", cpu_env,
+                                               params.get("driver_facts"))
     return plan

@@ -23,7 +23,9 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from task_files import ROOT, load
 from task_files import trusted as _trusted
+from vllm_plans import plan, single
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 
 LIMIT = 1.5
@@ -35,9 +37,10 @@ HOST = ("", "")
 
 
 def _vllm(backend, where):
-    """The vllm unit of ``backend``, with PrivateUsers as kunpeng.vllm.vllm_endpoint resolves the role's default."""
+    """The vllm unit of ``backend`` (the real plan of its replayed host), with PrivateUsers as
+    kunpeng.vllm.vllm_endpoint resolves the role's default."""
     default = load("roles/vllm/defaults/main.yml")["vllm_private_users"]
-    return {"vllm_model_name": "smollm2", "__vllm_backend": backend,
+    return {"vllm_model_name": "smollm2", "kunpeng_vllm_plan": plan(backend), "kunpeng_vllm_cluster": single(),
             "__vllm_endpoint": {"private_users": private_users(default, *where)}}
 
 
@@ -123,9 +126,8 @@ def test_every_unit_template_has_a_table_entry():
 
 
 def test_the_vllm_unit_has_every_backend():
-    backends = load("roles/vllm/vars/main.yml")["__vllm_backends"]
-    scored = {variables["__vllm_backend"] for variables in UNITS["vllm/templates/vllm.service.j2"].values()}
-    assert scored == set(backends)
+    scored = {variables["kunpeng_vllm_plan"]["backend"] for variables in UNITS["vllm/templates/vllm.service.j2"].values()}
+    assert scored == set(backends.NAMES)
 
 
 @pytest.mark.parametrize("template, variant", _cases())

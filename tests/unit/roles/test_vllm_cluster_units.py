@@ -17,15 +17,16 @@ from conftest import ROOT
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plugins", "modules"))
 
 import cluster_hosts as ch  # noqa: E402
-import plan_hosts  # noqa: E402
 from module_runner import run_main  # noqa: E402
 from task_files import trusted  # noqa: E402
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cpu_runtime  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_cluster  # noqa: E402
 
 UNITS = os.path.join(ROOT, "tests", "unit", "fixtures", "cluster", "units")
 A2_NET = ("172.18.0.", "10.20.0.", "eth0", "enp189s0f0")
+# The plan as the vllm role asks for it (with a request: the service entry the templates render).
+ROLE_REQUEST = {"install_dir": "/opt/vllm"}
 
 
 def cluster_fact(members, host, **params):
@@ -34,7 +35,7 @@ def cluster_fact(members, host, **params):
     return result["ansible_facts"]["kunpeng_vllm_cluster"]
 
 
-def render(template, backend, cluster, **extra):
+def render(template, plan, cluster, **extra):
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar, trust_as_template
 
@@ -42,18 +43,16 @@ def render(template, backend, cluster, **extra):
     variables = {}
     for name in ("defaults", "vars"):
         variables.update(trusted(loader.load_from_file(os.path.join(ROOT, "roles", "vllm", name, "main.yml"))))
-    variables.update(__vllm_backend=backend, kunpeng_vllm_cluster=cluster, ansible_managed="managed",
+    variables.update(kunpeng_vllm_plan=plan, kunpeng_vllm_cluster=cluster, ansible_managed="managed",
                      vllm_model_name="deepseek-r1", vllm_model_source="local",
-                     # What vllm_endpoint sets on a loopback head or a headless member: no key.
-                     kunpeng_vllm_api_key="",
-                     # What kunpeng.vllm.cpu_runtime derives on the replayed cpu-x86 host (preflight.yml).
-                     __vllm_cpu_runtime=cpu_runtime.cpu_environment(plan_hosts.facts("cpu-x86")["cpu"], {}), **extra)
+                     # What vllm_endpoint sets on a loopback head or a headless member: no key; bare metal.
+                     kunpeng_vllm_api_key="", __vllm_endpoint={"private_users": private_users("auto", "", "")}, **extra)
     with open(os.path.join(ROOT, "roles", "vllm", "templates", template)) as handle:
         return Templar(loader=loader, variables=variables).template(trust_as_template(handle.read()))
 
 
 def a2_members():
-    plan = ch.node_plan("atlas-800i-a2-64g-cann8.3", nodes=2, model_config=ch.model_config("deepseek-v3"), weight_dtype="w8a8",
+    plan = ch.node_plan("atlas-800i-a2-64g-cann8.3", nodes=2, request=ROLE_REQUEST, model_config=ch.model_config("deepseek-v3"), weight_dtype="w8a8",
                         vllm_ascend_version="0.11.0", python_version="3.11")
     model = {"name": "deepseek-r1", "source": "local", "src": "/data/DeepSeek-R1-w8a8"}
     members = [ch.entry(f"a2-node-{i}", "atlas-800i-a2-64g-cann8.3", ch.network(net, A2_NET), plan, model, rdma=True)
@@ -80,41 +79,41 @@ def compare(name, text):
 def test_ascend_ray_members_render_the_recorded_units(host, template, kind, name):
     members, plan = a2_members()
     fact = cluster_fact(members, host, engine_args=plan["engine_args"], moe=True)
-    compare(name, render(template, "ascend", fact, __vllm_unit_kind=kind))
+    compare(name, render(template, plan, fact, __vllm_unit_kind=kind))
 
 
 def test_ray_units_carry_rdma_and_the_ray_command():
     members, plan = a2_members()
     fact = cluster_fact(members, "a2-node-2", engine_args=plan["engine_args"], moe=True)
-    unit = render("vllm.service.j2", "ascend", fact, __vllm_unit_kind="ray")
+    unit = render("vllm.service.j2", plan, fact, __vllm_unit_kind="ray")
     assert "LimitMEMLOCK=infinity" in unit and "DeviceAllow=/dev/infiniband rw" in unit
     assert "ExecStart=/opt/vllm/current-deepseek-r1/bin/ray 'start' '--address=10.20.0.2:6379'" in unit
     assert "'--resources={\"NPU\":8}'" in unit and "Restart=always" in unit
     assert "Environment=RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1" in unit
-    head = render("vllm.service.j2", "ascend", cluster_fact(members, "a2-node-1", engine_args=plan["engine_args"], moe=True))
+    head = render("vllm.service.j2", plan, cluster_fact(members, "a2-node-1", engine_args=plan["engine_args"], moe=True))
     assert "Requires=vllm-ray-deepseek-r1.service" in head and "vllm serve" in head
 
 
 def test_cpu_data_parallel_worker_environment_and_unit():
-    plan = ch.node_plan("cpu-x86", nodes=2, model_config=ch.model_config("smollm2-135m"), python_version="3.11")
+    plan = ch.node_plan("cpu-x86", nodes=2, model_config=ch.model_config("smollm2-135m"), python_version="3.11", request=ROLE_REQUEST)
     members = [ch.entry(f"node-{i}", "cpu-x86", ch.network(net), plan) for i, net in ((0, "docker-net1-a"), (1, "docker-net1-net2-b"))]
     fact = cluster_fact(members, "node-1", engine_args=plan["engine_args"])
-    env = render("vllm.env.j2", "cpu", fact)
+    env = render("vllm.env.j2", plan, fact)
     assert "VLLM_HOST_IP=172.18.0.3\n" in env and "GLOO_SOCKET_IFNAME=eth0\n" in env
-    unit = render("vllm.service.j2", "cpu", fact)
+    unit = render("vllm.service.j2", plan, fact)
     assert "PrivateDevices=yes" in unit and "LimitMEMLOCK" not in unit and "ray" not in unit.lower()
 
 
 def test_cpu_ray_units_beside_the_engines_leave_the_engine_unit_alone():
     """vllm_cluster_ray_units on cpu: Ray units on both members, engine units that neither require nor wait for them."""
-    plan = ch.node_plan("cpu-x86", nodes=2, model_config=ch.model_config("smollm2-135m"), python_version="3.11")
+    plan = ch.node_plan("cpu-x86", nodes=2, model_config=ch.model_config("smollm2-135m"), python_version="3.11", request=ROLE_REQUEST)
     members = [ch.entry(f"node-{i}", "cpu-x86", ch.network(net), plan) for i, net in ((0, "docker-net1-a"), (1, "docker-net1-net2-b"))]
     for host, start in (("node-0", "'start' '--head' '--port=6379' '--include-dashboard=false'"),
                         ("node-1", "'start' '--address=172.18.0.2:6379' '--node-ip-address=172.18.0.3'")):
         fact = cluster_fact(members, host, engine_args=plan["engine_args"], ray_units=True)
-        ray = render("vllm.service.j2", "cpu", fact, __vllm_unit_kind="ray")
+        ray = render("vllm.service.j2", plan, fact, __vllm_unit_kind="ray")
         assert f"ExecStart=/opt/vllm/current-deepseek-r1/bin/ray {start}" in ray and "Restart=always" in ray
-        engine = render("vllm.service.j2", "cpu", fact)
+        engine = render("vllm.service.j2", plan, fact)
         assert "vllm serve" in engine and "vllm-ray-" not in engine
 
 

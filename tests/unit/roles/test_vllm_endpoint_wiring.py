@@ -19,8 +19,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "plugins", "modules"))
 
 import plan_hosts  # noqa: E402
 from module_runner import run_main  # noqa: E402
+from vllm_plans import single  # noqa: E402
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cpu_runtime  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_endpoint  # noqa: E402
 
 ENDPOINT = "roles/vllm/tasks/endpoint.yml"
@@ -33,15 +33,14 @@ class Role:
         self.variables = {}
         self.variables.update(_trusted(load("roles/vllm/defaults/main.yml")))
         self.variables.update(_trusted(load("roles/vllm/vars/main.yml")))
-        self.variables.update(vllm_model_name="smollm2", __vllm_backend="cpu", ansible_managed="managed",
-                              vllm_config_dir=str(config_dir),
-                              ansible_facts={"virtualization_type": "docker", "virtualization_role": "guest"},
-                              # What kunpeng.vllm.cpu_runtime derives on the replayed cpu-x86 host (preflight.yml).
-                              __vllm_cpu_runtime=cpu_runtime.cpu_environment(plan_hosts.facts("cpu-x86")["cpu"], {}))
+        self.variables.update(vllm_model_name="smollm2", kunpeng_vllm_cluster=single(),
+                              ansible_managed="managed", vllm_config_dir=str(config_dir),
+                              ansible_facts={"virtualization_type": "docker", "virtualization_role": "guest"})
         self.variables.update(_trusted(overrides))
         # The final engine config the key is decided on: the real plan's, with this host's vllm_host.
         plan = plan_hosts.role_plan("cpu-x86", engine_args=self.render("{{ vllm_engine_args }}"),
                                     host=self.render("{{ vllm_host }}"))
+        self.variables["kunpeng_vllm_plan"] = plan
         self.variables["__vllm_engine_config"] = plan["engine_config"]
 
     def render(self, value):

@@ -20,6 +20,7 @@ from task_files import ROOT, load, task
 from task_files import trusted as _trusted
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute.instance_lifecycle import engine_link, removal_plan
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "plugins", "modules"))
@@ -37,8 +38,8 @@ def templar(instance, extra=None):
     variables.update(_trusted(load("roles/vllm/defaults/main.yml")))
     variables.update(_trusted(load("roles/vllm/vars/main.yml")))
     variables.update(_trusted(extra or {}))
-    variables.update(vllm_model_name=instance, __vllm_backend="cpu", ansible_managed="managed",
-                     kunpeng_vllm_plan=PLAN,
+    variables.update(vllm_model_name=instance, ansible_managed="managed", kunpeng_vllm_plan=PLAN,
+                     kunpeng_vllm_cluster=cluster.disabled(),
                      __vllm_endpoint={"private_users": private_users("auto", "docker", "guest")})
     return Templar(loader=DataLoader(), variables=variables)
 

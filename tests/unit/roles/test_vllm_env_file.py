@@ -13,23 +13,15 @@ import subprocess
 
 import jinja2
 import pytest
+from vllm_plans import plan
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import cpu
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cpu_runtime, input_check
+from ansible_collections.kunpeng.vllm.plugins.filter.vllm_service import vllm_service
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import input_check
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TEMPLATES = os.path.join(ROOT, "roles", "vllm", "templates")
 CPU_FIXTURE = os.path.join(ROOT, "tests", "unit", "fixtures", "cpu", "x86-avx2")
-
-
-def _probed_cpu():
-    """The probe's cpu facts of the committed x86 fixture (cpuinfo and meminfo, no NUMA information)."""
-    with open(os.path.join(CPU_FIXTURE, "cpuinfo")) as handle:
-        facts = cpu.parse_cpuinfo(handle.read(), "x86_64")
-    with open(os.path.join(CPU_FIXTURE, "meminfo")) as handle:
-        facts["memory_mib"] = cpu.parse_meminfo(handle.read())
-    facts["numa_cpus"] = []
-    return facts
 
 
 BASE = {
@@ -39,11 +31,8 @@ BASE = {
     "vllm_cache_dir": "/var/cache/vllm",
     "vllm_instance_name": "smollm2",
     "vllm_model_source": "local",
-    "__vllm_backend": "cpu",
     "vllm_cpu_kvcache_space_gib": 1,
     "vllm_cpu_omp_threads_bind": "auto",
-    "__vllm_backends": {"cpu": {"visible_devices_env": ""}},
-    "vllm_visible_devices": "",
     "vllm_environment": {},
 }
 
@@ -52,9 +41,11 @@ def render(**overrides):
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True, keep_trailing_newline=True,
                              undefined=jinja2.StrictUndefined)
     context = dict(BASE, **overrides)
-    # What kunpeng.vllm.cpu_runtime hands the template (preflight.yml).
-    context["__vllm_cpu_runtime"] = cpu_runtime.cpu_environment(
-        _probed_cpu(), {}, context["vllm_cpu_omp_threads_bind"], context["vllm_cpu_kvcache_space_gib"])
+    # The plan's service entry (the CPU runtime it derives from the role's settings), as vars/main.yml
+    # __vllm_service hands it to the template.
+    request = {"cpu_omp_threads_bind": context["vllm_cpu_omp_threads_bind"],
+               "cpu_kvcache_space_gib": context["vllm_cpu_kvcache_space_gib"]}
+    context["__vllm_service"] = vllm_service(plan("cpu", request=request), {})
     # The role writes the effective key (kunpeng.vllm.vllm_endpoint): the
     # user's vllm_api_key whenever one is given.
     context.setdefault("kunpeng_vllm_api_key", context["vllm_api_key"])

@@ -11,10 +11,13 @@ import subprocess
 
 import fakes
 import pytest
-from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends, fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.service import service_spec
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 from ansible_collections.kunpeng.vllm.plugins.modules import ascend_plan
 from conftest import FIXTURES, ROOT
 from module_runner import run_main
+import vllm_plans
 
 A2 = os.path.join(FIXTURES, "ascend", "atlas-800i-a2")
 A2_6OF8 = os.path.join(FIXTURES, "ascend", "atlas-800i-a2-6of8")
@@ -191,7 +194,12 @@ def render_unit(backend, kunpeng_ascend):
     variables = {}
     for name in ("defaults", "vars"):
         variables.update(trust(loader.load_from_file(os.path.join(ROOT, "roles", "vllm", name, "main.yml"))))
-    variables.update(__vllm_backend=backend, kunpeng_ascend=kunpeng_ascend, ansible_managed="managed", vllm_model_name="m")
+    # site.yml: the plan (a replayed host) before the ascend role, whose report the role then renders.
+    variables.update(kunpeng_vllm_plan=vllm_plans.plan(backend), kunpeng_vllm_cluster=vllm_plans.single(),
+                     ansible_managed="managed", vllm_model_name="m",
+                     __vllm_endpoint={"private_users": private_users("auto", "", "")})
+    if kunpeng_ascend is not None:
+        variables["kunpeng_ascend"] = kunpeng_ascend
     with open(os.path.join(ROOT, "roles", "vllm", "templates", "vllm.service.j2")) as handle:
         text = Templar(loader=loader, variables=variables).template(trust_as_template(handle.read()))
     return [line for line in text.splitlines() if line.startswith(("SupplementaryGroups=", "DeviceAllow=", "DevicePolicy=", "PrivateDevices="))]
@@ -213,8 +221,18 @@ def test_vllm_unit_joins_the_driver_group_and_allows_its_devices(tmp_path, insta
         + ["DeviceAllow=/dev/davinci_manager rw", "DeviceAllow=/dev/devmm_svm rw", "DeviceAllow=/dev/hisi_hdc rw"])
 
 
+def test_vllm_service_entry_reads_the_report(tmp_path):
+    """plan/service.py on this module's report: the driver's env file, group and device nodes."""
+    facts, root = probe(tmp_path, npu_smi=A2, installed=True)
+    _failed, result = run(facts, root, env_file="/etc/vllm/ascend.env")
+    entry = service_spec(backends.get("ascend"), facts, "", None, {"kunpeng_ascend": result["report"]})
+    assert entry["environment_files"] == [result["report"]["env_file"]] == ["/etc/vllm/ascend.env"]
+    assert entry["supplementary_groups"] == ["HwHiAiUser"]
+    assert entry["device_allow"] == [f"{node} rw" for node in result["report"]["device_nodes"]]
+
+
 def test_cpu_unit_has_no_driver_group():
-    assert render_unit("cpu", None) == ["PrivateDevices=yes"]
+    assert render_unit("cpu", None) == ["PrivateDevices=yes", "DevicePolicy=closed"]
 
 
 @pytest.mark.parametrize("runs, verify_devices, pending, rebooted, reprobe, check", [

@@ -15,7 +15,8 @@ import role_vars
 from conftest import FIXTURES, ROOT
 from module_runner import run_main
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends, fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.service import service_spec
 from ansible_collections.kunpeng.vllm.plugins.modules import nvidia_plan, vllm_plan
 
 H200 = os.path.join(FIXTURES, "nvidia", "h200")
@@ -270,6 +271,15 @@ def report(accelerators, plan, **outcome):
     # Every report the module builds keeps to the declared fact contract.
     assert fact_contract.check("kunpeng_nvidia", result["ansible_facts"]["kunpeng_nvidia"]) == []
     return result["ansible_facts"]["kunpeng_nvidia"], result["report_lines"]
+
+
+def test_the_vllm_service_loads_the_env_file_the_report_names(tmp_path):
+    """The plan's service entry (plan/service.py) reads the kunpeng_nvidia fact this module reports."""
+    probe = probe_h200(tmp_path)
+    fact, _lines = report(probe, decide(args_for(probe)), owner_rc=1)
+    entry = service_spec(backends.get("cuda"), probe, "0", None, {"kunpeng_nvidia": fact})
+    assert entry["environment_files"] == ["/etc/vllm/nvidia.env"] and entry["supplementary_groups"] == []
+    assert entry["environment"] == {"CUDA_VISIBLE_DEVICES": "0"}
 
 
 def _logged_report_lines(log):
