@@ -77,7 +77,7 @@ galaxy-importer: venv ## Build the tarball into .build/dist and import it with g
 	$(BIN)/ansible-galaxy collection build --force --output-path .build/dist
 	bash scripts/galaxy-importer.sh
 
-surveys: venv ## Regenerate the AWX survey specs (docs/awx-surveys/) from the roles' argument_specs
+surveys: venv collection-link ## Regenerate the AWX survey specs (docs/awx-surveys/) from the roles' argument_specs
 	$(BIN)/python scripts/awx_survey.py
 
 changelog: venv ## Render CHANGELOG.rst from the fragments
