@@ -142,10 +142,42 @@ def tarball(tmp_path_factory):
         return tar.getnames()
 
 
+# A task's module key: "- ns.coll.module:" or "  ns.coll.module:" ending its line.
+MODULE_KEY = re.compile(r"^\s*(?:- )?([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*):\s*$", re.M)
+
+
+def _dependency_modules():
+    """FQCNs of the modules of other collections that the roles and playbooks call."""
+    found = set()
+    for top in ("roles", "playbooks"):
+        for dirpath, _dirs, files in os.walk(os.path.join(ROOT, top)):
+            for name in files:
+                if name.endswith((".yml", ".yaml")) and "meta" not in dirpath.split(os.sep):
+                    with open(os.path.join(dirpath, name), encoding="utf-8") as f:
+                        for match in MODULE_KEY.finditer(f.read()):
+                            fqcn = match.group(1)
+                            if tuple(fqcn.split(".")[:2]) not in NOT_COLLECTIONS:
+                                found.add(fqcn)
+    return found
+
+
+def test_the_tarball_lint_mocks_exactly_the_dependency_modules():
+    """Galaxy lints the tarball without its dependencies; only their modules may be mocked."""
+    mocked = _yaml(".config", "ansible-lint.yml")["mock_modules"]
+    used = _dependency_modules()
+    declared = set(_yaml("galaxy.yml")["dependencies"])
+    assert {"ansible.posix.firewalld", "community.general.haproxy"} <= used
+    assert all(".".join(m.split(".")[:2]) in declared for m in mocked), mocked
+    assert sorted(mocked) == sorted(used), "set mock_modules in .config/ansible-lint.yml to the dependency modules used"
+
+
 def test_tarball_leaves_out_wheels_and_the_checkout_ee_definition(tarball):
     assert not [n for n in tarball if n.endswith(".whl")]
     # execution-environment.yml copies galaxy.yml, which a tarball does not have.
     assert "execution-environment.yml" not in tarball and "galaxy.yml" not in tarball
+    # The tarball's lint configuration, not the checkout's.
+    assert ".config/ansible-lint.yml" in tarball and ".ansible-lint" not in tarball
+    assert not [n for n in tarball if n.startswith(".config/molecule")]
     meta = _yaml("meta", "execution-environment.yml")
     assert {f"meta/{os.path.basename(p)}" for p in meta["dependencies"].values()} <= set(tarball)
 

@@ -735,5 +735,5 @@ def summary(problems):
     """One message for the whole request."""
     if not problems:
         return "every value is usable"
-    return ("input check failed before any change ({} problem{}): ".format(len(problems), "" if len(problems) == 1 else "s")
-            + " | ".join(problems))
+    count = "{} problem{}".format(len(problems), "" if len(problems) == 1 else "s")
+    return "input check failed before any change ({}): {}".format(count, " | ".join(problems))
