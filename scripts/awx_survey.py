@@ -31,6 +31,7 @@ import os
 import re
 import sys
 
+import collection_import
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -89,21 +90,9 @@ NUMBER_MAX = 2 ** 31 - 1
 SCALAR_TYPES = {"str": "text", "int": "integer", "float": "float"}
 
 
-def _input_check():
-    """plugins/module_utils/plan/input_check.py, imported by its collection path (``make collection-link``)."""
-    collections = os.path.join(ROOT, ".build", "collections")
-    if collections not in sys.path:
-        sys.path.append(collections)
-    try:
-        from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import input_check
-    except ImportError as exc:
-        raise SystemExit(f"cannot import kunpeng.vllm's input_check ({exc}); run make collection-link") from exc
-    return input_check
-
-
 def number_bounds(role, variable):
     """[min, max] of a numeric question: the role's input_check range rule."""
-    found = _input_check().bounds(role, variable)
+    found = collection_import.module_utils("plan.input_check").bounds(role, variable)
     if found is None:
         raise ValueError(f"{variable} has no range rule in plugins/module_utils/plan/input_check.py; add one "
                          "(the survey's bounds come from there)")
