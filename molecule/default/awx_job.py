@@ -43,6 +43,7 @@ ANSWERS = {
     "vllm_model_source": "controller",
     "vllm_model_src": os.path.join(PROJECT, ".cache", "models", "SmolLM2-135M-Instruct"),
     "vllm_api_key": "demo-key-change-me",
+    "vllm_port": "8000",
     "vllm_cpu_kvcache_space_gib": "1",
     "vllm_ready_expect": "Paris",
 }
