@@ -157,7 +157,7 @@ def test_first_shipped(item, expected):
 def test_version_added_names_the_first_release_that_shipped_it(history):
     _released, shipped, next_version = history
     claimed = claimed_versions(Tree())
-    assert any(kind == "entry_point" for kind, _ in claimed)
+    assert any(item[0] == "entry_point" for item in claimed)
     wrong = {f"{kind} {name}": f"claims {have}, first shipped in {first_shipped(shipped, (kind, name), next_version)}"
              for (kind, name), have in sorted(claimed.items())
              if have != first_shipped(shipped, (kind, name), next_version)}
