@@ -18,7 +18,7 @@ MULTI_HOST_SCENARIOS ?= monitoring gateway multinode
 # Scenarios without a vLLM server: they run in the background beside base.
 BESIDE_SCENARIOS ?= smoke nvidia ascend
 
-.PHONY: help venv collection-link testbed images lint sanity unit matrix molecule test demo build galaxy-importer surveys changelog clean
+.PHONY: help venv collection-link testbed images lint sanity unit matrix molecule test demo build galaxy-importer surveys compat-table changelog clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -77,7 +77,10 @@ galaxy-importer: venv ## Build the tarball into .build/dist and import it with g
 	$(BIN)/ansible-galaxy collection build --force --output-path .build/dist
 	bash scripts/galaxy-importer.sh
 
-surveys: venv ## Regenerate the AWX survey specs (docs/awx-surveys/) from the roles' argument_specs
+compat-table: venv collection-link ## Regenerate docs/compat-matrix.md from the planner's version matrix
+	$(BIN)/python scripts/compat_table.py
+
+surveys: venv collection-link ## Regenerate the AWX survey specs (docs/awx-surveys/) from the roles' argument_specs
 	$(BIN)/python scripts/awx_survey.py
 
 changelog: venv ## Render CHANGELOG.rst from the fragments

@@ -4,13 +4,18 @@ job templates from the roles' meta/argument_specs.yml.
     python scripts/awx_survey.py            # (re)write docs/awx-surveys/*.json
     python scripts/awx_survey.py --check    # exit 1 when the committed files differ
 
-Each question's type, default, choices and required flag come from the
-option's argument spec; only the question text and the integer bounds, which
-argument specs cannot express, are written here.  Options whose value is a
-secret (``no_log: true``) become ``password`` questions.  Dicts, lists and
-booleans are left out: a survey answer is a string or a number (a boolean
-answer would arrive as the string "false"), so those belong in group
-variables or the launch prompt's Variables.
+Each question's type, choices and required flag come from the option's
+argument spec, and the bounds of a number from the role's range rule in
+plugins/module_utils/plan/input_check.py; only the question text is written
+here.  Options whose value is a secret (``no_log: true``) become ``password``
+questions.  Dicts, lists and booleans are left out: a survey answer is a
+string or a number (a boolean answer would arrive as the string "false"), so
+those belong in group variables or the launch prompt's Variables.
+
+AWX sends every question's default with the job as an extra variable, which
+beats the inventory's group_vars and host_vars.  So an optional question has
+no default: unanswered, its variable is not sent and the inventory's value
+(else the role default, named in the question's description) applies.
 
 The output is AWX's survey format (the body of
 ``POST /api/v2/job_templates/<id>/survey_spec/``): ``name``, ``description``
@@ -26,6 +31,7 @@ import os
 import re
 import sys
 
+import collection_import
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -78,18 +84,20 @@ SURVEYS = {
     ),
 }
 
-# Integer bounds argument specs cannot express: (min, max).
-INT_BOUNDS = {
-    "vllm_port": (1, 65535),
-    # The plan refuses more than one node for now.
-    "vllm_nodes": (1, 1),
-    # 0: derived from the probe (kunpeng.vllm.cpu_runtime).
-    "vllm_cpu_kvcache_space_gib": (0, 65536),
-    "vllm_ready_timeout": (1, 86400),
-}
-FLOAT_BOUNDS = {"vllm_model_params_b": (0, 100000)}
+# AWX's own upper bound of an integer or float question without one.
+NUMBER_MAX = 2 ** 31 - 1
 
 SCALAR_TYPES = {"str": "text", "int": "integer", "float": "float"}
+
+
+def number_bounds(role, variable):
+    """[min, max] of a numeric question: the role's input_check range rule."""
+    found = collection_import.module_utils("plan.input_check").bounds(role, variable)
+    if found is None:
+        raise ValueError(f"{variable} has no range rule in plugins/module_utils/plan/input_check.py; add one "
+                         "(the survey's bounds come from there)")
+    low, high = found
+    return low, NUMBER_MAX if high is None else high
 
 
 def load_options(root=ROOT):
@@ -131,17 +139,21 @@ def _default(spec):
     return default
 
 
-def question(variable, spec, question_name):
-    """One survey question for ``variable`` from its argument spec."""
+def question(role, variable, spec, question_name):
+    """One survey question for ``variable`` of ``role`` from its argument spec and input_check rule."""
     kind = awx_type(spec)
     if kind is None:
         raise ValueError(f"{variable} ({spec.get('type', 'str')}) cannot be a survey question; "
                          "set it in group variables or the launch prompt's Variables")
     required = bool(spec.get("required", False))
     default = _default(spec)
+    description = plain(spec.get("description"))
+    if not required:
+        unset = f"the role default {default}" if default not in (None, "") else "unset"
+        description += f" Unanswered: the inventory's value, else {unset}."
     q = {
         "question_name": question_name,
-        "question_description": plain(spec.get("description")),
+        "question_description": description.strip(),
         "variable": variable,
         "type": kind,
         "required": required,
@@ -151,11 +163,10 @@ def question(variable, spec, question_name):
     elif kind == "multiplechoice":
         q.update(choices=list(spec["choices"]))
     else:
-        q.update(zip(("min", "max"), (INT_BOUNDS if kind == "integer" else FLOAT_BOUNDS).get(variable, (0, 2 ** 31 - 1))))
-    # AWX sends every default with the job, over the inventory's values: an
-    # empty default (the role's "unset") is left out, so it cannot blank a value
-    # the inventory or a credential provides.
-    if default not in (None, ""):
+        q.update(zip(("min", "max"), number_bounds(role, variable)))
+    # AWX sends every default with the job, over the inventory's values, so
+    # only a required question (always sent) carries one.
+    if required and default not in (None, ""):
         q["default"] = default
     return q
 
@@ -168,7 +179,7 @@ def build(name, options=None):
     for role, variable, question_name in questions:
         if variable not in options.get(role, {}):
             raise KeyError(f"{variable} is not an option of roles/{role}/meta/argument_specs.yml")
-        spec.append(question(variable, options[role][variable], question_name))
+        spec.append(question(role, variable, options[role][variable], question_name))
     return {"name": f"kunpeng.vllm {name} ({playbook})", "description": description, "spec": spec}
 
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Import the built tarball the way Galaxy does, offline: galaxy-importer
-# 0.4.44 (its ansible-doc and ansible-lint checks; ansible-test off, which
-# the sanity stage covers).  Any WARNING or ERROR line fails the stage.
+# 0.4.44 with flake8 on (Galaxy shows its warnings on the collection page),
+# ansible-doc and ansible-lint; ansible-test off, which the sanity stage
+# covers.  Only the tarball is imported: no dependency is installed beside it,
+# as on Galaxy, so a reference the tarball cannot resolve on its own shows.
+# Any WARNING or ERROR line fails the stage.
 #   scripts/galaxy-importer.sh [TARBALL]   default: .build/dist/kunpeng-vllm-<version>.tar.gz
 # galaxy-importer pins its own ansible-lint and ansible-core, so it lives in
 # its own venv (.build/importer-venv, created on first use).
@@ -27,19 +30,13 @@ cat > "$work/galaxy-importer.cfg" <<'CFG'
 RUN_ANSIBLE_TEST = False
 RUN_ANSIBLE_LINT = True
 OFFLINE_ANSIBLE_LINT = True
+RUN_FLAKE8 = True
 LOG_LEVEL_MAIN = INFO
 CFG
-# The collections galaxy.yml declares as dependencies are installed beside
-# the importer, as an install from Galaxy would bring them: its ansible-lint
-# runs with ANSIBLE_COLLECTIONS_PATH set to the unpacked tarball only, and
-# ansible-core also finds collections under site-packages.  They come from the
-# dev venv's ansible package.
-bundled=$("${VENV:-$root/.venv}/bin/python" -c 'import ansible_collections.ansible.posix as m, os; print(os.path.dirname(os.path.dirname(m.__path__[0])))')
+# An importer venv that an earlier version of this script linked the
+# dependencies into: remove the links, Galaxy has none.
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-for dep in $("$venv/bin/python" -c 'import sys, yaml; print(" ".join(yaml.safe_load(open(sys.argv[1]))["dependencies"]))' "$root/galaxy.yml"); do
-  mkdir -p "$site/ansible_collections/${dep%%.*}"
-  ln -sfn "$bundled/${dep%%.*}/${dep#*.}" "$site/ansible_collections/${dep%%.*}/${dep#*.}"
-done
+find "$site/ansible_collections" -mindepth 2 -maxdepth 2 -type l -delete 2>/dev/null || true
 # A private HOME and collections path: only the tarball's own content is
 # imported, not a copy of the collection installed under ~/.ansible.
 mkdir -p "$work/home"

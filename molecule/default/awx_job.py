@@ -33,8 +33,9 @@ SOURCE_IGNORE = shutil.ignore_patterns(".git", ".build", ".cache", ".venv", ".an
 sys.path.insert(0, os.path.join(PROJECT, "scripts"))
 import awx_survey  # noqa: E402
 
-# The operator's answers to the site survey for the demo deployment; every
-# other question keeps its default.  Values the survey cannot carry (engine
+# The operator's answers to the site survey for the demo deployment; the
+# other questions are left unanswered, so AWX sends nothing for them and the
+# inventory's group_vars (else the role defaults) apply.  Values the survey cannot carry (engine
 # arguments, wheelhouse, CA certificates) stay in the inventory's group_vars.
 ANSWERS = {
     "vllm_model_name": "smollm2",
@@ -42,6 +43,7 @@ ANSWERS = {
     "vllm_model_source": "controller",
     "vllm_model_src": os.path.join(PROJECT, ".cache", "models", "SmolLM2-135M-Instruct"),
     "vllm_api_key": "demo-key-change-me",
+    "vllm_port": "8000",
     "vllm_cpu_kvcache_space_gib": "1",
     "vllm_ready_expect": "Paris",
 }

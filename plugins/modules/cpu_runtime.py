@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: cpu_runtime
 short_description: Derive vLLM's CPU thread binding and KV-cache size from the probe
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - vLLM's CPU backend reads C(VLLM_CPU_OMP_THREADS_BIND) (the CPUs of each rank, ranks separated by C(|)) and
     C(VLLM_CPU_KVCACHE_SPACE) (GiB of KV cache per rank). This module derives both from the probe

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: gateway_plan
 short_description: Plan the HAProxy gateway in front of vLLM instances (pools, weights, model routes)
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - Decides, from the kunpeng.vllm.gateway role's variables and the inventory, which vLLM instances form
     which pool, the per-server weights that give a pool's canary hosts their share of the requests, and

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: input_check
 short_description: Check a role's variables before anything changes
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - Checks the values a kunpeng.vllm role was given for what role argument validation cannot see - a value out of
     range, an engine option the requested vLLM release does not have, a path that does not exist, a name or value

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: install_state
 short_description: Tell a complete engine virtualenv or model copy from one an interrupted run left
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - A converge killed in the middle of the engine install or of the model copy must not leave anything a later run
     takes for complete. The vllm role writes a completion marker as the last step of the engine install and moves

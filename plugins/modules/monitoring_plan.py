@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: monitoring_plan
 short_description: Decide a node's scrape targets and accelerator exporter, or a Prometheus server's configuration
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - With O(scope=node), decides what one node offers to Prometheus and sets the fact C(kunpeng_monitoring)
     (C(address), C(targets), C(exporter), C(collector), C(server)). The node exporter always; vLLM when the node is in one

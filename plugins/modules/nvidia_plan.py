@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: nvidia_plan
 short_description: Decide whether to adopt the NVIDIA driver or install one, which packages, and report the outcome
-version_added: "0.2.0"
+version_added: "0.1.0"
 description:
   - The decision of the C(kunpeng.vllm.nvidia) role, made from the probe (C(kunpeng_accelerators)), the plan
     (C(kunpeng_vllm_plan)) and the role's variables. Reads nothing on the host and changes nothing.

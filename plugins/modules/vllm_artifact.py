@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: vllm_artifact
 short_description: Build the engine virtualenv once, pack it as an artifact and unpack it on the other hosts
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - An engine artifact is a tar of one engine virtualenv (zstd-compressed on hosts with C(zstd) and 16 CPUs or more,
     else plain) and a

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: vllm_endpoint
 short_description: Decide the API key and user namespace of a vLLM instance; generate the key once when one is needed
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - Where the API key of a C(kunpeng.vllm.vllm) instance comes from. O(api_key_given) true - the user's C(vllm_api_key).
     Otherwise, when O(host) is a loopback address, no key. Otherwise, when O(allow_unauthenticated) is true, no key

@@ -47,12 +47,34 @@ def _collections_used():
     return used
 
 
-def test_every_collection_used_is_declared():
+DEMO = os.path.join("inventories", "demo")
+
+
+def _demo_requirements():
+    return {c["name"] for c in _yaml(DEMO, "requirements.yml")["collections"]}
+
+
+def test_every_collection_the_content_uses_is_declared():
     declared = set(_yaml("galaxy.yml")["dependencies"])
-    used = _collections_used()
-    assert "community.docker" in used  # inventories/demo's connection
+    used = {c: where for c, where in _collections_used().items() if not where.startswith(DEMO + os.sep)}
+    assert {"ansible.posix", "community.general"} <= set(used)
     missing = {c: where for c, where in used.items() if c not in declared}
     assert not missing, f"used but not in galaxy.yml dependencies: {missing}"
+
+
+def test_what_only_the_demo_inventory_uses_is_not_a_dependency():
+    """community.docker (the demo's connection) would pull docker, requests and paramiko into every EE."""
+    declared = set(_yaml("galaxy.yml")["dependencies"])
+    content = {c for c, where in _collections_used().items() if not where.startswith(DEMO + os.sep)}
+    demo = set()
+    for dirpath, _dirs, files in os.walk(os.path.join(ROOT, DEMO)):
+        for name in files:
+            with open(os.path.join(dirpath, name), encoding="utf-8") as f:
+                demo |= {".".join([g for g in m.groups() if g][:2]) for m in FQCN.finditer(f.read())}
+    demo -= {".".join(pair) for pair in NOT_COLLECTIONS}
+    assert "community.docker" in demo
+    assert not (demo - content) & declared, "needed by inventories/demo only, yet a dependency of the collection"
+    assert demo <= _demo_requirements() | declared, "inventories/demo/requirements.yml misses what the demo uses"
 
 
 def test_meta_execution_environment_points_at_the_requirements():
@@ -60,7 +82,10 @@ def test_meta_execution_environment_points_at_the_requirements():
     assert meta["version"] == 1
     deps = meta["dependencies"]
     with open(os.path.join(ROOT, deps["python"])) as f:
-        assert re.search(r"^matplotlib==", f.read(), re.M)
+        requirements = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    assert "matplotlib" in requirements
+    # Ansible's rule for collection EE requirements: no pins (an EE resolves all its collections' sets together).
+    assert not [r for r in requirements if "==" in r or "<" in r], requirements
     with open(os.path.join(ROOT, deps["system"])) as f:
         bindep = f.read()
     assert "openssh-clients [platform:rpm]" in bindep and "openssh-client [platform:dpkg]" in bindep
@@ -104,6 +129,10 @@ def tarball(tmp_path_factory):
     fragments = src / "changelogs" / "fragments"
     fragments.mkdir(exist_ok=True)
     (fragments / "playbooks.yml").write_text("---\nminor_changes:\n  - playbooks - not released yet.\n")
+    # Wheels a wheelhouse or an engine build left in the tree.
+    (src / "vllm-0.0.0-py3-none-any.whl").write_bytes(b"")
+    (src / "roles" / "vllm" / "files").mkdir(parents=True, exist_ok=True)
+    (src / "roles" / "vllm" / "files" / "torch-0.0.0-cp312-none-any.whl").write_bytes(b"")
     out = tmp_path_factory.mktemp("dist")
     galaxy = os.path.join(os.path.dirname(sys.executable), "ansible-galaxy")
     subprocess.run([galaxy, "collection", "build", "--output-path", str(out), str(src)],
@@ -111,6 +140,46 @@ def tarball(tmp_path_factory):
     (path,) = out.iterdir()
     with tarfile.open(path) as tar:
         return tar.getnames()
+
+
+# A task's module key: "- ns.coll.module:" or "  ns.coll.module:" ending its line.
+MODULE_KEY = re.compile(r"^\s*(?:- )?([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*):\s*$", re.M)
+
+
+def _dependency_modules():
+    """FQCNs of the modules of other collections that the roles and playbooks call."""
+    found = set()
+    for top in ("roles", "playbooks"):
+        for dirpath, _dirs, files in os.walk(os.path.join(ROOT, top)):
+            for name in files:
+                if name.endswith((".yml", ".yaml")) and "meta" not in dirpath.split(os.sep):
+                    with open(os.path.join(dirpath, name), encoding="utf-8") as f:
+                        for match in MODULE_KEY.finditer(f.read()):
+                            fqcn = match.group(1)
+                            if tuple(fqcn.split(".")[:2]) not in NOT_COLLECTIONS:
+                                found.add(fqcn)
+    return found
+
+
+def test_the_tarball_lint_mocks_exactly_the_dependency_modules():
+    """Galaxy lints the tarball without its dependencies; only their modules may be mocked."""
+    mocked = _yaml(".config", "ansible-lint.yml")["mock_modules"]
+    used = _dependency_modules()
+    declared = set(_yaml("galaxy.yml")["dependencies"])
+    assert {"ansible.posix.firewalld", "community.general.haproxy"} <= used
+    assert all(".".join(m.split(".")[:2]) in declared for m in mocked), mocked
+    assert sorted(mocked) == sorted(used), "set mock_modules in .config/ansible-lint.yml to the dependency modules used"
+
+
+def test_tarball_leaves_out_wheels_and_the_checkout_ee_definition(tarball):
+    assert not [n for n in tarball if n.endswith(".whl")]
+    # execution-environment.yml copies galaxy.yml, which a tarball does not have.
+    assert "execution-environment.yml" not in tarball and "galaxy.yml" not in tarball
+    # The tarball's lint configuration, not the checkout's.
+    assert ".config/ansible-lint.yml" in tarball and ".ansible-lint" not in tarball
+    assert not [n for n in tarball if n.startswith(".config/molecule")]
+    meta = _yaml("meta", "execution-environment.yml")
+    assert {f"meta/{os.path.basename(p)}" for p in meta["dependencies"].values()} <= set(tarball)
 
 
 def test_tarball_ships_the_release_but_no_unreleased_fragment(tarball):

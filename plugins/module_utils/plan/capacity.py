@@ -530,16 +530,17 @@ def _fixes(model: Dict[str, Any], hw: Dict[str, Any], layout: Dict[str, Any], wa
     fixes: List[str] = []
     per_node, nodes = hw["devices_per_node"], hw["nodes"]
     if layout["kv_budget"] > 0 and layout["max_len"] and layout["max_len"] >= BLOCK:
-        fixes.append(f"a shorter context: max_model_len {layout['max_len']} fits at tensor_parallel_size {layout['tp']}"
-                     + (f", pipeline_parallel_size {layout['pp']}" if layout["pp"] > 1 else ""))
+        pp = f", pipeline_parallel_size {layout['pp']}" if layout["pp"] > 1 else ""
+        fixes.append(f"a shorter context: max_model_len {layout['max_len']} fits at tensor_parallel_size {layout['tp']}{pp}")
     current = WEIGHT_FORMATS[layout["fmt"]]
     for fmt in options.get("smaller_formats", []):
         if WEIGHT_FORMATS[fmt] >= current:
             continue
         found, dummy = _search(model, hw, fmt, per_node * nodes, ep_for=ep_for, **kw)
         if found:
-            fixes.append(f"quantised weights: {fmt} ({_gib(weight_bytes(model, fmt))} GiB) fit at tensor_parallel_size {found['tp']}"
-                         + (f", pipeline_parallel_size {found['pp']}" if found["pp"] > 1 else ""))
+            pp = f", pipeline_parallel_size {found['pp']}" if found["pp"] > 1 else ""
+            fixes.append(f"quantised weights: {fmt} ({_gib(weight_bytes(model, fmt))} GiB) fit at tensor_parallel_size "
+                         f"{found['tp']}{pp}")
             break
     larger = _larger_devices(model, hw, layout["fmt"], kw, ep_for)
     if larger["gib"] * GIB > hw["device_memory_mib"] * MIB:
@@ -548,8 +549,8 @@ def _fixes(model: Dict[str, Any], hw: Dict[str, Any], layout: Dict[str, Any], wa
     while count <= MAX_DEVICES_PER_HOST:
         found, dummy = _search(model, dict(hw, devices_per_node=count, nodes=1), layout["fmt"], count, ep_for=ep_for, **kw)
         if found:
-            fixes.append(f"more devices: a host with {count} such devices (tensor_parallel_size {found['tp']}"
-                         + (f", pipeline_parallel_size {found['pp']})" if found["pp"] > 1 else ")"))
+            pp = f", pipeline_parallel_size {found['pp']}" if found["pp"] > 1 else ""
+            fixes.append(f"more devices: a host with {count} such devices (tensor_parallel_size {found['tp']}{pp})")
             break
         count *= 2
     return fixes

@@ -347,8 +347,8 @@ def select_ascend(vllm_version: Optional[str] = None, vllm_ascend_version: Optio
     ``distribution`` (``"openEuler 22.03"``) only shapes the fix of a Python conflict (:func:`python_fix`).
     """
     def works(row: Dict[str, Any]) -> bool:
-        return (_cann_ok(cann_version, row) and python_ok(python_version, row["python"])
-                and (not torch_npu_version or _same(torch_npu_version, row["torch_npu"])))
+        torch_npu_ok = not torch_npu_version or _same(torch_npu_version, row["torch_npu"])
+        return _cann_ok(cann_version, row) and python_ok(python_version, row["python"]) and torch_npu_ok
 
     def alternative() -> Optional[Dict[str, Any]]:
         return next((row for row in ASCEND_ROWS if works(row)), None)

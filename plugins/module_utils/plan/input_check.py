@@ -98,6 +98,7 @@ def _int_range(lo, hi=None):
             return f"{name}: {value} is out of range; set a whole number {bound}"
         return None
     rule.kind = "out_of_range"
+    rule.bounds = (lo, hi)
     return rule
 
 
@@ -112,6 +113,7 @@ def _float_range(lo, hi=None):
             return f"{name}: {value} is out of range; set a number {bound}"
         return None
     rule.kind = "out_of_range"
+    rule.bounds = (lo, hi)
     return rule
 
 
@@ -213,6 +215,7 @@ def _opt_port(name, value, ctx):
 
 
 _opt_port.kind = "out_of_range"
+_opt_port.bounds = _port.bounds
 
 
 def _model_src(name, value, ctx):
@@ -289,9 +292,12 @@ def _cluster_ports(name, value, ctx):
 _cluster_ports.kind = "out_of_range"
 
 
+_KV_CACHE_MIN = _int_range(0)
+
+
 def _kv_cache(name, value, ctx):
     # 0: derived from the probe (kunpeng.vllm.cpu_runtime).
-    problem = _int_range(0)(name, value, ctx)
+    problem = _KV_CACHE_MIN(name, value, ctx)
     if problem:
         return problem
     memory_mb = ctx.get("memory_mb") or 0
@@ -302,6 +308,8 @@ def _kv_cache(name, value, ctx):
 
 
 _kv_cache.kind = "size"
+# The upper bound is the host's memory, known only on the host.
+_kv_cache.bounds = _KV_CACHE_MIN.bounds
 
 
 def _dict_of_text(name, value, ctx):
@@ -692,6 +700,15 @@ def check_values(role, values, vllm_version=None, memory_mb=None):
     return problems
 
 
+def bounds(role, name):
+    """(lowest, highest) a numeric variable of ``role`` may take; highest is None when only the lowest is fixed.
+
+    None when the variable has no range rule.  Forms that ask for the value
+    (the AWX surveys of scripts/awx_survey.py) take their limits from here.
+    """
+    return getattr(RULES.get(role, {}).get(name), "bounds", None)
+
+
 def paths_to_check(role, values, where):
     """variable -> path of ``values`` that must exist ``where`` ('node' or 'controller')."""
     found = {}
@@ -718,5 +735,5 @@ def summary(problems):
     """One message for the whole request."""
     if not problems:
         return "every value is usable"
-    return ("input check failed before any change ({} problem{}): ".format(len(problems), "" if len(problems) == 1 else "s")
-            + " | ".join(problems))
+    count = "{} problem{}".format(len(problems), "" if len(problems) == 1 else "s")
+    return "input check failed before any change ({}): {}".format(count, " | ".join(problems))

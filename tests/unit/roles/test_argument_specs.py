@@ -70,13 +70,31 @@ def test_public_variables_carry_the_role_prefix(role):
     assert all(name.startswith(role + "_") for name in specs), sorted(n for n in specs if not n.startswith(role + "_"))
 
 
+def variable_table(readme):
+    """Names of the rows of a README's "## Variables" table (the section up to the next heading of its level)."""
+    match = re.search(r"^## Variables\n(.*?)(?=^## |\Z)", readme, re.M | re.S)
+    assert match, "no '## Variables' section"
+    return re.findall(r"^\| `([A-Za-z0-9_]+)` \|", match.group(1), re.M)
+
+
+@pytest.mark.parametrize(("readme", "rows"), [
+    ("## Variables\n\n| Variable |\n| --- |\n| `a_x` | str |\n\n## Next\n\n| `a_y` | str |\n", ["a_x"]),
+    # A row elsewhere (another section's table, or prose) is not the variable table.
+    ("## Notes\n\n| `a_y` | str |\n\n## Variables\n\n| `a_x` | int |\n", ["a_x"]),
+])
+def test_variable_table_reads_only_the_variables_section(readme, rows):
+    assert variable_table(readme) == rows
+
+
 @pytest.mark.parametrize("role", _roles())
-def test_readme_lists_every_variable(role):
+def test_readme_variable_table_lists_every_variable_once(role):
+    """Each option (of every entry point) has a row in the README's Variables table; prose is not enough."""
     specs = _options(role)
     with open(os.path.join(ROLES, role, "README.md")) as handle:
-        readme = handle.read()
-    missing = sorted(name for name in specs if f"`{name}`" not in readme)
-    assert not missing, f"{role}/README.md does not list: {missing}"
+        rows = variable_table(handle.read())
+    assert sorted(set(specs) - set(rows)) == [], f"{role}/README.md's Variables table lacks these options"
+    assert sorted(set(rows) - set(specs)) == [], f"{role}/README.md's Variables table has rows no option has"
+    assert len(rows) == len(set(rows)), f"{role}/README.md's Variables table lists a variable twice"
 
 
 def _used_variables(role):

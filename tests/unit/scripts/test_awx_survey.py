@@ -54,7 +54,7 @@ def test_every_variable_is_an_argument_spec_option_of_that_type(name):
         assert (q["type"] == "password") == bool(spec.get("no_log")), q["variable"]
         assert q["required"] == bool(spec.get("required", False)), q["variable"]
         if q["type"] == "multiplechoice":
-            assert q["choices"] == spec["choices"] and q["default"] in q["choices"]
+            assert q["choices"] == spec["choices"] and q.get("default", q["choices"][0]) in q["choices"]
         if q["type"] == "integer":
             assert spec["type"] == "int" and isinstance(q.get("default", 0), int)
 
@@ -87,9 +87,9 @@ def test_awx_survey_format(name):
 
 def test_dicts_lists_and_booleans_are_refused():
     with pytest.raises(ValueError, match="vllm_engine_args"):
-        awx_survey.question("vllm_engine_args", OPTIONS["vllm"]["vllm_engine_args"], "Engine arguments")
+        awx_survey.question("vllm", "vllm_engine_args", OPTIONS["vllm"]["vllm_engine_args"], "Engine arguments")
     with pytest.raises(ValueError, match="vllm_private_users"):
-        awx_survey.question("vllm_private_users", OPTIONS["vllm"]["vllm_private_users"], "Private users")
+        awx_survey.question("vllm", "vllm_private_users", OPTIONS["vllm"]["vllm_private_users"], "Private users")
 
 
 def test_unknown_variable_is_refused():
@@ -103,9 +103,48 @@ def test_answers_become_typed_extra_vars():
     survey = _committed("site")
     extra_vars = awx_survey.answers(survey, {"vllm_model_name": "smollm2", "vllm_port": "8001", "vllm_backend": "cpu"})
     assert extra_vars["vllm_port"] == 8001 and extra_vars["vllm_backend"] == "cpu"
-    assert extra_vars["vllm_model_source"] == "local"  # unanswered: the default
-    assert extra_vars["vllm_ready_timeout"] == 900 and extra_vars["vllm_model_params_b"] == 0.0
-    assert "vllm_api_key" not in extra_vars and "vllm_model_src" not in extra_vars  # unanswered, no default
+    # Unanswered optional questions send nothing: the inventory's values stand.
+    assert set(extra_vars) == {"vllm_model_name", "vllm_port", "vllm_backend"}
+
+
+@pytest.mark.parametrize("name", sorted(awx_survey.SURVEYS))
+def test_an_unanswered_optional_question_sends_nothing(name):
+    survey = _committed(name)
+    optional = [q["variable"] for q in survey["spec"] if not q["required"]]
+    assert optional and not [q["variable"] for q in survey["spec"] if not q["required"] and "default" in q]
+    required = {q["variable"]: "m" for q in survey["spec"] if q["required"]}
+    assert set(awx_survey.answers(survey, required)) == set(required)
+
+
+def _rules():
+    from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import input_check
+    return input_check
+
+
+@pytest.mark.parametrize("name", sorted(awx_survey.SURVEYS))
+def test_number_bounds_are_the_input_check_rules(name):
+    roles = {variable: role for role, variable, _q in awx_survey.SURVEYS[name][2]}
+    numbers = [q for q in _committed(name)["spec"] if q["type"] in ("integer", "float")]
+    assert numbers
+    for q in numbers:
+        low, high = _rules().bounds(roles[q["variable"]], q["variable"])
+        assert (q["min"], q["max"]) == (low, awx_survey.NUMBER_MAX if high is None else high), q["variable"]
+        # The rule accepts the survey's bounds and refuses one step beyond them.
+        rule = _rules().RULES[roles[q["variable"]]][q["variable"]]
+        assert rule(q["variable"], q["min"], {}) is None and rule(q["variable"], q["min"] - 1, {})
+        if high is not None:
+            assert rule(q["variable"], q["max"], {}) is None and rule(q["variable"], q["max"] + 1, {})
+
+
+def test_multinode_sizes_are_not_capped_at_one():
+    nodes = {q["variable"]: q for q in _committed("site")["spec"]}["vllm_nodes"]
+    assert nodes["max"] > 1 and awx_survey.answers(_committed("site"), {"vllm_model_name": "m", "vllm_nodes": "2"})
+
+
+def test_a_number_without_a_range_rule_is_refused(monkeypatch):
+    monkeypatch.delitem(_rules().RULES["vllm"], "vllm_port")
+    with pytest.raises(ValueError, match="vllm_port has no range rule"):
+        awx_survey.question("vllm", "vllm_port", OPTIONS["vllm"]["vllm_port"], "API port")
 
 
 @pytest.mark.parametrize("given,needle", [
