@@ -10,7 +10,7 @@ __metaclass__ = type  # noqa: UP001
 DOCUMENTATION = r"""
 name: systemd_hardening
 author: kunpeng.vllm maintainers (@kunpeng-vllm)
-version_added: "0.1.0"
+version_added: "0.2.0"
 short_description: The C([Service]) hardening lines of a kunpeng.vllm unit
 description:
   - Takes how a unit differs from the collection's strict baseline and returns the C([Service]) lines, one per line

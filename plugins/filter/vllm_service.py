@@ -10,7 +10,7 @@ __metaclass__ = type  # noqa: UP001
 DOCUMENTATION = r"""
 name: vllm_service
 author: kunpeng.vllm maintainers (@kunpeng-vllm)
-version_added: "0.1.0"
+version_added: "0.2.0"
 short_description: The plan's service entry, completed with the driver role's report
 description:
   - Takes the plan (C(kunpeng_vllm_plan)) and returns its C(service) entry with what the backend's driver role

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: package_lists
 short_description: Decide whether a host's package lists need a refresh before an install
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - Looks for the package lists of the host's package manager (apt C(/var/lib/apt/lists/*_Packages*), dnf
     C(/var/cache/dnf/*/repodata/repomd.xml)) and the stamp the last refresh left, and decides whether to refresh.

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: vllm_converged
 short_description: Tell a host that is still exactly what its last converge left, and record that state
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - The converged-state fast path of a vLLM instance. After a successful converge, O(state=record) writes one JSON
     record per instance (root only, mode C(0600), replaced atomically) of what the host then holds.

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: vllm_instance_state
 short_description: Read what a vLLM instance runs and decide what rolls it back
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - Reads, on the node, the engine link of instance O(instance) (C(<install_dir>/current-<instance>)), the
     C(vllm-*.service) units, the files of the config directory, the instance's engine config, the model its unit

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: vllm_removal_plan
 short_description: Decide what removing vLLM instances takes off a host
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - Reads the C(vllm-*.service) units of the node and decides what removing the instances O(instances) (empty,
     all) takes - every unit of each instance (its Ray unit too), its config, environment and API key files, its
