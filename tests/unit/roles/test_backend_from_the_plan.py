@@ -65,3 +65,29 @@ def test_the_check_finds_a_second_decision(tmp_path, text, what):
 def test_the_plan_reads_the_request():
     with open(os.path.join(ROOT, "roles", "vllm", "tasks", "preflight.yml")) as handle:
         assert REQUEST.search(handle.read())
+
+
+BRANCH = re.compile(r"{%-?\s*(?:if|elif)\b[^%]*(?:\.backend\b|__vllm_backend\b|'(?:cpu|cuda|ascend)'|\"(?:cpu|cuda|ascend)\")")
+
+
+def template_branches(files):
+    """(path, line number) of each template line that branches on a backend."""
+    found = []
+    for rel, path in files:
+        if rel.endswith(".j2"):
+            with open(path) as handle:
+                found += [(rel, number) for number, line in enumerate(handle, 1) if BRANCH.search(line)]
+    return found
+
+
+def test_no_template_branches_on_the_backend():
+    # What differs per backend comes from the plan's service entry (the registry's records).
+    assert template_branches(_files()) == []
+
+
+@pytest.mark.parametrize("line", ["{% if __vllm_backend == 'cpu' %}", "{%- elif kunpeng_vllm_plan.backend == x %}",
+                                  '{% if b == "ascend" %}'])
+def test_the_branch_check_finds_a_backend_branch(tmp_path, line):
+    path = tmp_path / "unit.j2"
+    path.write_text(line + "\n")
+    assert template_branches([("roles/vllm/templates/unit.j2", str(path))]) == [("roles/vllm/templates/unit.j2", 1)]
