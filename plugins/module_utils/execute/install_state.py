@@ -47,7 +47,8 @@ def engine_installed(installed, backend, install_method, engine_version):
     installed = installed or {}
     if install_method == "source":
         return all(name in installed for name in dists)
-    return all(installed.get(name) == engine_version for name in dists)
+    # The cpu alias records vllm as <version>+cpu (a local version label, PEP 440): the release is what counts.
+    return all(str(installed.get(name) or "").split("+", 1)[0] == engine_version for name in dists)
 
 
 def engine_venv_action(venv_exists, python_exists, marker_exists, installed, backend, install_method, engine_version):

