@@ -122,7 +122,7 @@ options:
     type: bool
     default: false
   pending_reboot:
-    description: Whether a reboot was pending before this check (RV(report.reboot_pending) of the call with O(runs)); for RV(verify).
+    description: Whether a reboot was pending before this check (C(report.reboot_pending) of the call with O(runs)); for RV(verify).
     type: bool
     default: false
 notes:

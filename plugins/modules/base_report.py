@@ -146,7 +146,7 @@ options:
             type: str
             default: ""
       clock:
-        description: Time synchronisation (C(base_time_sync)); decides RV(tuning.time_sync).
+        description: Time synchronisation (C(base_time_sync)); decides C(tuning.time_sync).
         type: dict
         suboptions:
           wanted:

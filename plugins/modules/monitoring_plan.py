@@ -244,7 +244,7 @@ def main():
             listen_port=dict(type="int", default=9090),
             grafana_package=dict(type="str", default=""),
             grafana_repository=dict(type="str", default=""),
-            grafana_repository_key_url=dict(type="str", default=""),
+            grafana_repository_key_url=dict(type="str", default="", no_log=False),
         ),
         required_if=[("scope", "node", ["address"])],
         supports_check_mode=True,

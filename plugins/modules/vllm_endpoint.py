@@ -14,7 +14,7 @@ short_description: Decide the API key and user namespace of a vLLM instance; gen
 version_added: "0.2.0"
 description:
   - Where the API key of a C(kunpeng.vllm.vllm) instance comes from. O(api_key_given) true - the user's C(vllm_api_key).
-    Otherwise, when O(host) is a loopback address, no key. Otherwise, when O(allow_unauthenticated) is true, no key
+    Otherwise, when the C(host) of O(engine_config) is a loopback address, no key. Otherwise, when O(allow_unauthenticated) is true, no key
     (an open endpoint, on the user's explicit request). Otherwise the key stored in O(key_file) by an earlier run, or,
     when there is none, a new random key (256 bits, URL-safe) written to O(key_file), mode C(0600), owned by root.
   - The key file is written once and reused on every later run, so clients keep working across runs, upgrades and

@@ -108,8 +108,8 @@ def main(argv=None):
     parser.add_argument("--json", action="store_true", help="one JSON object instead of text")
     args = parser.parse_args(argv)
     files = survey(args.root)
-    total = sum(t for t, _ in files.values())
-    logic = sum(n for _, n in files.values())
+    total = sum(count for count, dummy in files.values())
+    logic = sum(count for dummy, count in files.values())
     share = 100.0 * logic / total if total else 0.0
     worst = sorted(files.items(), key=lambda kv: (kv[1][1], kv[0]), reverse=True)
     worst = [(path, t, n) for path, (t, n) in worst if n][: args.top]

@@ -89,8 +89,10 @@ class Host:
         args = self.args(**extra)
         if diff:
             args["_ansible_diff"] = True
-        with mock.patch.object(basic.AnsibleModule, "run_command", lambda module, argv, **kw: self.run_command(
-                module, argv, **kw)), \
+        def run_command(module, argv, **kw):
+            return self.run_command(module, argv, **kw)
+
+        with mock.patch.object(basic.AnsibleModule, "run_command", run_command), \
                 mock.patch.object(basic.AnsibleModule, "get_bin_path", lambda module, name, *a, **kw: f"/usr/bin/{name}"):
             return run_main(vllm_converged.main, args, check_mode)
 
