@@ -89,6 +89,7 @@ class Host:
         args = self.args(**extra)
         if diff:
             args["_ansible_diff"] = True
+
         def run_command(module, argv, **kw):
             return self.run_command(module, argv, **kw)
 
