@@ -9,7 +9,6 @@ import os
 import pytest
 
 
-
 @pytest.fixture(scope="module")
 def job():
     path = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "awx-job.json")
