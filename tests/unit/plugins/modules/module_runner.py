@@ -5,11 +5,20 @@ dict (and whether it failed) without a subprocess; ``warn`` calls are
 collected.  One place for every module test in this folder.
 """
 
+import contextlib
+import json
 from typing import Any, Callable, Dict, List, Optional, Tuple
 from unittest import mock
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
+
+try:
+    from ansible.module_utils.testing import patch_module_args
+except ImportError:  # ansible-core < 2.19 has no testing helper; this is what it does there.
+    @contextlib.contextmanager
+    def patch_module_args(args):
+        with mock.patch.object(basic, "_ANSIBLE_ARGS", json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode()):
+            yield
 
 
 class ModuleExit(Exception):

@@ -172,7 +172,8 @@ def test_environment_from_an_env_dump(tmp_path):
 def render_unit(backend, kunpeng_ascend):
     """roles/vllm/templates/vllm.service.j2 rendered with the vllm role's defaults and vars, as Ansible would."""
     from ansible.parsing.dataloader import DataLoader
-    from ansible.template import Templar, trust_as_template
+    from ansible.template import Templar
+    from core_compat import trust_as_template
 
     def trust(value):
         if isinstance(value, str):
