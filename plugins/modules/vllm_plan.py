@@ -189,6 +189,7 @@ seealso:
     link: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
+  - kunpeng.vllm.attributes.facts
 """
 
 EXAMPLES = r"""
