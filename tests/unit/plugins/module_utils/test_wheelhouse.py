@@ -96,8 +96,8 @@ def test_platform_tags_follow_the_target_glibc(glibc, newest, oldest_manylinux):
     assert tags[:minor - 16] == [f"manylinux_2_{n}_x86_64" for n in range(minor, 16, -1)]
 
 
-@pytest.mark.parametrize("glibc, uv", [("2.39", "x86_64-manylinux_2_39"), ("2.42", "x86_64-manylinux_2_40"),
-                                        ("2.17", "x86_64-manylinux_2_17")])
+@pytest.mark.parametrize("glibc, uv", [
+    ("2.39", "x86_64-manylinux_2_39"), ("2.42", "x86_64-manylinux_2_40"), ("2.17", "x86_64-manylinux_2_17")])
 def test_uv_platform_is_the_target_glibc_up_to_what_uv_names(glibc, uv):
     assert wheelhouse.target_for("cuda", "0.26.0", "3.12", "x86_64", glibc)["uv_python_platform"] == uv
 
