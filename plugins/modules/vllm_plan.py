@@ -68,6 +68,15 @@ options:
     description:
       - The vllm-ascend release (C(ascend) only). Its row fixes the vLLM version; a different O(vllm_version) fails.
     type: str
+  ascend_packages:
+    description:
+      - The C(kunpeng.vllm.ascend) role's C(ascend_packages) (C(ascend) only). When it has a C(toolkit), the CANN release
+        of that package (its C(version), else the version in its file name) is the one the engine will run on, since
+        the ascend role installs it before the engine. The row must fit it, and a O(vllm_version) or
+        O(vllm_ascend_version) that does not fails here, before the driver, firmware and CANN are installed.
+      - Without a toolkit package, the installed CANN (from O(accelerators)) is used.
+    type: dict
+    default: {}
   torch_npu_version:
     description:
       - A torch-npu version the operator insists on (C(ascend) only). A row with another torch-npu fails, naming the row
@@ -365,6 +374,7 @@ import json  # noqa: E402
 from typing import Any, Dict, List, Optional  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import ascend_plan  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, compat_matrix, engine_args as engine_options  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError  # noqa: E402
@@ -406,10 +416,16 @@ def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], caps: Li
     if backend == "ascend":
         series = params["atlas_series"]
         notes.extend(compat_matrix.check_atlas_series(series))
-        cann = (facts.get("ascend") or {}).get("cann_version")
+        installed = (facts.get("ascend") or {}).get("cann_version")
+        supplied, source = ascend_plan.supplied_cann(params.get("ascend_packages") or {})
+        cann = supplied or installed
         row = compat_matrix.select_ascend(params["vllm_version"], params["vllm_ascend_version"], cann,
-                                          params["python_version"], params["torch_npu_version"], params["distribution"])
-        if not facts:
+                                          params["python_version"], params["torch_npu_version"], params["distribution"],
+                                          cann_source=source)
+        if supplied and not (installed and compat_matrix.version_cmp(supplied, installed) == 0):
+            notes.append(f"CANN {supplied} from {source} (installed now: {installed or 'none'}); vllm-ascend "
+                         f"{row['vllm_ascend']} needs CANN {row['cann']}.")
+        elif not facts and not supplied:
             notes.append(f"No probe facts: CANN not checked; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
         elif not cann:
             notes.append(f"CANN is not installed yet; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
@@ -583,6 +599,7 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     vllm_version=dict(type="str"),
     vllm_ascend_version=dict(type="str"),
     torch_npu_version=dict(type="str"),
+    ascend_packages=dict(type="dict", default={}),
     python_version=dict(type="str"),
     distribution=dict(type="str"),
     model_config=dict(type="dict"),

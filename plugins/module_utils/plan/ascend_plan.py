@@ -29,7 +29,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import chips
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import version_cmp
@@ -242,6 +242,23 @@ def wanted_versions(packages: Dict[str, Any]) -> Dict[str, str]:
     """Component -> the version it will report once installed (``version:`` when given, else the file name's)."""
     return {component: str(spec.get("version") or version_from_name(spec["file"]))
             for component, spec in packages.items() if component in COMPONENTS}
+
+
+def supplied_cann(packages: Dict[str, Any]) -> Tuple[str, str]:
+    """The CANN release ``ascend_packages`` installs (its toolkit's version) and where that is read; ``('', '')`` without a toolkit.
+
+    The ascend role installs these packages before the engine, so the engine's compatibility row must fit this
+    release, not the one installed now (none on a bare host).
+    """
+    spec = packages.get("toolkit") if isinstance(packages, dict) else None
+    if not isinstance(spec, dict) or not spec.get("file"):
+        return "", ""
+    version = wanted_versions({"toolkit": spec})["toolkit"]
+    if not version:
+        return "", ""
+    if spec.get("version"):
+        return version, "ascend_packages.toolkit.version"
+    return version, f"ascend_packages.toolkit ({_basename(spec['file'])})"
 
 
 def package_paths(packages: Dict[str, Any], package_source: str, package_dir: str, staging_dir: str) -> Dict[str, str]:

@@ -299,3 +299,18 @@ def test_plan_message(plan, message):
 ])
 def test_reboot_message_names_the_variable(changed, message):
     assert ap.reboot_message(changed) == message
+
+
+@pytest.mark.parametrize("packages, expected", [
+    ({"toolkit": {"file": "Ascend-cann-toolkit_8.5.0_linux-aarch64.run"}},
+     ("8.5.0", "ascend_packages.toolkit (Ascend-cann-toolkit_8.5.0_linux-aarch64.run)")),
+    ({"toolkit": {"file": "pkgs/Ascend-cann-toolkit_8.3.RC2_linux-x86_64.run"}},
+     ("8.3.RC2", "ascend_packages.toolkit (Ascend-cann-toolkit_8.3.RC2_linux-x86_64.run)")),
+    ({"toolkit": {"file": "cann.run", "version": "9.1.0"}}, ("9.1.0", "ascend_packages.toolkit.version")),
+    ({"toolkit": {"file": "cann.run"}}, ("", "")),             # no version in the name, none given
+    ({"driver": {"file": "Ascend-hdk-910b-npu-driver_25.2.0_linux-aarch64.run"}}, ("", "")),
+    ({}, ("", "")),
+    ({"toolkit": "not a dict"}, ("", "")),
+])
+def test_supplied_cann(packages, expected):
+    assert ap.supplied_cann(packages) == expected
