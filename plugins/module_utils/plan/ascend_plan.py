@@ -32,6 +32,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import chips
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import version_cmp
 
 COMPONENTS = ["driver", "firmware", "toolkit", "kernels", "nnal"]
@@ -259,6 +260,18 @@ def supplied_cann(packages: Dict[str, Any]) -> Tuple[str, str]:
     if spec.get("version"):
         return version, "ascend_packages.toolkit.version"
     return version, f"ascend_packages.toolkit ({_basename(spec['file'])})"
+
+
+def check_engine_version(packages: Dict[str, Any], engine_version: str = "") -> None:
+    """Refuse an engine release (the vllm role's ``vllm_version``: the vllm-ascend row) that the CANN of
+    ``ascend_packages`` cannot run, before anything is installed; nothing to check without either."""
+    cann, source = supplied_cann(packages)
+    if not cann or not engine_version:
+        return
+    try:
+        compat_matrix.select_ascend(vllm_ascend_version=engine_version, cann_version=cann, cann_source=source)
+    except compat_matrix.CompatError as exc:
+        raise AscendPlanError(f"vllm_version {engine_version}: {exc}. Nothing was changed.") from None
 
 
 def package_paths(packages: Dict[str, Any], package_source: str, package_dir: str, staging_dir: str) -> Dict[str, str]:

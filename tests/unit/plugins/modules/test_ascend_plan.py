@@ -212,3 +212,19 @@ def test_vllm_unit_joins_the_driver_group_and_allows_its_devices(tmp_path, insta
 
 def test_cpu_unit_has_no_driver_group():
     assert render_unit("cpu", None) == ["PrivateDevices=yes"]
+
+
+@pytest.mark.parametrize("engine_version, refusal", [
+    ("0.7.3", None),     # the CANN 8.1.RC1 row of the v1 packages
+    ("", None),          # no release asked: the vllm plan picks one for the CANN installed
+    ("0.23.0", "vllm_version 0.23.0: CANN 8.1.RC1 from ascend_packages.toolkit (Ascend-cann-toolkit_8.1.RC1_linux-aarch64.run), "
+               "vllm-ascend 0.23.0 needs CANN 9.1.0; use vllm-ascend 0.7.3 or supply the CANN 9.1.0 packages in "
+               "ascend_packages. Nothing was changed."),
+])
+def test_engine_release_is_checked_against_the_cann_packages_before_any_change(tmp_path, engine_version, refusal):
+    facts, root = probe(tmp_path)
+    failed, result = run(facts, root, packages=files(V1), engine_version=engine_version)
+    if refusal is None:
+        assert not failed and result["plan"][0] == "driver"
+    else:
+        assert failed and result["msg"] == refusal
