@@ -1,5 +1,5 @@
 # Single entry point for development, tests and the demo.
-#   make test   everything CI runs (lint, sanity, unit, matrix, build, galaxy-importer, every Molecule scenario)
+#   make test   everything CI runs (lint, sanity, unit, core-versions, matrix, build, galaxy-importer, every Molecule scenario)
 #   make demo   deploy the collection to a local container host
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -18,7 +18,7 @@ MULTI_HOST_SCENARIOS ?= monitoring gateway multinode
 # Scenarios without a vLLM server: they run in the background beside base.
 BESIDE_SCENARIOS ?= smoke nvidia ascend
 
-.PHONY: help venv collection-link testbed images lint sanity unit matrix molecule test demo build galaxy-importer surveys compat-table changelog clean
+.PHONY: help venv collection-link testbed images lint sanity unit core-versions matrix molecule test demo build galaxy-importer surveys compat-table changelog clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -52,6 +52,9 @@ sanity: venv ## ansible-test sanity on a copy under ansible_collections/kunpeng/
 
 unit: venv ## pytest unit tests
 	$(BIN)/python -m pytest tests/unit -q -n 2
+
+core-versions: venv ## Unit and sanity on the other ansible-core minors meta/runtime.yml claims (a venv each, .build/core-X.Y)
+	VENV=$(VENV) bash scripts/core-versions.sh
 
 matrix: venv collection-link ## Resolve every version-matrix row's install sets against PyPI (uv, no install)
 	$(BIN)/python scripts/matrix/resolve.py --uv $(BIN)/uv

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the test stages in order, time each, keep going after a failure and
 # close with one summary line "N passed, N failed" (stages and scenarios).
-#   scripts/run-tests.sh all       lint, sanity, unit, matrix, build, galaxy-importer, molecule
+#   scripts/run-tests.sh all       lint, sanity, unit, core-versions (background), matrix, build,
+#                                  galaxy-importer, molecule
 #   scripts/run-tests.sh molecule  Molecule scenarios only
 # Env: SCENARIOS (amd64), ARM64_SCENARIOS (also run on arm64), BESIDE_SCENARIOS
 #      (run in the background beside the first other scenario),
@@ -61,17 +62,19 @@ bg_run() {
   echo "$rc $(($(date +%s) - start))" >"$log.result"
 }
 
+# Waits for the background stages, except those named in $1 (left running).
 wait_bg_stages() {
-  local entry name pid log rc secs
+  local entry name pid log rc secs left=()
   for entry in "${bg_stages[@]}"; do
     name=${entry%%|*}; pid=${entry##*|}; log=$logdir/${name//[:\/]/_}.log
+    if in_list "$name" "${1:-}"; then left+=("$entry"); continue; fi
     wait "$pid" 2>/dev/null
     read -r rc secs <"$log.result"
     printf '\n=== %s (ran in the background, %ss)\n' "$name" "$secs"
     cat "$log"
     record "$name" "$rc" "$secs" "$log" background
   done
-  bg_stages=()
+  bg_stages=("${left[@]}")
 }
 
 in_list() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -83,7 +86,7 @@ molecule_stages() {
   stage promtool env KV_REQUIRE_PROMTOOL=1 python -m pytest -q tests/unit/roles/test_monitoring_rules.py \
     tests/unit/roles/test_monitoring_dashboards.py tests/unit/roles/test_monitoring_collector.py \
     tests/unit/plugins/module_utils/test_accelerator_metrics.py
-  wait_bg_stages
+  wait_bg_stages core-versions
   # The scenarios without a vLLM server (BESIDE_SCENARIOS: package doubles,
   # mostly apt and file work) run one after the other in the background,
   # beside the first of the others (the base role); the scenarios with vLLM
@@ -106,7 +109,7 @@ molecule_stages() {
   for s in ${SCENARIOS:-}; do
     in_list "$s" "${BESIDE_SCENARIOS:-}" && continue
     stage "$(scenario_name "$s")" scenario_test "$s"
-    if [ "$first" = 1 ]; then wait_bg_stages; first=0; fi
+    if [ "$first" = 1 ]; then wait_bg_stages core-versions; first=0; fi
   done
   wait_bg_stages
 }
@@ -146,6 +149,10 @@ case "${1:-all}" in
     stage ruff ruff check .
     stage sanity bash scripts/sanity.sh
     stage unit python -m pytest tests/unit -q -n 2
+    # Unit and sanity again on the other ansible-core minors meta/runtime.yml
+    # claims, each in a venv of its own; in the background from here to the
+    # end of the Molecule stages (waited for last).
+    bg_stage core-versions bash scripts/core-versions.sh
     # Network to the package index only: every matrix row's install sets, resolved by uv.
     stage matrix python scripts/matrix/resolve.py --uv "$venv/bin/uv"
     stage build bash -c 'ansible-galaxy collection build --force --output-path .build/dist >/dev/null && ls .build/dist/kunpeng-vllm-*.tar.gz'

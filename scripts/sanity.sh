@@ -2,7 +2,8 @@
 # Run `ansible-test sanity` on this checkout.
 #
 # ansible-test wants the collection at .../ansible_collections/kunpeng/vllm
-# inside a git checkout, so the working tree is copied there (with .git).
+# inside a git checkout, so the working tree is copied there, into a git
+# repository of its own.
 # Its per-test virtualenvs are bootstrapped by a get-pip script it downloads
 # from a host that is not reachable from air-gapped CI; a stand-in that uses
 # the interpreter's own ensurepip and then installs the requested packages
@@ -11,7 +12,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${VENV:-$root/.venv}
-dest=$root/.build/sanity/ansible_collections/kunpeng/vllm
+dest=${SANITY_DEST:-$root/.build/sanity}/ansible_collections/kunpeng/vllm
 python_version=${SANITY_PYTHON:-$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')}
 
 seed_get_pip() {
@@ -43,9 +44,10 @@ PY
 seed_get_pip
 rm -rf "$dest"
 mkdir -p "$dest"
-# Copy the tree as git sees it (tracked + untracked-not-ignored), plus .git.
+# Copy the tree as git sees it (tracked + untracked-not-ignored) into a new
+# repository: a copy of .git would be, in a git worktree, a link back to the
+# checkout's own index, which `git add` there would rewrite.
 (cd "$root" && git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$dest" 2>/dev/null) || true
-cp -a "$root/.git" "$dest/.git"
 cd "$dest"
-git add -A >/dev/null 2>&1 || true
+git init -q . && git add -A >/dev/null 2>&1 || true
 PATH=$venv/bin:$PATH "$venv/bin/ansible-test" sanity --local --python "$python_version" --color no "$@"

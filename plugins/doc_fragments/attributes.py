@@ -25,3 +25,12 @@ attributes:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
+
+    # Modules that return ansible_facts (the same wording as community.general's
+    # attributes.facts fragment): what they return becomes host facts.
+    FACTS = r"""
+attributes:
+  facts:
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
+    support: full
+"""

@@ -76,6 +76,7 @@ options:
     type: str
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
+  - kunpeng.vllm.attributes.facts
 attributes:
   platform:
     description: Target OS/families that can be operated against.

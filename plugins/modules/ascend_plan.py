@@ -125,6 +125,13 @@ options:
     description: Whether a reboot was pending before this check (C(report.reboot_pending) of the call with O(runs)); for RV(verify).
     type: bool
     default: false
+  engine_version:
+    description:
+      - The vllm role's C(vllm_version) (on Ascend, the vllm-ascend release), when the play sets it. A release the CANN
+        of O(packages)' toolkit (its C(version), else the version in its file name) cannot run fails before anything
+        is installed, naming a release that fits.
+    type: str
+    default: ""
 notes:
   - No NPU is reachable from the collection's CI; the decisions are tested on recorded C(npu-smi) output and sysfs trees.
 seealso:
@@ -298,6 +305,7 @@ def decide(params: Dict[str, Any]) -> Dict[str, Any]:
     ap.check_packages(packages, stem, arch, ascend_chips)
     stats = {str((result.get("item") or {}).get("key")): result["stat"] for result in params["package_stats"] or [] if "stat" in result}
     ap.check_files(packages, stats, params["package_source"], params["package_dir"])
+    ap.check_engine_version(packages, params["engine_version"])
 
     root = params["install_path"]
     installed = ap.installed_versions(ascend, _read(os.path.join(root, ap.KERNELS_VERSION_FILE)),
@@ -359,6 +367,7 @@ def main() -> None:
             env_file=dict(type="str", default=""),
             verify_devices=dict(type="bool", default=False),
             pending_reboot=dict(type="bool", default=False),
+            engine_version=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )

@@ -66,6 +66,11 @@ options:
         or unset, the gateway passes the Authorization header to the backends.
     type: list
     elements: str
+  haproxy_version:
+    description:
+      - Output of C(haproxy -v) on the gateway host. When given, the module fails unless it is HAProxy 2.5 or later
+        (the version the configuration needs), naming the fix; Ubuntu 22.04 and EL 9 ship 2.4.
+    type: str
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
 """
@@ -147,7 +152,7 @@ api_keys:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.gateway import (  # noqa: E402
-    GatewayError, gateway_plan, listener_settings, validate_pools, validate_settings)
+    GatewayError, gateway_plan, haproxy_problem, listener_settings, validate_pools, validate_settings)
 
 
 def main():
@@ -159,6 +164,7 @@ def main():
             default_pool=dict(type="str", default=""),
             settings=dict(type="dict", default={}),
             api_keys=dict(type="list", elements="str", no_log=True),
+            haproxy_version=dict(type="str"),
         ),
         supports_check_mode=True,
     )
@@ -167,6 +173,8 @@ def main():
     if p["api_keys"] is not None:
         settings["gateway_api_keys"] = p["api_keys"]
     problems = validate_settings(settings)
+    if p["haproxy_version"] is not None:
+        problems += [problem for problem in [haproxy_problem(p["haproxy_version"])] if problem]
     if problems:
         module.fail_json(msg="gateway: " + " ".join(problems))
     try:

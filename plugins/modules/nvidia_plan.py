@@ -152,6 +152,7 @@ seealso:
   - module: kunpeng.vllm.vllm_plan
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
+  - kunpeng.vllm.attributes.facts
 """
 
 EXAMPLES = r"""

@@ -117,7 +117,10 @@ attributes:
     details: O(action=pack) and O(action=unpack) report what they would write; O(action=unpack) still checks the sha256.
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
+    support: full
+    details:
+      - O(action=pack) shows the archive and sidecar it writes, O(action=index) the index file's text before and
+        after, O(action=unpack) the virtualenv before (absent or incomplete) and after (the artifact, the marker).
 """
 
 EXAMPLES = r"""
@@ -198,6 +201,11 @@ _PROBE = ("import platform, sys, sysconfig; print(sys.version_info[0], sys.versi
           "print(platform.libc_ver()[1] or ''); print(sysconfig.get_paths()['purelib'])")
 
 
+def _diff(module, diff):
+    """The ``diff`` result key, when the play runs with --diff."""
+    return {"diff": diff} if module._diff else {}
+
+
 def _site_packages(module, venv):
     python = os.path.join(venv, "bin", "python")
     rc, out, err = module.run_command([python, "-c", _PROBE])
@@ -256,9 +264,10 @@ def _pack(module, p):
     if os.path.exists(archive) and os.path.exists(sidecar_path):
         with open(sidecar_path, encoding="utf-8") as handle:
             module.exit_json(changed=False, archive=archive, sidecar=json.load(handle), combination=combo, seconds=0.0)
+    diff = art.pack_diff(archive, name, os.path.exists(archive))
     if module.check_mode:
         module.exit_json(changed=True, archive=archive, sidecar={"name": name, "combination": combo},
-                         combination=combo, seconds=0.0)
+                         combination=combo, seconds=0.0, **_diff(module, diff))
     # World-readable, as the packages in it are: the controller fetches the
     # archive as the connecting user (see artifact_publish.yml).
     os.makedirs(p["dest"], mode=0o755, exist_ok=True)
@@ -309,24 +318,26 @@ def _pack(module, p):
         json.dump(sidecar, handle, indent=1, sort_keys=True)
     os.rename(sidecar_path + ".partial", sidecar_path)
     module.exit_json(changed=True, archive=archive, sidecar=sidecar, combination=combo,
-                     seconds=round(time.monotonic() - started, 1))
+                     seconds=round(time.monotonic() - started, 1), **_diff(module, diff))
 
 
 def _index(module, p):
     sidecars = [s for s in _read_sidecars(p["store"]) if s.get("combination") == p["combination"]]
     path = os.path.join(p["store"], p["combination"] + ".json")
     text = json.dumps({"format": art.FORMAT, "artifacts": sidecars}, indent=1, sort_keys=True) + "\n"
+    old = None
     try:
         with open(path, encoding="utf-8") as handle:
-            if handle.read() == text:
-                module.exit_json(changed=False, path=path)
+            old = handle.read()
     except OSError:
         pass
+    if old == text:
+        module.exit_json(changed=False, path=path)
     if not module.check_mode:
         with open(path + ".partial", "w", encoding="utf-8") as handle:
             handle.write(text)
         os.rename(path + ".partial", path)
-    module.exit_json(changed=True, path=path)
+    module.exit_json(changed=True, path=path, **_diff(module, art.index_diff(path, old, text)))
 
 
 def _unpack(module, p):
@@ -334,9 +345,10 @@ def _unpack(module, p):
     if os.path.exists(os.path.join(venv, state.ENGINE_MARKER)):
         module.exit_json(changed=False, relocated=[], seconds=0.0)
     started = time.monotonic()
+    diff = _diff(module, art.unpack_diff(venv, os.path.lexists(venv), sidecar.get("name", ""), p["marker"]))
     if module.check_mode and not os.path.isfile(archive):
         # Not copied yet in a check run.
-        module.exit_json(changed=True, relocated=[], seconds=0.0)
+        module.exit_json(changed=True, relocated=[], seconds=0.0, **diff)
     if not os.path.isfile(archive):
         module.fail_json(msg=f"vllm_artifact: {archive} does not exist; copy the artifact there first")
     kind = art.compression_of(archive)
@@ -348,7 +360,7 @@ def _unpack(module, p):
     if found != sidecar["sha256"]:
         module.fail_json(msg=art.corrupted_message(archive, found, sidecar["sha256"], sidecar["name"] + ".json"))
     if module.check_mode:
-        module.exit_json(changed=True, relocated=[], seconds=0.0)
+        module.exit_json(changed=True, relocated=[], seconds=0.0, **diff)
     partial = venv + state.STAGING_SUFFIX
     shutil.rmtree(partial, ignore_errors=True)
     os.makedirs(partial, mode=0o755)
@@ -383,7 +395,7 @@ def _unpack(module, p):
     if os.path.lexists(venv):
         shutil.rmtree(venv)
     os.rename(partial, venv)
-    module.exit_json(changed=True, relocated=relocated, seconds=round(time.monotonic() - started, 1))
+    module.exit_json(changed=True, relocated=relocated, seconds=round(time.monotonic() - started, 1), **diff)
 
 
 def _site_packages_of(module, root, venv):

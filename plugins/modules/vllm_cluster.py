@@ -127,6 +127,7 @@ seealso:
     link: https://docs.vllm.ai/en/latest/serving/parallelism_scaling.html
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
+  - kunpeng.vllm.attributes.facts
 """
 
 EXAMPLES = r"""

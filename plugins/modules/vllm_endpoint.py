@@ -70,7 +70,8 @@ attributes:
     details: In check mode a key that would be generated is not, and RV(api_key) is empty.
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
+    support: full
+    details: The key file's path, state, mode, owner and group; never the key.
 """
 
 EXAMPLES = r"""
@@ -177,23 +178,26 @@ def main() -> None:
         module.fail_json(msg=str(exc))
     decision = endpoint_security.api_key_decision(p["api_key_given"], host, p["allow_unauthenticated"],
                                                   key_file, _read(key_file))
-    changed = False
+    changed, result = False, {}
     key = decision["key"]
+    diff = endpoint_security.key_file_diff(decision["source"], key_file, os.path.exists(key_file))
     if decision["source"] == endpoint_security.GENERATE:
         changed = True
         if not module.check_mode:
             key = secrets.token_urlsafe(32)
             _write_once(key_file, key)
     elif decision["source"] == endpoint_security.STORED:
-        changed = module.set_mode_if_different(key_file, "0600", False)
+        changed = module.set_mode_if_different(key_file, "0600", False, diff)
         if os.geteuid() == 0:
-            changed = module.set_owner_if_different(key_file, "root", changed)
-            changed = module.set_group_if_different(key_file, "root", changed)
+            changed = module.set_owner_if_different(key_file, "root", changed, diff)
+            changed = module.set_group_if_different(key_file, "root", changed, diff)
     kept = decision["source"] in (endpoint_security.STORED, endpoint_security.GENERATE)
+    if changed and module._diff:
+        result["diff"] = diff
     module.exit_json(changed=changed, api_key_source=decision["source"], api_key=key,
                      key_file=key_file if kept else "", message=decision["message"],
                      private_users=endpoint_security.private_users(wanted, p["virtualization_type"],
-                                                                   p["virtualization_role"]))
+                                                                   p["virtualization_role"]), **result)
 
 
 if __name__ == "__main__":

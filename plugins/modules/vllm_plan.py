@@ -68,6 +68,15 @@ options:
     description:
       - The vllm-ascend release (C(ascend) only). Its row fixes the vLLM version; a different O(vllm_version) fails.
     type: str
+  ascend_packages:
+    description:
+      - The C(kunpeng.vllm.ascend) role's C(ascend_packages) (C(ascend) only). When it has a C(toolkit), the CANN release
+        of that package (its C(version), else the version in its file name) is the one the engine will run on, since
+        the ascend role installs it before the engine. The row must fit it, and a O(vllm_version) or
+        O(vllm_ascend_version) that does not fails here, before the driver, firmware and CANN are installed.
+      - Without a toolkit package, the installed CANN (from O(accelerators)) is used.
+    type: dict
+    default: {}
   torch_npu_version:
     description:
       - A torch-npu version the operator insists on (C(ascend) only). A row with another torch-npu fails, naming the row
@@ -208,6 +217,7 @@ seealso:
     link: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
+  - kunpeng.vllm.attributes.facts
 """
 
 EXAMPLES = r"""
@@ -475,6 +485,7 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     vllm_version=dict(type="str"),
     vllm_ascend_version=dict(type="str"),
     torch_npu_version=dict(type="str"),
+    ascend_packages=dict(type="dict", default={}),
     python_version=dict(type="str"),
     distribution=dict(type="str"),
     model_config=dict(type="dict"),

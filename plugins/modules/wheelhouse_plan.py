@@ -19,6 +19,8 @@ description:
   - Used by the C(kunpeng.vllm.wheelhouse) role on a connected controller; the C(kunpeng.vllm.vllm) role installs the
     result with C(--no-index --no-deps).
 version_added: "0.1.0"
+requirements:
+  - packaging (a dependency of ansible-core, so present in the Python that runs Ansible on the controller)
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
 extends_documentation_fragment:
@@ -121,9 +123,13 @@ unknown_leave_out:
   returned: when O(resolved) is given
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.wheelhouse import select_downloads, target_for  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.wheelhouse import (  # noqa: E402
+    PACKAGING_IMPORT_ERROR,
+    select_downloads,
+    target_for,
+)
 
 
 def main() -> None:
@@ -140,6 +146,8 @@ def main() -> None:
         ),
         supports_check_mode=True,
     )
+    if PACKAGING_IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("packaging"), exception=PACKAGING_IMPORT_ERROR)
     p = module.params
     try:
         result = target_for(p["backend"], p["vllm_version"], p["python_version"], p["architecture"], p["glibc"])

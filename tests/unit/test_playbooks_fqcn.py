@@ -10,7 +10,8 @@ import sys
 import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import Templar
+from core_compat import trust_as_template
 from ansible.utils.collection_loader import AnsibleCollectionRef
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -312,3 +312,21 @@ def relocate(venv, old_prefix, new_prefix=None):
             os.chmod(path, mode)
             changed.append(path)
     return changed
+
+
+def pack_diff(archive, name, existed):
+    """--diff of O(action=pack): the archive and its sidecar appear (an artifact is never changed in place)."""
+    before = {"path": archive, "state": "file" if existed else "absent"}
+    return {"before": before, "after": {"path": archive, "state": "file", "artifact": name,
+                                        "sidecar": os.path.join(os.path.dirname(archive), name + ".json")}}
+
+
+def index_diff(path, before_text, after_text):
+    """--diff of O(action=index): the index file's text before and after (empty when it did not exist)."""
+    return {"before_header": path, "after_header": path, "before": before_text or "", "after": after_text}
+
+
+def unpack_diff(venv, exists, artifact, marker):
+    """--diff of O(action=unpack): the virtualenv before (absent, or there without its completion marker) and after."""
+    before = {"path": venv, "state": "directory without the install-completion marker" if exists else "absent"}
+    return {"before": before, "after": {"path": venv, "state": "directory", "artifact": artifact, "marker": marker}}

@@ -29,9 +29,10 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import chips
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import version_cmp
 
 COMPONENTS = ["driver", "firmware", "toolkit", "kernels", "nnal"]
@@ -242,6 +243,35 @@ def wanted_versions(packages: Dict[str, Any]) -> Dict[str, str]:
     """Component -> the version it will report once installed (``version:`` when given, else the file name's)."""
     return {component: str(spec.get("version") or version_from_name(spec["file"]))
             for component, spec in packages.items() if component in COMPONENTS}
+
+
+def supplied_cann(packages: Dict[str, Any]) -> Tuple[str, str]:
+    """The CANN release ``ascend_packages`` installs (its toolkit's version) and where that is read; ``('', '')`` without a toolkit.
+
+    The ascend role installs these packages before the engine, so the engine's compatibility row must fit this
+    release, not the one installed now (none on a bare host).
+    """
+    spec = packages.get("toolkit") if isinstance(packages, dict) else None
+    if not isinstance(spec, dict) or not spec.get("file"):
+        return "", ""
+    version = wanted_versions({"toolkit": spec})["toolkit"]
+    if not version:
+        return "", ""
+    if spec.get("version"):
+        return version, "ascend_packages.toolkit.version"
+    return version, f"ascend_packages.toolkit ({_basename(spec['file'])})"
+
+
+def check_engine_version(packages: Dict[str, Any], engine_version: str = "") -> None:
+    """Refuse an engine release (the vllm role's ``vllm_version``: the vllm-ascend row) that the CANN of
+    ``ascend_packages`` cannot run, before anything is installed; nothing to check without either."""
+    cann, source = supplied_cann(packages)
+    if not cann or not engine_version:
+        return
+    try:
+        compat_matrix.select_ascend(vllm_ascend_version=engine_version, cann_version=cann, cann_source=source)
+    except compat_matrix.CompatError as exc:
+        raise AscendPlanError(f"vllm_version {engine_version}: {exc}. Nothing was changed.") from None
 
 
 def package_paths(packages: Dict[str, Any], package_source: str, package_dir: str, staging_dir: str) -> Dict[str, str]:

@@ -341,10 +341,14 @@ def ascend_stack(row: Dict[str, Any]) -> List[str]:
 
 def select_ascend(vllm_version: Optional[str] = None, vllm_ascend_version: Optional[str] = None,
                   cann_version: Optional[str] = None, python_version: Optional[str] = None,
-                  torch_npu_version: Optional[str] = None, distribution: Optional[str] = None) -> Dict[str, Any]:
+                  torch_npu_version: Optional[str] = None, distribution: Optional[str] = None,
+                  cann_source: str = "") -> Dict[str, Any]:
     """Pick (or confirm) the vllm-ascend row; raise :class:`CompatError` naming the conflict and a row that works.
 
     ``distribution`` (``"openEuler 22.03"``) only shapes the fix of a Python conflict (:func:`python_fix`).
+    ``cann_source`` names where ``cann_version`` comes from when it is not the installed CANN (the toolkit
+    package of ``ascend_packages``, which the ascend role installs before the engine); the messages and fixes
+    then name those packages.
     """
     def works(row: Dict[str, Any]) -> bool:
         torch_npu_ok = not torch_npu_version or _same(torch_npu_version, row["torch_npu"])
@@ -374,11 +378,13 @@ def select_ascend(vllm_version: Optional[str] = None, vllm_ascend_version: Optio
     other = alternative()
     use = f"use vllm-ascend {other['vllm_ascend']}" if other and other is not row else None
     if not _cann_ok(cann_version, row):
-        fix = f"{use} or install CANN {row['cann']}" if use else f"install CANN {row['cann']}"
+        where = f"from {cann_source}" if cann_source else "installed"
+        supply = f"supply the CANN {row['cann']} packages in ascend_packages" if cann_source else ""
+        fix = f"{use} or {supply or 'install CANN ' + row['cann']}" if use else (supply or f"install CANN {row['cann']}")
         if version_cmp(cann_version, row["cann"]) < 0:
-            fix = f"{use} or upgrade CANN" if use else f"upgrade CANN to {row['cann']}"
-            raise CompatError(f"CANN {cann_version} installed, vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}; {fix}")
-        raise CompatError(f"CANN {cann_version} installed, vllm-ascend {row['vllm_ascend']} is built for CANN {row['cann']} "
+            fix = f"{use} or {supply or 'upgrade CANN'}" if use else (supply or f"upgrade CANN to {row['cann']}")
+            raise CompatError(f"CANN {cann_version} {where}, vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}; {fix}")
+        raise CompatError(f"CANN {cann_version} {where}, vllm-ascend {row['vllm_ascend']} is built for CANN {row['cann']} "
                           f"({'.'.join(map(str, release_family(row['cann'])))}.x); {fix}")
     if not python_ok(python_version, row["python"]):
         fix = f"{use} or {python_fix(distribution, row['python'])}" if use else python_fix(distribution, row["python"])

@@ -22,7 +22,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, compat_matrix, cpu_runtime, service, engine_args as engine_options
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import ascend_plan, capacity, compat_matrix, cpu_runtime, service, engine_args as engine_options
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
 
@@ -60,10 +60,16 @@ def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], caps: Li
     if backend == "ascend":
         series = params["atlas_series"]
         notes.extend(compat_matrix.check_atlas_series(series))
-        cann = (facts.get("ascend") or {}).get("cann_version")
+        installed = (facts.get("ascend") or {}).get("cann_version")
+        supplied, source = ascend_plan.supplied_cann(params.get("ascend_packages") or {})
+        cann = supplied or installed
         row = compat_matrix.select_ascend(params["vllm_version"], params["vllm_ascend_version"], cann,
-                                          params["python_version"], params["torch_npu_version"], params["distribution"])
-        if not facts:
+                                          params["python_version"], params["torch_npu_version"], params["distribution"],
+                                          cann_source=source)
+        if supplied and not (installed and compat_matrix.version_cmp(supplied, installed) == 0):
+            notes.append(f"CANN {supplied} from {source} (installed now: {installed or 'none'}); vllm-ascend "
+                         f"{row['vllm_ascend']} needs CANN {row['cann']}.")
+        elif not facts and not supplied:
             notes.append(f"No probe facts: CANN not checked; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
         elif not cann:
             notes.append(f"CANN is not installed yet; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")

@@ -104,6 +104,21 @@ def api_key_decision(given: bool, host: str, allow_unauthenticated: bool, key_fi
                         f"node and stored in {key_file} (root only); clients send it as 'Authorization: Bearer <key>'")}
 
 
+def key_file_diff(source: str, key_file: str, existed: bool) -> Dict[str, Any]:
+    """--diff of the key file for a decision: where it is and what it becomes, never the key.
+
+    GENERATE writes the file (mode 0600); STORED starts with the path only, and the module adds the
+    mode, owner and group it puts back (AnsibleModule.set_*_if_different fill them in); the other
+    sources keep no file.
+    """
+    before: Dict[str, Any] = {"path": key_file}
+    after: Dict[str, Any] = {"path": key_file}
+    if source == GENERATE:
+        before["state"] = "file" if existed else "absent"
+        after.update(state="file", mode="0600", content="a new random key (not shown)")
+    return {"before": before, "after": after}
+
+
 def private_users(wanted: Any, virtualization_type: str, virtualization_role: str) -> Dict[str, Any]:
     """Whether the unit gets ``PrivateUsers=yes``: ``wanted`` true or false, or ``auto`` (off only in a container)."""
     if isinstance(wanted, bool):

@@ -35,6 +35,11 @@ from math import gcd
 # HAProxy's runtime and configuration accept weights 0..256 (configuration
 # manual, "weight <weight>").
 MAX_WEIGHT = 256
+# The configuration uses json_query, http_auth_bearer and "http-request return",
+# which came with HAProxy 2.5 (Debian 12 has 2.6, Ubuntu 24.04 2.8; Ubuntu
+# 22.04 and EL 9 have 2.4).
+MIN_HAPROXY = (2, 5)
+_HAPROXY_VERSION = re.compile(r"HA-?Proxy version ([0-9]+)\.([0-9]+)(\S*)")
 
 # Names that end up in haproxy.cfg unquoted (server and backend names: HAProxy
 # allows letters, digits, '-', '_', '.', ':'); model names are matched as
@@ -326,3 +331,21 @@ def listener_settings(settings):
         "tls": bool(settings.get("gateway_tls_certificate")) and bool(settings.get("gateway_tls_key")),
         "api_keys": bool(settings.get("gateway_api_keys")),
     }
+
+
+def haproxy_problem(version_output):
+    """Why the HAProxy that ``haproxy -v`` printed cannot run the gateway (None when it is 2.5 or later)."""
+    match = _HAPROXY_VERSION.search(version_output or "")
+    if not match:
+        first = (version_output or "").strip().splitlines()[:1]
+        return (f"cannot read the HAProxy version from 'haproxy -v' ({first[0] if first else 'no output'!r}); "
+                f"the gateway needs HAProxy {'.'.join(map(str, MIN_HAPROXY))} or later.")
+    found = (int(match.group(1)), int(match.group(2)))
+    if found >= MIN_HAPROXY:
+        return None
+    version = f"{match.group(1)}.{match.group(2)}{match.group(3)}"
+    return (f"HAProxy {version} is installed, and the gateway's configuration (json_query, http_auth_bearer, "
+            f"http-request return) needs HAProxy {'.'.join(map(str, MIN_HAPROXY))} or later. Ubuntu 22.04 and EL 9 ship "
+            "2.4: install HAProxy 2.6 or later from a repository that has it (on Ubuntu 22.04 the haproxy-2.8 PPA of "
+            "haproxy.debian.net, ppa:vbernat/haproxy-2.8) before running the role, or put the gateway on Debian 12 "
+            "or Ubuntu 24.04. Nothing was configured.")

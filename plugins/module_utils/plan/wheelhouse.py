@@ -26,22 +26,36 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
-import re
+import traceback
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix
 
-# glibc minor versions of manylinux_2_N tags pip must be told one by one (it
-# matches N exactly); the legacy aliases manylinux2014 (2.17) and manylinux1
-# (2.5) come last.
-GLIBC_MINORS = (39, 38, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 17)
+# packaging (PyPA's reference implementation of names, requirements and tags)
+# is a dependency of ansible-core, so the controller, where wheelhouse_plan
+# runs, has it. host_torch runs host_torch_problem on the nodes, which need
+# not have it: it uses none of it, and this module imports without it.
+try:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.tags import cpython_tags
+    from packaging.utils import canonicalize_name
+except ImportError:
+    PACKAGING_IMPORT_ERROR: Optional[str] = traceback.format_exc()
+else:
+    PACKAGING_IMPORT_ERROR = None
+
 ARCHITECTURES = ("x86_64", "aarch64")
-_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s;#]+)")
+# manylinux2014 is manylinux_2_17 (PEP 599, PEP 600): the oldest glibc the
+# engine's wheels are built for.
+OLDEST_GLIBC_MINOR = 17
+# The newest manylinux_2_N that `uv pip compile --python-platform` names
+# (uv 0.13: x86_64-manylinux_2_40); a newer glibc resolves as that one.
+UV_NEWEST_GLIBC_MINOR = 40
 
 
 def canonical(name: str) -> str:
     """PEP 503 normalised project name (``Torch_NPU`` -> ``torch-npu``)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return str(canonicalize_name(name))
 
 
 def public_version(version: str) -> str:
@@ -50,22 +64,45 @@ def public_version(version: str) -> str:
 
 
 def parse_pins(lines: Iterable[str]) -> List[Tuple[str, str]]:
-    """``(canonical name, version)`` of every ``name==version`` line; comments, options and bare names are skipped."""
+    """``(canonical name, version)`` of every ``name==version`` line; comments, options, bare names and URLs are skipped."""
     pins = []
     for line in lines:
-        match = _PIN.match(line)
-        if match:
-            pins.append((canonical(match.group(1)), match.group(2)))
+        text = line.split(" #", 1)[0].strip()
+        if not text or text.startswith(("#", "-")):
+            continue
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        specifiers = list(requirement.specifier)
+        if requirement.url is None and len(specifiers) == 1 and specifiers[0].operator == "==":
+            pins.append((canonical(requirement.name), specifiers[0].version))
     return pins
 
 
 def manylinux_platforms(architecture: str, glibc: str) -> List[str]:
-    """pip ``--platform`` values a target with this glibc accepts, newest first."""
+    """pip ``--platform`` values a target with this glibc accepts, newest first.
+
+    PEP 600 tags for every glibc 2.N from the target's down to 2.17, then the
+    legacy names of the same ABI. packaging.tags has these only for the
+    running host's glibc, so they are written out here for the target's.
+    pip matches ``--platform`` exactly, so each is passed.
+    """
     major, minor = (int(part) for part in str(glibc).split(".")[:2])
-    if major != 2 or minor < 17:
+    if major != 2 or minor < OLDEST_GLIBC_MINOR:
         raise compat_matrix.CompatError(f"glibc {glibc} is older than manylinux2014 (2.17); wheels of this engine need 2.17 or later")
-    tags = [f"manylinux_2_{n}_{architecture}" for n in GLIBC_MINORS if n <= minor]
+    tags = [f"manylinux_2_{n}_{architecture}" for n in range(minor, OLDEST_GLIBC_MINOR - 1, -1)]
     return tags + [f"manylinux2014_{architecture}", f"manylinux1_{architecture}", f"linux_{architecture}", "any"]
+
+
+def abis(python_version: str) -> List[str]:
+    """pip ``--abi`` values of a CPython X.Y target, in packaging.tags' order (``cp312``, ``abi3``, ``none``)."""
+    version = tuple(int(part) for part in python_version.split(".")[:2])
+    found: List[str] = []
+    for tag in cpython_tags(python_version=version, platforms=["any"]):
+        if tag.abi not in found:
+            found.append(tag.abi)
+    return found
 
 
 def target_for(backend: str, vllm_version: str, python_version: str, architecture: str,
@@ -81,13 +118,12 @@ def target_for(backend: str, vllm_version: str, python_version: str, architectur
     else:
         raise compat_matrix.CompatError(f"backend {backend} has no wheelhouse recipe; use cuda or cpu "
                                         "(Ascend packages come with the vendor image)")
-    digits = python_version.replace(".", "")
     return {
         "row": row,
         "requirements": compat_matrix.packages_for(backend, row),
-        "uv_python_platform": f"{architecture}-manylinux_2_{min(int(str(glibc).split('.')[1]), max(GLIBC_MINORS))}",
+        "uv_python_platform": f"{architecture}-manylinux_2_{min(int(str(glibc).split('.')[1]), UV_NEWEST_GLIBC_MINOR)}",
         "pip_platforms": manylinux_platforms(architecture, glibc),
-        "pip_abis": [f"cp{digits}", "abi3", "none"],
+        "pip_abis": abis(python_version),
         "python_version": python_version,
     }
 

@@ -3,7 +3,7 @@
 import os
 
 import yaml
-from ansible.template import trust_as_template
+from core_compat import trust_as_template
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 

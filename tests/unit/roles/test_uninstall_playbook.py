@@ -6,6 +6,7 @@ import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
+from core_compat import evaluate_conditional
 from task_files import trusted
 
 PLAYBOOK = os.path.join(os.path.dirname(__file__), "..", "..", "..", "playbooks", "uninstall.yml")
@@ -32,12 +33,12 @@ def test_members_are_removed_together(group, play_hosts, runs, passes):
     if group:
         variables["vllm_cluster_group"] = group
     templar = Templar(loader=DataLoader(), variables=variables)
-    assert templar.evaluate_conditional(trusted(guard["when"])) is runs
+    assert evaluate_conditional(templar, trusted(guard["when"])) is runs
     if not runs:
         return
     templar = Templar(loader=DataLoader(), variables=dict(variables, **{
         name: templar.template(trusted(value)) for name, value in guard["vars"].items()}))
-    assert templar.evaluate_conditional(trusted(guard["ansible.builtin.assert"]["that"])) is passes
+    assert evaluate_conditional(templar, trusted(guard["ansible.builtin.assert"]["that"])) is passes
     if not passes:
         message = templar.template(trusted(guard["ansible.builtin.assert"]["fail_msg"]))
         assert "a2-node-1 are not in this run" in message and "Nothing was removed" in message

@@ -20,7 +20,8 @@ import tempfile
 
 import pytest
 from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import Templar
+from core_compat import trust_as_template
 from task_files import ROOT, load
 from task_files import trusted as _trusted
 from vllm_plans import plan, single

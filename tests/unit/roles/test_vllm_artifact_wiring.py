@@ -9,6 +9,7 @@ three hosts; no playbook run.
 import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
+from core_compat import evaluate_conditional
 from task_files import load, task
 from task_files import trusted as _trusted
 
@@ -52,7 +53,7 @@ def _runs(extra):
     for step, name in STEPS.items():
         when = task(INSTALL, name).get("when", [])
         conditions = when if isinstance(when, list) else [when]
-        if all(templar.evaluate_conditional(_trusted(c)) for c in conditions):
+        if all(evaluate_conditional(templar, _trusted(c)) for c in conditions):
             runs.add(step)
     return runs
 
@@ -96,4 +97,4 @@ def test_the_published_artifact_check_is_a_boolean(artifact, published, expected
     builder = {"__vllm_artifact_packed": {"sidecar": {"archive": "a.tar"}}} if published else {}
     templar = Templar(loader=DataLoader(), variables={
         "__vllm_artifact": decision, "hostvars": {decision["builder"]: builder}})
-    assert all(templar.evaluate_conditional(_trusted(c)) for c in that["ansible.builtin.assert"]["that"]) is expected
+    assert all(evaluate_conditional(templar, _trusted(c)) for c in that["ansible.builtin.assert"]["that"]) is expected

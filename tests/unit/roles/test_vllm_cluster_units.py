@@ -37,7 +37,8 @@ def cluster_fact(members, host, **params):
 
 def render(template, plan, cluster, **extra):
     from ansible.parsing.dataloader import DataLoader
-    from ansible.template import Templar, trust_as_template
+    from ansible.template import Templar
+    from core_compat import trust_as_template
 
     loader = DataLoader()
     variables = {}

@@ -313,3 +313,37 @@ def test_reboot_message_names_the_variable(changed, message):
 ])
 def test_verify_steps(ran, verify, driver, pending, rebooted, reprobe, check):
     assert ap.verify_steps(ran, verify, driver, pending, rebooted) == {"reprobe": reprobe, "check_devices": check}
+
+
+@pytest.mark.parametrize("packages, expected", [
+    ({"toolkit": {"file": "Ascend-cann-toolkit_8.5.0_linux-aarch64.run"}},
+     ("8.5.0", "ascend_packages.toolkit (Ascend-cann-toolkit_8.5.0_linux-aarch64.run)")),
+    ({"toolkit": {"file": "pkgs/Ascend-cann-toolkit_8.3.RC2_linux-x86_64.run"}},
+     ("8.3.RC2", "ascend_packages.toolkit (Ascend-cann-toolkit_8.3.RC2_linux-x86_64.run)")),
+    ({"toolkit": {"file": "cann.run", "version": "9.1.0"}}, ("9.1.0", "ascend_packages.toolkit.version")),
+    ({"toolkit": {"file": "cann.run"}}, ("", "")),             # no version in the name, none given
+    ({"driver": {"file": "Ascend-hdk-910b-npu-driver_25.2.0_linux-aarch64.run"}}, ("", "")),
+    ({}, ("", "")),
+    ({"toolkit": "not a dict"}, ("", "")),
+])
+def test_supplied_cann(packages, expected):
+    assert ap.supplied_cann(packages) == expected
+
+
+@pytest.mark.parametrize("packages, engine_version, message", [
+    ({"toolkit": {"file": "Ascend-cann-toolkit_8.5.0_linux-aarch64.run"}}, "0.13.0", None),
+    ({"toolkit": {"file": "Ascend-cann-toolkit_8.5.1_linux-aarch64.run"}}, "0.13.0", None),   # a later 8.5 release
+    ({"toolkit": {"file": "Ascend-cann-toolkit_8.5.0_linux-aarch64.run"}}, "0.18.0", "needs CANN 8.5.1"),
+    ({"toolkit": {"file": "Ascend-cann-toolkit_9.1.0_linux-aarch64.run"}}, "0.13.0", r"is built for CANN 8.5.0 \(8.5.x\)"),
+    ({"toolkit": {"file": "Ascend-cann-toolkit_8.5.0_linux-aarch64.run"}}, "0.99.0", "has no row"),
+    ({"toolkit": {"file": "cann.run", "version": "8.3.RC2"}}, "0.11.0", None),
+    ({"driver": {"file": "Ascend-hdk-910b-npu-driver_25.2.0_linux-aarch64.run"}}, "0.23.0", None),  # no CANN given
+    ({"toolkit": {"file": "Ascend-cann-toolkit_8.5.0_linux-aarch64.run"}}, "", None),           # no release asked
+])
+def test_check_engine_version(packages, engine_version, message):
+    if message is None:
+        ap.check_engine_version(packages, engine_version)
+    else:
+        with pytest.raises(ap.AscendPlanError, match=message) as err:
+            ap.check_engine_version(packages, engine_version)
+        assert str(err.value).startswith(f"vllm_version {engine_version}: ") and str(err.value).endswith("Nothing was changed.")

@@ -64,3 +64,18 @@ def test_the_message_says_where_the_key_is(source, stored, words):
 ])
 def test_private_users(wanted, vtype, vrole, enabled):
     assert es.private_users(wanted, vtype, vrole)["enabled"] is enabled
+
+
+@pytest.mark.parametrize("source, existed, before, after", [
+    (es.GENERATE, False, {"state": "absent"},
+     {"state": "file", "mode": "0600", "content": "a new random key (not shown)"}),
+    (es.GENERATE, True, {"state": "file"},
+     {"state": "file", "mode": "0600", "content": "a new random key (not shown)"}),
+    (es.STORED, True, {}, {}),
+    (es.GIVEN, False, {}, {}),
+    (es.LOOPBACK, False, {}, {}),
+    (es.OPEN, False, {}, {}),
+])
+def test_key_file_diff(source, existed, before, after):
+    assert es.key_file_diff(source, "/etc/vllm/k", existed) == {
+        "before": dict({"path": "/etc/vllm/k"}, **before), "after": dict({"path": "/etc/vllm/k"}, **after)}

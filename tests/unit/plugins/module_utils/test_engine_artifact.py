@@ -202,3 +202,23 @@ def test_relocate_rewrites_only_whole_prefixes(tmp_path):
 def test_corrupted_message_names_the_file_and_the_fix():
     text = art.corrupted_message("/var/tmp/a.tar", "1" * 64, "2" * 64, "a.json")
     assert "/var/tmp/a.tar is corrupted" in text and "Delete a.tar and its .json" in text
+
+
+@pytest.mark.parametrize("existed, state", [(False, "absent"), (True, "file")])
+def test_pack_diff(existed, state):
+    diff = art.pack_diff("/s/a.tar", "a", existed)
+    assert diff["before"] == {"path": "/s/a.tar", "state": state}
+    assert diff["after"] == {"path": "/s/a.tar", "state": "file", "artifact": "a", "sidecar": "/s/a.json"}
+
+
+@pytest.mark.parametrize("old, before", [(None, ""), ("{}\n", "{}\n")])
+def test_index_diff(old, before):
+    assert art.index_diff("/s/c.json", old, "new\n") == {
+        "before_header": "/s/c.json", "after_header": "/s/c.json", "before": before, "after": "new\n"}
+
+
+@pytest.mark.parametrize("exists, state", [(False, "absent"), (True, "directory without the install-completion marker")])
+def test_unpack_diff(exists, state):
+    diff = art.unpack_diff("/v", exists, "a", {"k": 1})
+    assert diff == {"before": {"path": "/v", "state": state},
+                    "after": {"path": "/v", "state": "directory", "artifact": "a", "marker": {"k": 1}}}

@@ -3,7 +3,7 @@
 import pytest
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.gateway import (
-    MAX_WEIGHT, GatewayError, canary_weights, gateway_plan, listener_settings, validate_settings)
+    MAX_WEIGHT, GatewayError, canary_weights, gateway_plan, haproxy_problem, listener_settings, validate_settings)
 
 # The inventory of molecule/gateway: two vLLM hosts, one pool each and a
 # shared pool over both, with vllm-b as the canary of the shared pool.
@@ -172,3 +172,24 @@ def test_key_problems_do_not_show_the_key():
 ])
 def test_listener_settings(settings, expected):
     assert listener_settings(settings) == expected
+
+
+@pytest.mark.parametrize("output, expected", [
+    # what `haproxy -v` prints on each platform (first line)
+    ("HAProxy version 2.6.12-1+deb12u1 2023/12/16 - https://haproxy.org/\nStatus: long-term supported branch", None),
+    ("HAProxy version 2.8.5-1ubuntu3 2023/12/09 - https://haproxy.org/", None),
+    ("HAProxy version 2.5.0 2021/11/23 - https://haproxy.org/", None),
+    ("HAProxy version 3.0.5-1 2024/09/19 - https://haproxy.org/", None),
+    ("HAProxy version 2.4.24-0ubuntu0.22.04.1 2023/10/31 - https://haproxy.org/",
+     "HAProxy 2.4.24-0ubuntu0.22.04.1 is installed, and the gateway's configuration"),
+    ("HAProxy version 2.4.22-f8e3218 2023/02/14 - https://haproxy.org/", "Ubuntu 22.04 and EL 9 ship 2.4"),
+    ("HA-Proxy version 1.8.19-1+deb10u4 2022/02/14", "HAProxy 1.8.19-1+deb10u4 is installed"),
+    ("", "cannot read the HAProxy version from 'haproxy -v' ('no output')"),
+    ("bash: haproxy: command not found", "cannot read the HAProxy version"),
+])
+def test_haproxy_version(output, expected):
+    problem = haproxy_problem(output)
+    if expected is None:
+        assert problem is None
+    else:
+        assert expected in problem and "2.5 or later" in problem

@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 from conftest import FIXTURES
@@ -89,6 +91,35 @@ def test_platform_tags_follow_the_target_glibc(glibc, newest, oldest_manylinux):
     assert tags[0] == newest
     assert tags[-3:] == [oldest_manylinux, "linux_x86_64", "any"]
     assert "manylinux_2_31_x86_64" in tags if glibc >= "2.31" else "manylinux_2_31_x86_64" not in tags
+    # every glibc 2.N down to manylinux2014's 2.17, one by one (pip matches --platform exactly)
+    minor = int(glibc.split(".")[1])
+    assert tags[:minor - 16] == [f"manylinux_2_{n}_x86_64" for n in range(minor, 16, -1)]
+
+
+@pytest.mark.parametrize("glibc, uv", [
+    ("2.39", "x86_64-manylinux_2_39"), ("2.42", "x86_64-manylinux_2_40"), ("2.17", "x86_64-manylinux_2_17")])
+def test_uv_platform_is_the_target_glibc_up_to_what_uv_names(glibc, uv):
+    assert wheelhouse.target_for("cuda", "0.26.0", "3.12", "x86_64", glibc)["uv_python_platform"] == uv
+
+
+@pytest.mark.parametrize("python, expected", [("3.12", ["cp312", "abi3", "none"]), ("3.10", ["cp310", "abi3", "none"])])
+def test_abis(python, expected):
+    assert wheelhouse.abis(python) == expected
+
+
+def test_the_module_utils_import_without_packaging(collections_path):
+    """host_torch runs host_torch_problem on nodes whose Python may lack packaging."""
+    code = ("import builtins, sys; real = builtins.__import__\n"
+            "def block(name, *a, **k):\n"
+            "    if name.split('.')[0] == 'packaging': raise ImportError(name)\n"
+            "    return real(name, *a, **k)\n"
+            "builtins.__import__ = block\n"
+            "from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import wheelhouse as w\n"
+            "assert w.PACKAGING_IMPORT_ERROR and 'ImportError' in w.PACKAGING_IMPORT_ERROR\n"
+            "print(w.host_torch_problem({'vllm': '0.26.0', 'torch': '2.11.0'}, {'torch': '2.11.0+cu130'}))\n")
+    env = dict(os.environ, PYTHONPATH=collections_path)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert (proc.returncode, proc.stdout.strip()) == (0, "None"), proc.stderr
 
 
 def test_target_for_the_h200():

@@ -5,11 +5,20 @@ dict (and whether it failed) without a subprocess; ``warn`` calls are
 collected.  One place for every module test in this folder.
 """
 
+import contextlib
+import json
 from typing import Any, Callable, Dict, List, Optional, Tuple
 from unittest import mock
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
+
+try:
+    from ansible.module_utils.testing import patch_module_args
+except ImportError:  # ansible-core < 2.19 has no testing helper; this is what it does there.
+    @contextlib.contextmanager
+    def patch_module_args(args):
+        with mock.patch.object(basic, "_ANSIBLE_ARGS", json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode()):
+            yield
 
 
 class ModuleExit(Exception):
@@ -19,8 +28,8 @@ class ModuleExit(Exception):
 
 
 def run_main(main: Callable[[], None], args: Dict[str, Any], check_mode: bool = False,
-             warnings: Optional[List[str]] = None) -> Tuple[bool, Dict[str, Any]]:
-    """Call ``main()`` with module ``args``; return ``(failed, result)``."""
+             warnings: Optional[List[str]] = None, diff: bool = False) -> Tuple[bool, Dict[str, Any]]:
+    """Call ``main()`` with module ``args`` (``diff``: as under --diff); return ``(failed, result)``."""
 
     def exit_json(self, **kwargs):
         raise ModuleExit(kwargs, False)
@@ -35,6 +44,8 @@ def run_main(main: Callable[[], None], args: Dict[str, Any], check_mode: bool = 
     module_args = dict(args)
     if check_mode:
         module_args["_ansible_check_mode"] = True
+    if diff:
+        module_args["_ansible_diff"] = True
     with patch_module_args(module_args), \
             mock.patch.object(basic.AnsibleModule, "exit_json", exit_json), \
             mock.patch.object(basic.AnsibleModule, "fail_json", fail_json), \

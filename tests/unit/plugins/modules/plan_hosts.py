@@ -80,6 +80,10 @@ HOSTS: Dict[str, Callable[[str], Dict[str, Any]]] = {
     "hgx-h100-no-driver": lambda tmp: fakes.host_args(tmp, os.path.join(H100, "sysfs"), H100, "x86_64"),
     "atlas-800i-a2": _a2,
     "atlas-800i-a2-no-driver": lambda tmp: _a2(tmp, driver=False),
+    # the A2's chips on the PCI bus and nothing of Huawei's installed: no driver, no CANN
+    "atlas-800i-a2-bare": lambda tmp: fakes.host_args(tmp, A2_SYSFS, "kunpeng920", "aarch64",
+                                                      ascend_root=os.path.join(tmp, "Ascend"),
+                                                      ascend_install_info=os.path.join(tmp, "ascend_install.info")),
     # the same A2 layout with CANN 8.3.RC2; 8 x 910B4 32 GB, or 8 x 910B3 64 GB
     "atlas-800i-a2-32g-cann8.3": _ascend(A2, "8.3.RC2"),
     "atlas-800i-a2-64g-cann8.3": _ascend(A2, "8.3.RC2", rewrite=("32768", "65536", "910B4", "910B3")),

@@ -179,7 +179,8 @@ def test_environment_from_an_env_dump(tmp_path):
 def render_unit(backend, kunpeng_ascend):
     """roles/vllm/templates/vllm.service.j2 rendered with the vllm role's defaults and vars, as Ansible would."""
     from ansible.parsing.dataloader import DataLoader
-    from ansible.template import Templar, trust_as_template
+    from ansible.template import Templar
+    from core_compat import trust_as_template
 
     def trust(value):
         if isinstance(value, str):
@@ -234,7 +235,6 @@ def test_vllm_service_entry_reads_the_report(tmp_path):
 def test_cpu_unit_has_no_driver_group():
     assert render_unit("cpu", None) == ["PrivateDevices=yes", "DevicePolicy=closed"]
 
-
 @pytest.mark.parametrize("runs, verify_devices, pending, rebooted, reprobe, check", [
     ([], False, False, False, False, False),
     ([], True, False, False, True, True),
@@ -250,3 +250,19 @@ def test_verify_steps_on_an_installed_a2_host(tmp_path, runs, verify_devices, pe
     assert not failed
     assert result["ran"] is bool(runs)
     assert result["verify"] == {"reprobe": reprobe, "check_devices": check}
+
+
+@pytest.mark.parametrize("engine_version, refusal", [
+    ("0.7.3", None),     # the CANN 8.1.RC1 row of the v1 packages
+    ("", None),          # no release asked: the vllm plan picks one for the CANN installed
+    ("0.23.0", "vllm_version 0.23.0: CANN 8.1.RC1 from ascend_packages.toolkit (Ascend-cann-toolkit_8.1.RC1_linux-aarch64.run), "
+               "vllm-ascend 0.23.0 needs CANN 9.1.0; use vllm-ascend 0.7.3 or supply the CANN 9.1.0 packages in "
+               "ascend_packages. Nothing was changed."),
+])
+def test_engine_release_is_checked_against_the_cann_packages_before_any_change(tmp_path, engine_version, refusal):
+    facts, root = probe(tmp_path)
+    failed, result = run(facts, root, packages=files(V1), engine_version=engine_version)
+    if refusal is None:
+        assert not failed and result["plan"][0] == "driver"
+    else:
+        assert failed and result["msg"] == refusal

@@ -49,3 +49,17 @@ def test_keys_stay_out_of_the_refusal():
     failed, result = run_main(gateway_plan.main, {"pools": POOLS, "groups": GROUPS,
                                                   "api_keys": ["short-secret"]})
     assert failed and "short-secret" not in result["msg"]
+
+
+@pytest.mark.parametrize("version, fails", [
+    ("HAProxy version 2.6.12-1+deb12u1 2023/12/16 - https://haproxy.org/", False),
+    ("HAProxy version 2.4.24-0ubuntu0.22.04.1 2023/10/31 - https://haproxy.org/", True),
+])
+def test_haproxy_older_than_2_5_is_refused(version, fails):
+    failed, result = run_main(gateway_plan.main, {"pools": POOLS, "groups": GROUPS, "settings": SETTINGS,
+                                                  "api_keys": KEYS, "haproxy_version": version})
+    assert failed is fails
+    if fails:
+        assert result["msg"].startswith("gateway: HAProxy 2.4.24") and "ppa:vbernat/haproxy-2.8" in result["msg"]
+    else:
+        assert result["hosts"] == ["a", "b"]

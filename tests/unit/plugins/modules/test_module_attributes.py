@@ -32,3 +32,23 @@ def test_check_and_diff_mode_attributes(docs, module):
 def test_accelerator_facts_names_its_platform(docs):
     platform = docs["accelerator_facts"]["attributes"]["platform"]
     assert (platform["support"], platform["platforms"]) == ("full", "posix")
+
+
+def _returns_facts(module):
+    with open(os.path.join(ROOT, "plugins", "modules", module + ".py"), encoding="utf-8") as handle:
+        return "ansible_facts=" in handle.read()
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_facts_attribute_matches_what_the_module_returns(docs, module):
+    """A module that returns ansible_facts says so (community.general's attributes.facts); no other does."""
+    facts = docs[module].get("attributes", {}).get("facts")
+    if _returns_facts(module):
+        assert facts and facts["support"] == "full"
+    else:
+        assert facts is None
+
+
+def test_the_four_planners_and_the_probe_set_facts():
+    assert [m for m in MODULES if _returns_facts(m)] == [
+        "accelerator_facts", "monitoring_plan", "nvidia_plan", "vllm_cluster", "vllm_plan"]

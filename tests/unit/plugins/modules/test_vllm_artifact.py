@@ -155,3 +155,32 @@ def test_pack_in_check_mode_writes_nothing(built, tmp_path):
                               check_mode=True)
     assert (failed, result["changed"]) == (False, True)
     assert not dest.exists()
+
+
+def test_diff_of_pack_index_and_unpack(built, packed, tmp_path):
+    dest = tmp_path / "store"
+    failed, result = run_main(vllm_artifact.main, {"action": "pack", "venv": built["venv"], "identity": built["identity"],
+                                                   "dest": str(dest), "compression": "none"}, diff=True)
+    name = result["sidecar"]["name"]
+    assert not failed and result["diff"] == {
+        "before": {"path": result["archive"], "state": "absent"},
+        "after": {"path": result["archive"], "state": "file", "artifact": name,
+                  "sidecar": os.path.join(str(dest), name + ".json")}}
+    failed, result = run_main(vllm_artifact.main, {"action": "index", "store": str(dest),
+                                                   "combination": built["combination"]}, diff=True)
+    assert result["diff"]["before"] == "" and json.loads(result["diff"]["after"])["artifacts"][0]["name"] == name
+    failed, again = run_main(vllm_artifact.main, {"action": "index", "store": str(dest),
+                                                  "combination": built["combination"]}, diff=True)
+    assert not again["changed"] and "diff" not in again
+    venv = str(tmp_path / "srv" / "0.32.0-cpu")
+    os.makedirs(venv)  # an earlier, interrupted unpack
+    failed, result = run_main(vllm_artifact.main, {"action": "unpack", "archive": packed["archive"],
+                                                   "sidecar": packed["sidecar"], "venv": venv, "marker": MARKER},
+                              diff=True)
+    assert not failed and result["diff"] == {
+        "before": {"path": venv, "state": "directory without the install-completion marker"},
+        "after": {"path": venv, "state": "directory", "artifact": packed["sidecar"]["name"], "marker": MARKER}}
+    failed, result = run_main(vllm_artifact.main, {"action": "unpack", "archive": packed["archive"],
+                                                   "sidecar": packed["sidecar"], "venv": venv, "marker": MARKER},
+                              diff=True)
+    assert not result["changed"] and "diff" not in result

@@ -57,3 +57,19 @@ def test_private_users_auto_and_bad_value(tmp_path):
     assert not failed and result["private_users"]["enabled"] is False
     failed, result = run_main(vllm_endpoint.main, args(tmp_path / "k", host="127.0.0.1", private_users="maybe"))
     assert failed and "vllm_private_users" in result["msg"]
+
+
+def test_diff_shows_the_key_file_never_the_key(tmp_path):
+    key_file = tmp_path / "smollm2.api-key"
+    failed, result = run_main(vllm_endpoint.main, args(key_file), check_mode=True, diff=True)
+    assert not failed and result["diff"] == {
+        "before": {"path": str(key_file), "state": "absent"},
+        "after": {"path": str(key_file), "state": "file", "mode": "0600", "content": "a new random key (not shown)"}}
+    failed, result = run_main(vllm_endpoint.main, args(key_file), diff=True)
+    assert not failed and result["changed"] and result["api_key"] not in repr(result["diff"])
+    key_file.chmod(0o644)
+    failed, result = run_main(vllm_endpoint.main, args(key_file), diff=True)
+    assert (result["diff"]["before"]["mode"], result["diff"]["after"]["mode"]) == ("0644", "0600")
+    assert result["api_key"] not in repr(result["diff"])
+    failed, result = run_main(vllm_endpoint.main, args(key_file), diff=True)
+    assert not result["changed"] and "diff" not in result

@@ -5,6 +5,7 @@ import json
 import os
 
 import plan_hosts
+import pytest
 from conftest import FIXTURES
 from module_runner import run_main
 
@@ -220,3 +221,47 @@ def test_engine_args_checked_against_the_rows_release():
     assert "vllm_engine_args does not fit vLLM 0.11.0" in message
     assert "max_cudagraph_capture_size is not an option of vLLM 0.11.0" in message
     assert ok(dict(base, requested_engine_args={"swap_space": 4}))["engine_args"]["swap_space"] == 4
+
+
+def toolkit(in_name, **extra):
+    return {"toolkit": dict({"file": f"Ascend-cann-toolkit_{in_name}_linux-aarch64.run"}, **extra)}
+
+
+def test_the_bare_ascend_host_has_no_cann():
+    ascend = plan_hosts.facts("atlas-800i-a2-bare")["ascend"]
+    assert not ascend.get("cann_version") and plan_hosts.facts("atlas-800i-a2-bare")["pci"]["ascend_count"] == 8
+
+
+@pytest.mark.parametrize("host, packages, versions, expected", [
+    # the requested release does not fit the CANN of the packages given: refused in the plan, before any change
+    ("atlas-800i-a2-bare", toolkit("8.5.0"), {"vllm_ascend_version": "0.23.0"},
+     "CANN 8.5.0 from ascend_packages.toolkit (Ascend-cann-toolkit_8.5.0_linux-aarch64.run), vllm-ascend 0.23.0 needs "
+     "CANN 9.1.0; use vllm-ascend 0.13.0 or supply the CANN 9.1.0 packages in ascend_packages"),
+    ("atlas-800i-a2-bare", toolkit("8.5.0"), {"vllm_version": "0.23.0"}, "vllm-ascend 0.23.0 needs CANN 9.1.0"),
+    ("atlas-800i-a2-bare", toolkit("9.1.0"), {"vllm_ascend_version": "0.11.0"},
+     "CANN 9.1.0 from ascend_packages.toolkit (Ascend-cann-toolkit_9.1.0_linux-aarch64.run), vllm-ascend 0.11.0 is "
+     "built for CANN 8.3.RC2 (8.3.x); use vllm-ascend 0.23.0 or supply the CANN 8.3.RC2 packages in ascend_packages"),
+    ("atlas-800i-a2-bare", toolkit("8.5.0", version="8.3.RC2"), {"vllm_ascend_version": "0.13.0"},
+     "CANN 8.3.RC2 from ascend_packages.toolkit.version, vllm-ascend 0.13.0 needs CANN 8.5.0"),
+    # an upgrade: the packages' CANN counts, not the installed one
+    ("atlas-800i-a2-64g-cann8.3", toolkit("8.5.0"), {"vllm_ascend_version": "0.11.0"}, "vllm-ascend 0.11.0 is built for"),
+    # what fits
+    ("atlas-800i-a2-bare", toolkit("9.1.0"), {"vllm_ascend_version": "0.23.0"}, "0.23.0"),
+    ("atlas-800i-a2-bare", toolkit("8.5.0"), {}, "0.13.0"),           # no version asked: the newest row of that CANN
+    ("atlas-800i-a2-bare", toolkit("8.5.0", version="8.5.1"), {}, "0.18.0"),
+    ("atlas-800i-a2-bare", {}, {}, "0.23.0"),                          # nothing supplied: the newest row, with a note
+    ("atlas-800i-a2-64g-cann8.3", toolkit("9.1.0"), {"vllm_ascend_version": "0.23.0"}, "0.23.0"),
+    ("atlas-800i-a2-64g-cann8.3", {"driver": {"file": "x.run"}}, {}, "0.11.0"),  # no toolkit: the installed CANN
+])
+def test_ascend_versions_are_checked_against_the_supplied_cann(host, packages, versions, expected):
+    args = dict({"accelerators": plan_hosts.facts(host), "backend": "ascend", "python_version": "3.11",
+                 "ascend_packages": packages, "model_config": model("deepseek-v2-lite"), "fail_on_misfit": False},
+                **versions)
+    failed, result = run(args)
+    if expected[0].isdigit():
+        assert not failed, result.get("msg")
+        assert result["row"]["vllm_ascend"] == expected
+        if packages.get("toolkit") and host.endswith("bare"):
+            assert any(note.startswith("CANN ") and "from ascend_packages.toolkit" in note for note in result["notes"])
+    else:
+        assert failed and expected in result["msg"], result.get("msg")
