@@ -235,6 +235,7 @@ def test_vllm_service_entry_reads_the_report(tmp_path):
 def test_cpu_unit_has_no_driver_group():
     assert render_unit("cpu", None) == ["PrivateDevices=yes", "DevicePolicy=closed"]
 
+
 @pytest.mark.parametrize("runs, verify_devices, pending, rebooted, reprobe, check", [
     ([], False, False, False, False, False),
     ([], True, False, False, True, True),
