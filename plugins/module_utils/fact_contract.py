@@ -244,6 +244,16 @@ ACCELERATORS = {
 
 # --- kunpeng_vllm_plan (plugins/modules/vllm_plan.py) -----------------------
 
+# One pip call of the install (compat_matrix.install_steps).
+_STEP = dict(
+    name=_str(),
+    packages=_strs(),
+    pip_args=_strs(),
+    env=_f(DICT, open_keys=True),
+    vendor_index=_f(DICT, open_keys=True),
+    source_builds=_strs(),
+)
+
 VLLM_PLAN = {
     "backend": _str(),
     # The driver role of the backend (plugins/module_utils/backends.py), or null for cpu.
@@ -269,14 +279,7 @@ VLLM_PLAN = {
     )),
     "packages": _strs(),
     # The pip calls that install the row, in order (compat_matrix.install_steps).
-    "install_steps": _dicts(dict(
-        name=_str(),
-        packages=_strs(),
-        pip_args=_strs(),
-        env=_f(DICT, open_keys=True),
-        vendor_index=_f(DICT, open_keys=True),
-        source_builds=_strs(),
-    )),
+    "install_steps": _dicts(_STEP),
     # python always; the rest by backend (ascend: cann, atlas_series; cuda:
     # nvidia_driver_min, cuda; cpu: cpu_feature).
     "requirements": _f(DICT, keys=dict(
@@ -329,15 +332,8 @@ VLLM_PLAN = {
     "wheelhouse_dir": _str(optional=True),
     "push_wheelhouse": _bool(optional=True),
     "pip_args": _strs(optional=True),
-    "role_steps": _dicts(dict(
-        name=_str(),
-        packages=_strs(),
-        pip_args=_strs(),
-        env=_f(DICT, open_keys=True),
-        vendor_index=_f(DICT, open_keys=True),
-        source_builds=_strs(),
-        requirements=_str(),
-    ), optional=True),
+    # install_steps as the role runs them, each with its requirements file (or '').
+    "role_steps": _dicts(dict(_STEP, requirements=_str()), optional=True),
     "install_hooks": _f(DICT, optional=True, keys=dict(before=_strs(), after=_strs())),
     "fast_path": _bool(optional=True),
     # vllm serve --config content (dashed names): data, not contract.
