@@ -96,3 +96,14 @@ def test_installed_collections_fit_the_declared_ranges():
     if Version(core).release[:2] == Version(lowest).release:
         lower = {name: re.match(r">=([0-9.]+)", declared[name]).group(1) for name in installed}
         assert installed == lower, "galaxy.yml's lower bounds are not what the lowest ansible-core's venv tests"
+
+
+def test_every_ignore_file_holds_the_current_ones():
+    # A module added later needs its ignore lines on every tested minor, not only on the newest.
+    folder = os.path.join(ROOT, "tests", "sanity")
+    with open(os.path.join(folder, f"ignore-{dev_minor()}.txt")) as handle:
+        current = {line for line in handle.read().splitlines() if line.strip()}
+    for name in os.listdir(folder):
+        with open(os.path.join(folder, name)) as handle:
+            lines = set(handle.read().splitlines())
+        assert current - lines == set(), name

@@ -202,9 +202,11 @@ def _listdir(path):
 
 def read_units(unit_dir):
     """Every ``vllm-*.service`` regular file in ``unit_dir``, name -> text."""
-    return {name: _read(os.path.join(unit_dir, name)) or "" for name in _listdir(unit_dir)
-            if is_unit(name) and os.path.isfile(os.path.join(unit_dir, name))
-            and not os.path.islink(os.path.join(unit_dir, name))}
+    def regular_unit(name):
+        path = os.path.join(unit_dir, name)
+        return is_unit(name) and os.path.isfile(path) and not os.path.islink(path)
+
+    return {name: _read(os.path.join(unit_dir, name)) or "" for name in _listdir(unit_dir) if regular_unit(name)}
 
 
 def read_instance(instance, install_dir, config_dir, unit_dir):

@@ -304,8 +304,8 @@ def wheelhouse_dir(request: Dict[str, Any]) -> str:
 
 
 def _has_torch_source(request: Dict[str, Any]) -> bool:
-    return bool(request["install_method"] == "source" or request["wheelhouse_src"] or request["pip_find_links"]
-                or request["pip_index_url"] or request["pip_extra_index_urls"])
+    sources = (request["wheelhouse_src"], request["pip_find_links"], request["pip_index_url"], request["pip_extra_index_urls"])
+    return request["install_method"] == "source" or any(bool(source) for source in sources)
 
 
 def check_request(backend: str, arch: str, request: Dict[str, Any]) -> None:
@@ -392,8 +392,9 @@ def disk_needs(backend: str, plan: Dict[str, Any], request: Dict[str, Any], venv
                       "bytes": int(backends.field(backend, "venv_gib") * GIB)})
     weights = (plan.get("numbers") or {}).get("weights_gib")
     model_dir = request["model_dir"]
-    if (weights and model_dir and request["model_source"] in DOWNLOADED_SOURCES
-            and not os.path.isfile(os.path.join(model_dir, "config.json"))):
+    downloaded = request["model_source"] in DOWNLOADED_SOURCES
+    present = bool(model_dir) and os.path.isfile(os.path.join(model_dir, "config.json"))
+    if weights and model_dir and downloaded and not present:
         needs.append({"what": f"the model's weights ({weights} GiB)", "path": model_dir, "variable": "vllm_model_dir",
                       "bytes": int(float(weights) * GIB)})
     return needs

@@ -6,7 +6,8 @@ import os
 
 import pytest
 from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import Templar
+from core_compat import trust_as_template
 from task_files import ROOT, load, task, tasks
 from task_files import trusted as _trusted
 

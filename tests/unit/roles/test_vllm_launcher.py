@@ -13,7 +13,8 @@ import re
 import jinja2
 import pytest
 from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import Templar
+from core_compat import trust_as_template
 from conftest import FIXTURES
 from task_files import load, trusted
 from vllm_plans import plan, single
