@@ -355,9 +355,11 @@ def install_hooks(backend: str, request: Dict[str, Any]) -> Dict[str, List[str]]
 def engine_config(plan: Dict[str, Any], request: Dict[str, Any], served_model_name: str) -> Dict[str, Any]:
     """The engine config before the cluster part: bind address, port, served name and the plan's options, validated."""
     release = plan["release"]
-    config, problems = engine_options.normalize_engine_args(
-        dict({"host": request["host"], "port": request["port"], "served-model-name": served_model_name},
-             **plan["engine_args"]), release)
+    # The plan's options (the user's vllm_engine_args among them, e.g. served_model_name) win over the defaults.
+    options, problems = engine_options.normalize_engine_args(plan["engine_args"], release)
+    if not problems:
+        defaults = {"host": request["host"], "port": request["port"], "served-model-name": served_model_name}
+        config, problems = engine_options.normalize_engine_args(dict(defaults, **options), release)
     if problems:
         raise PlanError("vllm_engine_args does not fit vLLM {}:\n- {}".format(release, "\n- ".join(problems)))
     return config

@@ -152,3 +152,13 @@ def test_needs_on_one_file_system_add_up(tmp_path):
     # 4 GiB venv + 5 GiB weights, 9.9 GiB with the margin: 9.5 GiB free is refused though each alone fits.
     with pytest.raises(PlanError, match="the cpu engine virtualenv .* and the model's weights"):
         deployment.check_disk(needs, free=lambda path: int(9.5 * GIB))
+
+
+@pytest.mark.parametrize("engine_args, expected", [
+    ({}, "smollm2"),
+    ({"served_model_name": ["smollm2", "alias"]}, ["smollm2", "alias"]),   # the gateway scenario's host_vars
+    ({"served-model-name": "other"}, "other"),
+])
+def test_engine_args_win_over_the_default_served_name(engine_args, expected):
+    config = plan_hosts.role_plan("cpu-x86", engine_args=engine_args, pip_extra_index_urls=["https://x"])["engine_config"]
+    assert config["served-model-name"] == expected
