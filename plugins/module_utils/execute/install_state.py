@@ -36,6 +36,11 @@ MODEL_MARGIN = 0.05
 KEEP, INSTALL, ADOPT, RECREATE = "keep", "install", "adopt", "recreate"
 
 
+def _release(version):
+    """A recorded version without its local label (PEP 440): the cpu alias records ``<version>+cpu``."""
+    return str(version or "").split("+", 1)[0]
+
+
 def engine_installed(installed, backend, install_method, engine_version):
     """Does the virtualenv hold the planned engine?  Then the role's pip steps do not run again.
 
@@ -47,7 +52,7 @@ def engine_installed(installed, backend, install_method, engine_version):
     version = (installed or {}).get(dist)
     if install_method == "source":
         return version is not None
-    return str(version or "").split("+", 1)[0] == engine_version
+    return _release(version) == engine_version
 
 
 def _complete(installed, backend, install_method, engine_version):
@@ -55,7 +60,7 @@ def _complete(installed, backend, install_method, engine_version):
     dists = backends.field(backend, "engine_dists")[install_method]
     if install_method == "source":
         return all(name in installed for name in dists)
-    return all(str(installed.get(name) or "").split("+", 1)[0] == engine_version for name in dists)
+    return all(_release(installed.get(name)) == engine_version for name in dists)
 
 
 def engine_venv_action(venv_exists, python_exists, marker_exists, installed, backend, install_method, engine_version):
