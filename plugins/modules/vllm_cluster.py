@@ -25,6 +25,13 @@ description:
     Ray (C(--distributed-executor-backend ray); Ray head and worker units) or vLLM's multiprocessing executor
     (C(--nnodes), C(--node-rank), C(--master-addr)). Expert parallelism for MoE models follows the plan's
     C(enable_expert_parallel)."
+  - On Ascend, M(kunpeng.vllm.vllm_plan) plans a mixture-of-experts model over several nodes as vllm-ascend's
+    DeepSeek guides run it (data parallel replicas within one node each, for example 4 x tensor parallel 4 over two
+    Atlas 800 A2 nodes, with expert parallelism, on the multiprocessing executor, no Ray); every member then also gets
+    the guides' C(HCCL_BUFFSIZE), C(OMP_PROC_BIND) and C(OMP_NUM_THREADS).
+  - Where Ray runs, it is the backend's release (vllm-ascend pins C(ray>=2.47.1,<=2.48.0)), and every member gets a
+    short C(RAY_TMPDIR) (C(<cache_dir>/ray-<hash of the instance>)) so that Ray's Unix sockets stay within the
+    107-byte AF_UNIX limit whatever the instance's name; a O(cache_dir) too long for that fails.
   - The CPU backend only scales out with data parallelism; vLLM's CPU platform refuses Ray, and one replica over several
     CPU hosts is refused.
   - Picks the IPv4 network every member has an address on, and sets C(GLOO_SOCKET_IFNAME) (and C(NCCL_SOCKET_IFNAME) on
@@ -115,6 +122,14 @@ options:
         cluster network across the members (the multinode scenario does).
     type: bool
     default: false
+  cache_dir:
+    description: The vllm role's C(vllm_cache_dir); Ray's temporary directory lies directly below it.
+    type: path
+    default: /var/cache/vllm
+  instance:
+    description: The vllm role's C(vllm_instance_name); names Ray's temporary directory (empty takes O(group)).
+    type: str
+    default: ""
 notes:
   - Supports check mode; nothing on the node changes. C(changed) is always C(false).
 seealso:
@@ -230,10 +245,13 @@ engine_args:
   sample: {"data-parallel-size": 4, "data-parallel-size-local": 2, "data-parallel-address": "10.20.0.11",
            "data-parallel-rpc-port": 13345, "headless": true, "data-parallel-start-rank": 2}
 env:
-  description: Environment of this member's service (C(VLLM_HOST_IP) and the socket interface names).
+  description:
+    - Environment of this member's service (C(VLLM_HOST_IP) and the socket interface names; the backend's variables for
+      a mixture-of-experts model spread as data parallel replicas; C(RAY_TMPDIR) where Ray runs).
   returned: always
   type: dict
-  sample: {"VLLM_HOST_IP": "10.20.0.12", "GLOO_SOCKET_IFNAME": "enp189s0f0", "HCCL_SOCKET_IFNAME": "enp189s0f0"}
+  sample: {"VLLM_HOST_IP": "10.20.0.12", "GLOO_SOCKET_IFNAME": "enp189s0f0", "HCCL_SOCKET_IFNAME": "enp189s0f0",
+           "HCCL_BUFFSIZE": "200", "OMP_PROC_BIND": "false", "OMP_NUM_THREADS": "1"}
 rdma:
   description: Whether every member has C(/dev/infiniband) (never on cpu).
   returned: always
@@ -267,8 +285,8 @@ firewall:
 ray:
   description:
     - For the Ray layout (or with I(ray_units)), C(version), C(package), C(args) (of C(ray), head or worker), C(env),
-      C(head_address) and C(executor) (whether the engine runs on this Ray cluster and its unit requires the Ray unit);
-      null otherwise.
+      C(head_address), C(executor) (whether the engine runs on this Ray cluster and its unit requires the Ray unit)
+      and C(temp_dir) (Ray's C(RAY_TMPDIR), also in RV(env)); null otherwise.
   returned: always
   type: dict
   sample: null
@@ -320,6 +338,8 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     interface=dict(type="str", default=""),
     ports=dict(type="dict", default={}),
     ray_units=dict(type="bool", default=False),
+    cache_dir=dict(type="path", default="/var/cache/vllm"),
+    instance=dict(type="str", default=""),
 )
 
 
@@ -341,7 +361,8 @@ def build(params: Dict[str, Any]) -> Dict[str, Any]:
             raise cluster.ClusterError(f"vllm_cluster_ports.{key} must be a TCP port (1-65535), not {value!r}")
     return cluster.plan(members, params["host"], params["engine_args"] or {}, moe=params["moe"], executor=params["executor"],
                         network=params["network"], interface=params["interface"], ports=ports, group=params["group"],
-                        ray_units=bool(params.get("ray_units")))
+                        ray_units=bool(params.get("ray_units")), cache_dir=params.get("cache_dir") or "/var/cache/vllm",
+                        instance=params.get("instance") or "")
 
 
 def main() -> None:

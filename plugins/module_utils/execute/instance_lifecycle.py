@@ -13,7 +13,9 @@ The vllm role lays an instance ``<name>`` out as (roles/vllm/vars/main.yml):
   that engine);
 - ``<config_dir>/<name>.yaml``, ``.env`` (0600) and ``.api-key``: engine
   config, service environment and the key generated on the node;
-- ``<cache_dir>/<name>``: its caches.
+- ``<cache_dir>/<name>``: its caches;
+- ``<cache_dir>/ray-<hash>`` (:func:`ray_temp_dir`): Ray's temporary
+  directory (``RAY_TMPDIR``) on a member of a multi-node instance with Ray.
 
 The role's entry points ``snapshot``, ``rollback`` and ``remove`` (which
 playbooks/upgrade.yml and playbooks/uninstall.yml call) decide with these
@@ -26,8 +28,17 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
+import hashlib
 import os
 import re
+
+#: Ray's session directory and its longest socket below the temporary directory, at their longest: the
+#: session is named session_<%Y-%m-%d_%H-%M-%S_%f>_<pid> (Ray's "Temporary Files" docs) and a Linux pid
+#: has at most 7 digits (pid_max <= 2**22); plasma_store is the longest name under sockets/.
+RAY_SOCKET_TAIL = "/ray/session_2026-12-31_23-59-59_999999_4194304/sockets/plasma_store"
+#: sockaddr_un.sun_path holds 108 bytes with the terminating NUL (Ray refuses longer: "AF_UNIX path length
+#: cannot exceed 107 bytes").
+AF_UNIX_PATH_MAX = 107
 
 UNIT_PREFIX = "vllm-"
 RAY_UNIT_PREFIX = "vllm-ray-"
@@ -132,6 +143,21 @@ def _below(path, root):
     return path.startswith(root + "/") and len(path) > len(root) + 1
 
 
+def ray_temp_dir(cache_dir, name):
+    """``RAY_TMPDIR`` of instance ``name``: short whatever the name, since Ray's sockets live below it.
+
+    Under the instance's own cache (``<cache_dir>/<name>/tmp``, the default cache) a socket path is 88 bytes
+    plus the name, over the AF_UNIX limit for a name of 20 characters or more; a hash of the name keeps the path the same length
+    for every instance and distinct between instances.
+    """
+    return f"{cache_dir.rstrip('/')}/ray-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:8]}"
+
+
+def ray_socket_path(temp_dir):
+    """The longest Unix socket path Ray creates below ``temp_dir`` (its ``RAY_TMPDIR``)."""
+    return temp_dir.rstrip("/") + RAY_SOCKET_TAIL
+
+
 def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, remove_models,
                  engine_entries=(), model_root_dirs=()):
     """What playbooks/uninstall.yml removes on one host.
@@ -147,9 +173,12 @@ def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, re
     ``model_root_dirs`` as well; a model elsewhere is never removed.
     """
     owners = {}
+    with_ray = set()
     for file_name, text in sorted(units.items()):
-        instance, _kind = unit_instance(file_name, text)
+        instance, kind = unit_instance(file_name, text)
         owners.setdefault(instance, []).append(file_name)
+        if kind == "ray":
+            with_ray.add(instance)
     found = sorted(owners)
     names = [n for n in found if not only or n in only]
     remaining = [n for n in found if n not in names]
@@ -160,6 +189,7 @@ def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, re
     model_dirs = sorted(set(below) | (set(model_root_dirs) if full and remove_models else set()))
     paths = [os.path.join(config_dir, f"{n}.{suffix}") for n in names for suffix in CONFIG_SUFFIXES]
     paths += [os.path.join(cache_dir, n) for n in names]
+    paths += [ray_temp_dir(cache_dir, n) for n in names if n in with_ray]
     paths += [engine_link(install_dir, n) for n in names]
     if full:
         paths += sorted(engine_entries)

@@ -403,6 +403,29 @@ def _search(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, max_devices: in
     return None, last
 
 
+def _search_data_parallel(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, replicas_per_node: List[int],
+                          **kw: Any) -> Optional[Dict[str, Any]]:
+    """Data parallel replicas over every device of every node, each replica within one node (tensor parallel only).
+
+    Tries ``replicas_per_node`` in order (the backend's ``multinode_moe``); a count whose tensor-parallel size
+    the model cannot take is skipped.  With expert parallelism the routed experts are split over all
+    ``tp x dp`` devices (:func:`per_device_weight_bytes`), so a replica fits in a fraction of the memory a
+    whole copy of the model needs.
+    """
+    per_node, nodes = hw["devices_per_node"], hw["nodes"]
+    ep_for = kw.pop("ep_for")
+    sizes = valid_tensor_parallel(model, per_node)
+    for replicas in replicas_per_node:
+        if per_node % replicas or per_node // replicas not in sizes:
+            continue
+        tp = per_node // replicas
+        dp = replicas * nodes
+        layout = evaluate(model, hw, fmt, tp, 1, dp, ep_for(tp, dp), **kw)
+        if layout["fits"]:
+            return layout
+    return None
+
+
 # --- the plan ---------------------------------------------------------------------------------
 
 def _nodes_for(devices: int, per_node: int) -> int:
@@ -451,8 +474,15 @@ def plan_accelerator(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[
         layout = evaluate(model, hw, fmt, tp, pp, dp, ep_for(tp, dp), **kw)
         found = layout if layout["fits"] else None
     else:
-        found, layout = _search(model, hw, fmt, total_devices, ep_for=ep_for, **kw)
-        layout = found or layout
+        found = None
+        spread = options.get("multinode_moe")
+        if moe and nodes > 1 and spread:
+            found = _search_data_parallel(model, hw, fmt, spread["replicas_per_node"], ep_for=ep_for, **kw)
+        if found:
+            layout = found
+        else:
+            found, layout = _search(model, hw, fmt, total_devices, ep_for=ep_for, **kw)
+            layout = found or layout
 
     result = _summary(model, layout, hw, kv_bytes, need_len, want_len)
     args: Dict[str, Any] = {

@@ -28,7 +28,15 @@ same way on every member, so each member derives its own part of one plan:
   ``VLLM_HOST_IP`` (the address vLLM's distributed runtime announces for this
   node, not the API bind address), ``HCCL_IF_IP`` on Ascend;
 * the ports only members need to reach (data-parallel RPC, the
-  torch.distributed master, Ray) with the members' addresses as sources.
+  torch.distributed master, Ray) with the members' addresses as sources;
+* where Ray runs, a short ``RAY_TMPDIR`` (its sockets must stay within the
+  AF_UNIX path limit whatever the instance's name).
+
+A mixture-of-experts model on a backend whose record says so
+(``multinode_moe`` in backends.py: Ascend, after vllm-ascend's DeepSeek
+guides) is planned by vllm_plan as data parallel replicas that each fit one
+node, with expert parallelism over all of them; this module then gives each
+member its data parallel ranks, and the backend's environment.
 """
 
 from __future__ import absolute_import, division, print_function  # noqa: UP010
@@ -39,10 +47,15 @@ import ipaddress
 import json
 from typing import Any, Dict, List, Optional
 
-# Ray release the Ray head and worker units run, per backend.  vLLM does not
-# pin Ray; this is the release on PyPI (ray 2.60.0) the collection renders its
-# units for.  The CPU backend never uses Ray (vLLM's CPU platform refuses it).
-RAY_VERSION = "2.60.0"
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute.instance_lifecycle import (
+    AF_UNIX_PATH_MAX,
+    ray_socket_path,
+    ray_temp_dir,
+)
+
+# The Ray release the Ray head and worker units run is the backend's
+# (backends.py ray_version): vllm-ascend pins its own, vLLM pins none.
 #: object store of a Ray node beside the engines (bytes; Ray's minimum is 75 MiB).
 RAY_BESIDE_OBJECT_STORE = 78643200
 
@@ -307,7 +320,7 @@ def _member_args(shape: Dict[str, Any], rank: int, head_address: str, ports: Dic
     return {"distributed-executor-backend": "ray"}
 
 
-def _env(backend: str, where: Dict[str, str]) -> Dict[str, str]:
+def _env(backend: str, where: Dict[str, str], shape: Dict[str, Any], ray_tmpdir: str) -> Dict[str, str]:
     env = {
         "VLLM_HOST_IP": where["address"],
         "GLOO_SOCKET_IFNAME": where["interface"],
@@ -317,6 +330,12 @@ def _env(backend: str, where: Dict[str, str]) -> Dict[str, str]:
     if backend == "ascend":
         env.update({"HCCL_SOCKET_IFNAME": where["interface"], "HCCL_IF_IP": where["address"],
                     "TP_SOCKET_IFNAME": where["interface"]})
+    spread = backends.field(backend, "multinode_moe")
+    if spread and shape["mode"] == "dp" and shape["expert_parallel"]:
+        env.update(spread["env"])
+    if ray_tmpdir:
+        # Read by `ray start` (Ray unit) and by the engine's ray.init alike: both find the node there.
+        env["RAY_TMPDIR"] = ray_tmpdir
     return env
 
 
@@ -368,19 +387,34 @@ def _ray(shape: Dict[str, Any], backend: str, rank: int, head_address: str, port
     else:
         args = ["start", f"--address={head_address}:{ports['ray']}"] + common + resources
     env = {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"} if backend == "ascend" else {}
-    return {"version": RAY_VERSION, "package": f"ray[default]=={RAY_VERSION}", "args": args, "env": env,
+    version = backends.field(backend, "ray_version")
+    return {"version": version, "package": f"ray[default]=={version}", "args": args, "env": env,
             "head_address": f"{head_address}:{ports['ray']}", "executor": executor}
+
+
+def ray_tmpdir(cache_dir: str, instance: str) -> str:
+    """``RAY_TMPDIR`` of the instance; refuses a cache directory so long that Ray's sockets would not fit."""
+    temp_dir = ray_temp_dir(cache_dir, instance)
+    socket = ray_socket_path(temp_dir)
+    if len(socket.encode("utf-8")) > AF_UNIX_PATH_MAX:
+        room = AF_UNIX_PATH_MAX - (len(socket.encode("utf-8")) - len(cache_dir.rstrip("/").encode("utf-8")))
+        raise ClusterError(f"Ray's sockets below vllm_cache_dir {cache_dir} would be {len(socket.encode('utf-8'))} bytes "
+                           f"long ({socket}), over the {AF_UNIX_PATH_MAX}-byte AF_UNIX limit; use a vllm_cache_dir of at "
+                           f"most {room} characters")
+    return temp_dir
 
 
 def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], moe: bool = False, executor: str = "auto",
          network: str = "", interface: str = "", ports: Optional[Dict[str, int]] = None,
-         group: str = "", ray_units: bool = False) -> Dict[str, Any]:
+         group: str = "", ray_units: bool = False, cache_dir: str = "/var/cache/vllm", instance: str = "") -> Dict[str, Any]:
     """The cluster plan seen from ``host`` (one of ``members``; the first member is the head).
 
     ``ray_units`` forms the Ray cluster (Ray head and worker units) even when
     the layout does not run Ray as executor: on the CPU backend, whose platform
     refuses Ray as executor, it stands beside the data parallel engines (the
-    multinode scenario checks Ray across hosts that way).
+    multinode scenario checks Ray across hosts that way).  ``cache_dir`` and
+    ``instance`` (the vllm role's ``vllm_cache_dir``, ``vllm_instance_name``)
+    name Ray's temporary directory.
     """
     ports = dict(DEFAULT_PORTS, **(ports or {}))
     names = [node["name"] for node in members]
@@ -403,6 +437,8 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     rdma = all(node["rdma"] for node in members) and backend != "cpu"
     sources = [net["members"][name]["address"] for name in names]
     ray = _ray(shape, backend, rank, head_address, ports, me, where["address"], ray_units)
+    if ray is not None:
+        ray["temp_dir"] = ray_tmpdir(cache_dir, instance or group)
     notes = [f"{len(members)} nodes on {net['network']} ({net['reason']}); head {head['name']} at {head_address}."]
     if shape["mode"] == "dp":
         notes.append(f"Data parallel: {shape['data_parallel_size']} replicas of tensor {shape['tensor_parallel_size']} x pipeline "
@@ -412,7 +448,11 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
         notes.append(f"One replica over {len(members)} nodes: tensor {shape['tensor_parallel_size']} x pipeline "
                      f"{shape['pipeline_parallel_size']} through the {shape['executor']} executor.")
     if ray is not None and not ray["executor"]:
-        notes.append(f"A Ray {RAY_VERSION} cluster runs beside the engines (vllm_cluster_ray_units); the engines do not use it.")
+        notes.append(f"A Ray {ray['version']} cluster runs beside the engines (vllm_cluster_ray_units); the engines do not use it.")
+    if shape["mode"] != "dp" and shape["expert_parallel"] and backends.field(backend, "multinode_moe"):
+        notes.append("Expert parallelism through pipeline stages over the nodes is what vllm-ascend issues #3529 and "
+                     "#10910 report failing; the planner's own layout for this model is data parallel replicas "
+                     "(leave tensor_parallel_size and pipeline_parallel_size unset).")
     if any(node["rdma"] for node in members) and not rdma:
         notes.append("Only some members have /dev/infiniband: NCCL/HCCL fall back to TCP sockets.")
     return {
@@ -430,7 +470,7 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
         "addresses": {name: net["members"][name]["address"] for name in names},
         "layout": shape,
         "engine_args": _member_args(shape, rank, head_address, ports, engine_args),
-        "env": _env(backend, where),
+        "env": _env(backend, where, shape, ray["temp_dir"] if ray else ""),
         "rdma": rdma,
         "device_nodes": ["/dev/infiniband"] if rdma else [],
         "limit_memlock": "infinity" if rdma else "",

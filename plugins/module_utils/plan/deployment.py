@@ -206,7 +206,8 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     if model:
         plan["model"] = {key: model[key] for key in ("name", "model_type", "attention", "moe", "experts", "experts_per_token", "layers",
                                                      "heads", "kv_heads", "max_position_embeddings", "weight_dtype", "weight_dtype_reason")}
-        options = dict(params, smaller_formats=backends.field(backend, "smaller_formats"))
+        options = dict(params, smaller_formats=backends.field(backend, "smaller_formats"),
+                       multinode_moe=backends.field(backend, "multinode_moe"))
         result = None
         if backend == "cpu":
             if hw["host_memory_mib"]:
@@ -225,8 +226,13 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
             if not result["fits"]:
                 plan["misfit"] = capacity.misfit_message(model, result, hw, backend)
             if model["moe"] and backend == "ascend" and engine_args.get("enable_expert_parallel"):
-                notes.append("vllm-ascend's DeepSeek guides also run MoE models as data parallel attention with expert "
-                             "parallelism (for example data_parallel_size 4, tensor_parallel_size 4 over two 8-card nodes).")
+                if engine_args.get("data_parallel_size"):
+                    notes.append(f"Data parallel {engine_args['data_parallel_size']} x tensor parallel "
+                                 f"{engine_args['tensor_parallel_size']} with expert parallelism over {hw['nodes']} nodes: "
+                                 "vllm-ascend's DeepSeek guides' layout (multiprocessing executor, no Ray).")
+                else:
+                    notes.append("vllm-ascend's DeepSeek guides also run MoE models as data parallel attention with expert "
+                                 "parallelism (for example data_parallel_size 4, tensor_parallel_size 4 over two 8-card nodes).")
             if model["params"]["mtp"]:
                 notes.append(f"The {round(model['params']['mtp'] / 1e9, 1)}B MTP (next-token prediction) parameters are only "
                              "loaded for MTP speculative decoding and are not counted.")

@@ -30,7 +30,8 @@ ROLE_REQUEST = {"install_dir": "/opt/vllm"}
 
 
 def cluster_fact(members, host, **params):
-    failed, result = run_main(vllm_cluster.main, dict(members=members, host=host, group="ds_r1", **params), check_mode=True)
+    failed, result = run_main(vllm_cluster.main, dict(members=members, host=host, group="ds_r1", instance="deepseek-r1", **params),
+                              check_mode=True)
     assert not failed, result.get("msg")
     return result["ansible_facts"]["kunpeng_vllm_cluster"]
 
@@ -52,9 +53,15 @@ def render(template, plan, cluster, **extra):
         return Templar(loader=loader, variables=variables).template(trust_as_template(handle.read()))
 
 
-def a2_members():
+# One replica over both nodes (tensor 8 x pipeline 2) runs through Ray; asked for explicitly, since the planner
+# spreads DeepSeek over two A2 nodes as data parallel replicas (vllm-ascend's DeepSeek-R1 guide).
+A2_RAY = {"tensor_parallel_size": 8, "pipeline_parallel_size": 2}
+
+
+def a2_members(requested=None):
     plan = ch.node_plan("atlas-800i-a2-64g-cann8.3", nodes=2, request=ROLE_REQUEST, model_config=ch.model_config("deepseek-v3"), weight_dtype="w8a8",
-                        vllm_ascend_version="0.11.0", python_version="3.11")
+                        vllm_ascend_version="0.11.0", python_version="3.11",
+                        requested_engine_args=A2_RAY if requested is None else requested)
     model = {"name": "deepseek-r1", "source": "local", "src": "/data/DeepSeek-R1-w8a8"}
     members = [ch.entry(f"a2-node-{i}", "atlas-800i-a2-64g-cann8.3", ch.network(net, A2_NET), plan, model, rdma=True)
                for i, net in ((1, "docker-net1-a"), (2, "docker-net1-net2-b"))]
@@ -129,3 +136,16 @@ def test_the_ray_head_starts_before_the_workers_join():
     assert head < wait < worker < names.index("Enable and start the instance")
     assert "kunpeng_vllm_cluster.role == 'head'" in steps[head][1]
     assert "kunpeng_vllm_cluster.role == 'worker'" in steps[wait][1] and "kunpeng_vllm_cluster.role == 'worker'" in steps[worker][1]
+
+
+def test_ascend_data_parallel_members_render_upstreams_environment_and_no_ray():
+    """The planner's own A2 layout (vllm-ascend DeepSeek-R1.md, multi-node data parallel): each member's env file
+    exports the guide's HCCL_BUFFSIZE, OMP_PROC_BIND and OMP_NUM_THREADS; no Ray unit, no RAY_TMPDIR."""
+    members, plan = a2_members(requested={})
+    for host in ("a2-node-1", "a2-node-2"):
+        fact = cluster_fact(members, host, engine_args=plan["engine_args"], moe=True)
+        env = render("vllm.env.j2", plan, fact)
+        assert "HCCL_BUFFSIZE=200\n" in env and "OMP_PROC_BIND=false\n" in env and "OMP_NUM_THREADS=1\n" in env
+        assert "RAY_TMPDIR" not in env and fact["ray"] is None
+        unit = render("vllm.service.j2", plan, fact)
+        assert "vllm-ray-" not in unit and "ReadWritePaths=/var/cache/vllm/deepseek-r1\n" in unit

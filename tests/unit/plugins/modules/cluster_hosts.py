@@ -76,7 +76,9 @@ def example_plan(name):
     parts = {}
     for member in names:
         args = {"members": members, "host": member, "group": f"ds_r1_{name.split('-')[0]}", "engine_args": plan["engine_args"],
-                "moe": plan["model"]["moe"], "executor": "auto", "network": "", "interface": "", "ports": {}}
+                "moe": plan["model"]["moe"], "executor": "auto", "network": "", "interface": "", "ports": {},
+                # the vllm role's defaults: vllm_cache_dir, and vllm_instance_name (the model's name)
+                "cache_dir": "/var/cache/vllm", "instance": model["name"]}
         parts[member] = vllm_cluster.build(args)
     return plan, parts
 

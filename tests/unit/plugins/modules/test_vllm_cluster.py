@@ -67,7 +67,7 @@ def test_cpu_pair_forms_a_ray_cluster_beside_the_engines_when_asked():
     worker = ok(members, "node-1", engine_args=plan["engine_args"], ray_units=True)
     assert head["layout"]["mode"] == "dp" and head["runs_engine"] and worker["runs_engine"]
     assert head["engine_args"]["data-parallel-size"] == 2 and "distributed-executor-backend" not in head["engine_args"]
-    assert head["ray"]["executor"] is False and head["ray"]["package"] == "ray[default]==" + cluster.RAY_VERSION
+    assert head["ray"]["executor"] is False and head["ray"]["package"] == "ray[default]==2.60.0"
     assert head["ray"]["args"][:4] == ["start", "--head", "--port=6379", "--include-dashboard=false"]
     # `ray start` without --head: "`--include-dashboard` should only be specified when starting head node"
     assert worker["ray"]["args"][:2] == ["start", "--address=172.18.0.2:6379"]
@@ -176,8 +176,12 @@ def a2_cluster(rdma=True, **params):
             for i, net in ((1, A), (2, B))], plan
 
 
-def test_r1_w8a8_over_two_a2_nodes_runs_pipeline_stages_through_ray():
-    members, plan = a2_cluster()
+# The layout vllm-ascend's guides give when asked for explicitly: one replica over both nodes through Ray.
+A2_RAY = {"tensor_parallel_size": 8, "pipeline_parallel_size": 2}
+
+
+def test_r1_w8a8_over_two_a2_nodes_asked_for_pipeline_stages_runs_them_through_ray():
+    members, plan = a2_cluster(requested_engine_args=A2_RAY)
     assert plan["fits"] is True and plan["nodes_needed"] == 2
     head = ok(members, "a2-node-1", engine_args=plan["engine_args"], moe=True)
     worker = ok(members, "a2-node-2", engine_args=plan["engine_args"], moe=True)
@@ -186,7 +190,8 @@ def test_r1_w8a8_over_two_a2_nodes_runs_pipeline_stages_through_ray():
                               "devices_per_node": 8}
     assert head["engine_args"] == worker["engine_args"] == {"distributed-executor-backend": "ray"}
     assert worker["env"] == {"VLLM_HOST_IP": "10.20.0.3", "GLOO_SOCKET_IFNAME": "enp189s0f0", "HCCL_SOCKET_IFNAME": "enp189s0f0",
-                             "HCCL_IF_IP": "10.20.0.3", "TP_SOCKET_IFNAME": "enp189s0f0"}
+                             "HCCL_IF_IP": "10.20.0.3", "TP_SOCKET_IFNAME": "enp189s0f0",
+                             "RAY_TMPDIR": cluster.ray_tmpdir("/var/cache/vllm", "cluster")}
     assert head["ray"]["args"][:4] == ["start", "--head", "--port=6379", "--dashboard-host=127.0.0.1"]
     assert worker["ray"]["args"][:2] == ["start", "--address=10.20.0.2:6379"]
     assert '--resources={"NPU":8}' in worker["ray"]["args"]
@@ -197,7 +202,7 @@ def test_r1_w8a8_over_two_a2_nodes_runs_pipeline_stages_through_ray():
 def test_ray_worker_ports_leave_out_the_ports_ray_start_takes_itself():
     """`ray start --head` with --min-worker-port=10000 failed in the multinode scenario: "Ray component worker_ports
     is trying to use a port number 10001 that is used by other components" (its client server)."""
-    members, plan = a2_cluster()
+    members, plan = a2_cluster(requested_engine_args=A2_RAY)
     for host in ("a2-node-1", "a2-node-2"):
         args = ok(members, host, engine_args=plan["engine_args"], moe=True)["ray"]["args"]
         low = int(next(a for a in args if a.startswith("--min-worker-port=")).split("=")[1])
@@ -222,7 +227,8 @@ def test_r1_fp8_over_two_hgx_h100_nodes_uses_nccl_on_the_shared_nic():
     members = [ch.entry(f"h100-node-{i}", "hgx-h100", ch.network(n, net), plan, rdma=False) for i, n in ((1, A), (2, B))]
     head = ok(members, "h100-node-1", engine_args=plan["engine_args"], moe=True)
     assert head["layout"]["mode"] == "ray" and head["layout"]["tensor_parallel_size"] == 8
-    assert head["env"] == {"VLLM_HOST_IP": "10.30.0.2", "GLOO_SOCKET_IFNAME": "ens10f0np0", "NCCL_SOCKET_IFNAME": "ens10f0np0"}
+    assert head["env"] == {"VLLM_HOST_IP": "10.30.0.2", "GLOO_SOCKET_IFNAME": "ens10f0np0", "NCCL_SOCKET_IFNAME": "ens10f0np0",
+                           "RAY_TMPDIR": head["ray"]["temp_dir"]}
     assert "--num-gpus=8" in head["ray"]["args"] and head["rdma"] is False and head["limit_memlock"] == ""
     mp = ok(members, "h100-node-2", engine_args=plan["engine_args"], moe=True, executor="mp")
     assert mp["engine_args"] == {"distributed-executor-backend": "mp", "nnodes": 2, "node-rank": 1, "master-addr": "10.30.0.2",
@@ -232,7 +238,7 @@ def test_r1_fp8_over_two_hgx_h100_nodes_uses_nccl_on_the_shared_nic():
 
 
 def test_rdma_needs_every_member():
-    members, plan = a2_cluster()
+    members, plan = a2_cluster(requested_engine_args=A2_RAY)
     members[1]["rdma"] = False
     head = ok(members, "a2-node-1", engine_args=plan["engine_args"], moe=True)
     assert head["rdma"] is False and head["device_nodes"] == []
