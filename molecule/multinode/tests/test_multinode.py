@@ -3,6 +3,7 @@
 Tests run in file order; the kill test is last because it restarts the members.
 """
 
+import hashlib
 import json
 import re
 import time
@@ -90,6 +91,16 @@ def test_ray_cluster_lists_both_members_with_their_cpus(head, worker):
     # the worker joined the head from its own address on the cluster network
     joined = worker.check_output(f"journalctl -u {RAY_UNIT} -o cat --no-pager | grep 'Local node IP' | tail -n 1")
     assert re.sub(r"\x1b\[[0-9;]*m", "", joined).endswith(f"Local node IP: {address(WORKER)}"), joined
+
+
+def test_ray_keeps_its_session_in_the_short_ray_tmpdir(head, worker):
+    """RAY_TMPDIR is <cache>/ray-<first 8 hex digits of sha256(instance)>: below <cache>/<instance>/tmp Ray's socket
+    paths took 88 bytes plus the instance name, over the 107-byte AF_UNIX limit from a 20-character name on."""
+    ray_tmpdir = f"/var/cache/vllm/ray-{hashlib.sha256(MODEL.encode()).hexdigest()[:8]}"
+    for member in (head, worker):
+        assert f"RAY_TMPDIR={ray_tmpdir}\n" in member.file(f"/etc/vllm/{MODEL}.env").content_string
+        assert member.file(f"{ray_tmpdir}/ray/session_latest/sockets").is_directory
+        assert member.file(ray_tmpdir).user == "vllm"
 
 
 def _both_engines_answer(base_url, before):
