@@ -33,6 +33,9 @@ description:
     cheapest fixes (a shorter context, quantised weights, larger devices, or a host with more devices).
   - With O(nodes) above 1 the devices of that many identical nodes are planned for (tensor parallelism within a node,
     then pipeline stages across nodes); M(kunpeng.vllm.vllm_cluster) turns the sizes into the members' layout.
+    On Ascend a mixture-of-experts model is first tried as data parallel replicas that each fit one node, with
+    expert parallelism over all of them (two replicas per node first; for DeepSeek-R1/V3 W8A8 on two Atlas 800 A2
+    nodes C(data_parallel_size) 4 x C(tensor_parallel_size) 4, the layout of vllm-ascend's DeepSeek-R1 guide).
   - Sets the fact C(kunpeng_vllm_plan) with the same keys as the module result. Never changes the node, so check mode
     gives the same result as a normal run.
 author:
