@@ -263,12 +263,14 @@ def test_build_refusal_names_upstream_s_build_and_the_rows_whose_wheel_runs():
     text = cm.build_refusal(row, cm.atlas_install(row, "A3"))
     assert text.startswith("Atlas A3: the PyPI wheel of vllm-ascend 0.23.0 is built for Atlas A2 (SOC_VERSION=ascend910b1) "
                            "and does not run on A3; build vllm-ascend 0.23.0 for it as upstream's Dockerfile.a3 does "
-                           "(git tag v0.23.0 with its submodules, CANN's set_env.sh sourced, SOC_VERSION=ascend910_9391)")
+                           "(git tag v0.23.0 with its submodules, CANN's set_env.sh sourced, SOC_VERSION=ascend910_9391) "
+                           "and install it from a wheelhouse (vllm_wheelhouse_src with vllm_wheelhouse_requirements);")
     assert "use vllm-ascend 0.11.0 or 0.9.1, whose PyPI wheel runs on Atlas A3" in text
     assert "uv-wheelnext) gets that build from https://mirrors.huaweicloud.com/ascend/repos/pypi/variant" in text
     duo = cm.select_ascend(vllm_ascend_version="0.18.0")
     text = cm.build_refusal(duo, cm.atlas_install(duo, "300I Duo"))
     assert "Dockerfile.310p" in text and "SOC_VERSION=ascend310p1" in text and "CANN 9.0.0" in text
+    assert "vllm_wheelhouse_requirements, without triton-ascend and triton)" in text
     assert "whose PyPI wheel runs" not in text and "variant" not in text
 
 
