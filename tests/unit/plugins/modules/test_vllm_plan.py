@@ -120,7 +120,7 @@ def test_r1_w8a8_on_one_atlas_a2_64g_node_needs_a_bigger_host():
     assert result["packages"] == ["vllm==0.11.0", "torch==2.7.1", "torch-npu==2.7.1", "vllm-ascend==0.11.0"]
     assert [step["name"] for step in result["install_steps"]] == ["vllm", "vllm-requirements", "npu-stack"]
     assert result["atlas_series"] == "A2"
-    assert result["requirements"] == {"python": ">=3.9,<3.12", "cann": "8.3.RC2", "atlas_series": "A2"}
+    assert result["requirements"] == {"python": ">=3.9,<3.12", "cann": "8.3.RC1", "atlas_series": "A2"}
     assert result["fits"] is False
     assert result["fixes"] == ["quantised weights: w4a8 (321.85 GiB) fit at tensor_parallel_size 8",
                                "larger devices: 8 with at least 93 GiB each (tensor_parallel_size 8)",
@@ -153,11 +153,52 @@ def test_cann_too_old_for_the_requested_vllm_ascend():
     assert result["msg"] == "CANN 8.3.RC2 installed, vllm-ascend 0.23.0 needs CANN 9.1.0; use vllm-ascend 0.11.0 or upgrade CANN"
 
 
-def test_atlas_a3_gets_the_cann_9_row():
-    result = ok({"accelerators": plan_hosts.facts("atlas-800i-a3-cann9.1"), "python_version": "3.11", "model_config": model("deepseek-v2-lite")})
-    assert result["atlas_series"] == "A3" and result["row"]["vllm_ascend"] == "0.23.0"
-    assert "triton-ascend==3.2.2" in result["packages"]
-    assert result["engine_args"]["tensor_parallel_size"] == 1
+def toolkit(in_name, **extra):
+    return {"toolkit": dict({"file": f"Ascend-cann-toolkit_{in_name}_linux-aarch64.run"}, **extra)}
+
+
+def with_request(host, version, packages=None, engine_args=None, model_config=None, **request):
+    """The module's arguments for an Ascend host, with the role's request (a wheelhouse, say)."""
+    args = {"accelerators": plan_hosts.facts(host), "vllm_ascend_version": version, "python_version": "3.11",
+            "fail_on_misfit": False, "ascend_packages": packages or {}, "requested_engine_args": engine_args or {},
+            "request": dict({"install_dir": "/opt/vllm", "architecture": "aarch64"}, **request)}
+    if model_config:
+        args["model_config"] = model_config
+    return args
+
+
+# Issue 25, point 1: the PyPI vllm-ascend wheel is the A2 build (SOC_VERSION=ascend910b1, upstream's
+# schedule_release_code_and_wheel.yml) and from 0.13.0 the worker stops on A3 (check_ascend_device_type; vllm-ascend
+# issues #11160, #9799). 0.11.0's A3 image is built with that same default (Dockerfile.a3 at v0.11.0).
+@pytest.mark.parametrize("version, packages, request_, expected", [
+    ("0.23.0", {}, {}, "Atlas A3: the PyPI wheel of vllm-ascend 0.23.0 is built for Atlas A2 (SOC_VERSION=ascend910b1) and "
+                       "does not run on A3; build vllm-ascend 0.23.0 for it as upstream's Dockerfile.a3 does"),
+    ("0.18.0", toolkit("8.5.1"), {}, "SOC_VERSION=ascend910_9391"),
+    ("0.13.0", toolkit("8.5.0"), {}, "use vllm-ascend 0.11.0 or 0.9.1, whose PyPI wheel runs on Atlas A3"),
+    ("0.23.0", {}, {"wheelhouse_requirements": "requirements.txt"}, "build"),
+    ("0.11.0", toolkit("8.3.RC1"), {}, "pypi"),
+    ("0.7.3", toolkit("8.1.RC1"), {}, "vllm-ascend 0.7.3 does not support Atlas A3"),
+])
+def test_atlas_a3_gets_a3_builds_only(version, packages, request_, expected):
+    failed, result = run(with_request("atlas-800i-a3-cann9.1", version, packages, **request_))
+    if expected in ("pypi", "build"):
+        assert not failed, result.get("msg")
+        assert result["atlas_series"] == "A3"
+        install = result["atlas_install"]
+        assert install["series"] == "A3" and install["from"] == expected
+        assert install["wheelhouse"] is (expected == "build")
+        if expected == "build":
+            assert install["soc_version"] == "ascend910_9391"
+            assert [step["name"] for step in result["role_steps"]] == ["wheelhouse"]
+            assert any("SOC_VERSION=ascend910_9391" in note for note in result["notes"])
+    else:
+        assert failed and expected in result["msg"], result.get("msg")
+
+
+def test_atlas_a2_keeps_the_pypi_wheel():
+    result = ok({"accelerators": plan_hosts.facts("atlas-800i-a2-64g-cann8.3"), "vllm_ascend_version": "0.11.0"})
+    assert result["atlas_install"] == {"series": "A2", "from": "pypi", "soc_version": "ascend910b1", "variant_index": "",
+                                       "note": "", "wheelhouse": False}
 
 
 def test_ascend_910_a1_is_refused():
@@ -165,10 +206,48 @@ def test_ascend_910_a1_is_refused():
     assert "Ascend 910 (Atlas A1) is not supported by vllm-ascend" in result["msg"]
 
 
-def test_300i_duo_is_experimental():
-    result = ok({"accelerators": plan_hosts.facts("atlas-300i-duo-cann8.3"), "vllm_ascend_version": "0.11.0"})
+# Issue 25, point 4: the 300I Duo (310P) as vllm-ascend documents it. Its own build (Dockerfile.310p:
+# SOC_VERSION=ASCEND310P3 at v0.11.0, ascend310p1 later), no 310P in 0.13.0 (release notes v0.14.0rc1: "310P support is
+# back now"), no triton-ascend (installation.md, 300I DUO tab), --dtype float16 (tutorials/models/Qwen3-Dense.md), no MLA
+# backend (vllm_ascend/platform.py backend_map_310).
+@pytest.mark.parametrize("version, packages, request_, extra, expected", [
+    ("0.11.0", {}, {}, {}, "Atlas 300I Duo: the PyPI wheel of vllm-ascend 0.11.0 is built for Atlas A2"),
+    ("0.11.0", {}, {}, {}, "Dockerfile.310p does (git tag v0.11.0 with its submodules, CANN's set_env.sh sourced, "
+                           "SOC_VERSION=ASCEND310P3)"),
+    ("0.13.0", toolkit("8.5.0"), {}, {}, "vllm-ascend 0.13.0 does not support Atlas 300I Duo"),
+    ("0.18.0", toolkit("8.5.1"), {}, {}, "CANN 9.0.0 and torch-npu 2.9.0.post2 on 310P"),
+    ("0.11.0", {}, {"wheelhouse_requirements": "requirements.txt"}, {"model_config": "deepseek-v2-lite"},
+     "DeepseekV2ForCausalLM uses MLA attention, which vllm-ascend has no backend for on Atlas 300I Duo"),
+    ("0.11.0", {}, {"wheelhouse_requirements": "requirements.txt"}, {"engine_args": {"dtype": "bfloat16"}},
+     "vllm_engine_args dtype bfloat16: Atlas 300I Duo has no bf16"),
+])
+def test_300i_duo_refusals(version, packages, request_, extra, expected):
+    if "model_config" in extra:
+        extra = dict(extra, model_config=model(extra["model_config"]))
+    failed, result = run(with_request("atlas-300i-duo-cann8.3", version, packages, **extra, **request_))
+    assert failed and expected in result["msg"], result.get("msg")
+
+
+@pytest.mark.parametrize("version, packages, engine_args", [
+    ("0.11.0", {}, {}),
+    ("0.23.0", toolkit("9.1.0"), {}),
+    ("0.23.0", toolkit("9.1.0"), {"dtype": "half"}),
+])
+def test_300i_duo_from_a_wheelhouse_is_experimental_float16_without_triton(version, packages, engine_args):
+    result = ok(with_request("atlas-300i-duo-cann8.3", version, packages, engine_args,
+                             wheelhouse_requirements="requirements.txt"))
     assert result["atlas_series"] == "300I Duo"
     assert any("experimental" in note for note in result["notes"])
+    assert result["engine_args"]["dtype"] == engine_args.get("dtype", "float16")
+    assert not any(package.startswith("triton-ascend") for package in result["packages"])
+    assert not any(package.startswith("triton-ascend") for step in result["install_steps"] for package in step["packages"])
+    assert result["atlas_install"]["from"] == "build" and result["atlas_install"]["wheelhouse"] is True
+
+
+def test_a2_engine_dtype_is_left_to_vllm():
+    result = ok({"accelerators": plan_hosts.facts("atlas-800i-a2-64g-cann8.3"), "vllm_ascend_version": "0.11.0",
+                 "model_config": model("deepseek-v2-lite"), "fail_on_misfit": False})
+    assert "dtype" not in result["engine_args"]
 
 
 def test_smollm2_on_cpu_from_a_config_path_on_the_node():
@@ -223,10 +302,6 @@ def test_engine_args_checked_against_the_rows_release():
     assert ok(dict(base, requested_engine_args={"swap_space": 4}))["engine_args"]["swap_space"] == 4
 
 
-def toolkit(in_name, **extra):
-    return {"toolkit": dict({"file": f"Ascend-cann-toolkit_{in_name}_linux-aarch64.run"}, **extra)}
-
-
 def test_the_bare_ascend_host_has_no_cann():
     ascend = plan_hosts.facts("atlas-800i-a2-bare")["ascend"]
     assert not ascend.get("cann_version") and plan_hosts.facts("atlas-800i-a2-bare")["pci"]["ascend_count"] == 8
@@ -240,7 +315,7 @@ def test_the_bare_ascend_host_has_no_cann():
     ("atlas-800i-a2-bare", toolkit("8.5.0"), {"vllm_version": "0.23.0"}, "vllm-ascend 0.23.0 needs CANN 9.1.0"),
     ("atlas-800i-a2-bare", toolkit("9.1.0"), {"vllm_ascend_version": "0.11.0"},
      "CANN 9.1.0 from ascend_packages.toolkit (Ascend-cann-toolkit_9.1.0_linux-aarch64.run), vllm-ascend 0.11.0 is "
-     "built for CANN 8.3.RC2 (8.3.x); use vllm-ascend 0.23.0 or supply the CANN 8.3.RC2 packages in ascend_packages"),
+     "built for CANN 8.3.RC1 (8.3.x); use vllm-ascend 0.23.0 or supply the CANN 8.3.RC1 packages in ascend_packages"),
     ("atlas-800i-a2-bare", toolkit("8.5.0", version="8.3.RC2"), {"vllm_ascend_version": "0.13.0"},
      "CANN 8.3.RC2 from ascend_packages.toolkit.version, vllm-ascend 0.13.0 needs CANN 8.5.0"),
     # an upgrade: the packages' CANN counts, not the installed one
