@@ -395,6 +395,9 @@ VLLM_CLUSTER = {
         "env": _f(DICT, open_keys=True),
         "head_address": _str(),
         "executor": _bool(),
+        # token (RAY_AUTH_MODE=token, the token in token_path) or none (a Ray without token authentication)
+        "auth": _str(),
+        "token_path": _str(),
     }),
     "serves_api": _bool(),
     "runs_engine": _bool(),

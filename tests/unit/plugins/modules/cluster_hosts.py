@@ -76,7 +76,8 @@ def example_plan(name):
     parts = {}
     for member in names:
         args = {"members": members, "host": member, "group": f"ds_r1_{name.split('-')[0]}", "engine_args": plan["engine_args"],
-                "moe": plan["model"]["moe"], "executor": "auto", "network": "", "interface": "", "ports": {}}
+                "moe": plan["model"]["moe"], "executor": "auto", "network": "", "interface": "", "ports": {},
+                "ray_token_path": "/etc/vllm/deepseek-r1.ray-token"}
         parts[member] = vllm_cluster.build(args)
     return plan, parts
 
