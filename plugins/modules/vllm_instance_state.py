@@ -73,7 +73,7 @@ venv:
   description:
     - The rollback target; null when not deployed. The virtualenv the link resolves to, unless no readiness gate passed
       on it while one passed on another (the instance's C(<install_dir>/verified-<instance>) link, set by the vllm role
-      after its gate): an interrupted change left the link on a half-upgraded venv, and the target is the verified one.
+      after its gate) - an interrupted change left the link on a half-upgraded venv, and the target is the verified one.
   returned: always
   type: str
   sample: /opt/vllm/0.32.0-cpu
