@@ -402,6 +402,9 @@ VLLM_CLUSTER = {
         "executor": _bool(),
         # Ray's RAY_TMPDIR, short for its AF_UNIX sockets
         "temp_dir": _str(),
+        # token (RAY_AUTH_MODE=token, the token in token_path) or none (a Ray without token authentication)
+        "auth": _str(),
+        "token_path": _str(),
     }),
     "serves_api": _bool(),
     "runs_engine": _bool(),

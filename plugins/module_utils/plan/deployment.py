@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
+import hashlib
 import json
 import os
 from typing import Any, Dict, List, Optional
@@ -474,6 +475,23 @@ def check_disk(needs: List[Dict[str, Any]], free=free_bytes) -> None:
                             f"point {' / '.join(sorted({n['variable'] for n in group}))} at a larger file system")
 
 
+def venv_path(install_dir: str, engine_version: str, backend: str, extra_packages: List[str]) -> str:
+    """The virtualenv of an instance: one per engine release, backend and set of ``vllm_extra_packages``.
+
+    pip installs into the venv an instance runs, and instances of one release
+    share it: with one name per release, adding a package for one instance
+    changed another's running engine, and a rollback could not undo it.
+    Extra packages make their own venv, named by a short digest of the set
+    (order and repeats do not count); without any the name stays
+    ``<version>-<backend>``, the venvs earlier releases made.
+    """
+    base = f"{install_dir}/{engine_version}-{backend}"
+    extras = sorted({str(item).strip() for item in extra_packages or [] if str(item).strip()})
+    if not extras:
+        return base
+    return f"{base}-x{hashlib.sha256(chr(10).join(extras).encode()).hexdigest()[:10]}"
+
+
 def fast_path(request: Dict[str, Any]) -> bool:
     """May a re-run skip the install and configure steps when the host still holds what this plan put there?
 
@@ -492,7 +510,7 @@ def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, An
     check_request(backend, arch, request)
     release = plan["row"].get("vllm") or plan["row"].get("vllm_cpu")
     plan = dict(plan, arch=arch, release=release)
-    venv = f"{request['install_dir']}/{plan['engine_version']}-{backend}"
+    venv = venv_path(request["install_dir"], plan["engine_version"], backend, request["extra_packages"])
     check_disk(disk_needs(backend, plan, request, venv))
     fields = {
         "arch": arch,

@@ -468,6 +468,7 @@ RULES = {
                                          "an interface name such as eth0 or ib0 (15 characters at most)", empty=True),
         "vllm_cluster_ports": _cluster_ports,
         "vllm_cluster_ray_units": None,
+        "vllm_cluster_ray_allow_unauthenticated": None,
         "vllm_model_revision": _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$"), "a branch, tag or commit", empty=True),
         "vllm_model_dir": _path,
         "vllm_model_name": _name,

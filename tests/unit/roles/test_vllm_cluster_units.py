@@ -30,6 +30,7 @@ ROLE_REQUEST = {"install_dir": "/opt/vllm"}
 
 
 def cluster_fact(members, host, **params):
+    params = dict({"ray_token_path": "/etc/vllm/deepseek-r1.ray-token"}, **params)
     failed, result = run_main(vllm_cluster.main, dict(members=members, host=host, group="ds_r1", instance="deepseek-r1", **params),
                               check_mode=True)
     assert not failed, result.get("msg")
@@ -94,7 +95,8 @@ def test_ray_units_carry_rdma_and_the_ray_command():
     members, plan = a2_members()
     fact = cluster_fact(members, "a2-node-2", engine_args=plan["engine_args"], moe=True)
     unit = render("vllm.service.j2", plan, fact, __vllm_unit_kind="ray")
-    assert "LimitMEMLOCK=infinity" in unit and "DeviceAllow=/dev/infiniband rw" in unit
+    assert "LimitMEMLOCK=infinity" in unit and "DeviceAllow=char-infiniband_verbs rw" in unit
+    assert "DeviceAllow=/dev/infiniband/rdma_cm rw" in unit and "DeviceAllow=/dev/infiniband rw" not in unit
     assert "ExecStart=/opt/vllm/current-deepseek-r1/bin/ray 'start' '--address=10.20.0.2:6379'" in unit
     assert "'--resources={\"NPU\":8}'" in unit and "Restart=always" in unit
     assert "Environment=RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1" in unit

@@ -31,6 +31,20 @@ def test_auto_is_resolved_once_and_the_venv_follows(host, backend):
     assert (result["cpu_runtime"] is None) == (backend != "cpu")
 
 
+def test_extra_packages_make_their_own_venv():
+    """Issue 29: one venv per <version>-<backend>, pip installing into the live one: one instance's extra packages
+    changed another's running engine.  A package set is its own venv; the same set (any order) shares one."""
+    bare = plan("cpu-x86", pip_extra_index_urls=["https://download.example/cpu"])
+    extra = plan("cpu-x86", pip_extra_index_urls=["https://download.example/cpu"], extra_packages=["llguidance>=0.7", "xgrammar"])
+    again = plan("cpu-x86", pip_extra_index_urls=["https://download.example/cpu"], extra_packages=["xgrammar", "llguidance>=0.7"])
+    other = plan("cpu-x86", pip_extra_index_urls=["https://download.example/cpu"], extra_packages=["xgrammar"])
+    base = f"/opt/vllm/{bare['engine_version']}-cpu"
+    assert bare["venv"] == base
+    assert extra["venv"].startswith(base + "-x") and len(extra["venv"]) == len(base) + 12
+    assert extra["venv"] == again["venv"] and other["venv"] not in (base, extra["venv"])
+    assert deployment.venv_path("/opt/vllm", "0.32.0", "cpu", [" ", ""]) == "/opt/vllm/0.32.0-cpu"
+
+
 @pytest.mark.parametrize("request_, expected", [
     ({}, ["--timeout", "120"]),
     ({"pip_no_index": True, "wheelhouse_src": "/srv/wh"}, ["--timeout", "120", "--no-index", "--find-links=/opt/vllm/wheelhouse"]),

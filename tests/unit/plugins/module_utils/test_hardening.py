@@ -35,13 +35,14 @@ def edited(*edits):
 CASES = {
     "nothing differs": ({}, BASELINE),
     "vllm engine with GPUs and an RDMA node": (
-        {"writable": ["/var/cache/vllm/smollm2"], "device_allow": ["/dev/nvidiactl rw", "char-nvidia-caps", "/dev/infiniband"],
+        {"writable": ["/var/cache/vllm/smollm2"], "device_allow": [
+            "/dev/nvidiactl rw", "char-nvidia-caps", "char-infiniband_verbs rw", "/dev/infiniband/rdma_cm"],
          "private_users": True, "address_families": ["AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"],
          "memory_deny_write_execute": False, "syscall_groups_allowed": ["@resources"]},
         ["ReadWritePaths=/var/cache/vllm/smollm2"] + edited(
             ("PrivateDevices=yes", []),
             ("DevicePolicy=closed", ["DevicePolicy=closed", "DeviceAllow=/dev/nvidiactl rw", "DeviceAllow=char-nvidia-caps rw",
-                                     "DeviceAllow=/dev/infiniband rw"]),
+                                     "DeviceAllow=char-infiniband_verbs rw", "DeviceAllow=/dev/infiniband/rdma_cm rw"]),
             ("PrivateUsers=no", ["PrivateUsers=yes"]),
             ("MemoryDenyWriteExecute=yes", ["MemoryDenyWriteExecute=no"]),
             ("RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6", ["RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK"]),
@@ -82,6 +83,9 @@ def test_directives(case):
     ({"private_users": "yes"}, "private_users must be true or false"),
     ({"writable": ["/x\nExecStartPre=/bin/sh"]}, "writable: ['/x\\nExecStartPre=/bin/sh'] not accepted"),
     ({"device_allow": ["/dev/sda rw; x"]}, "device_allow:"),
+    # systemd ignores a directory in DeviceAllow= (issue 29: RDMA could not open uverbs/rdma_cm)
+    ({"device_allow": ["/dev/infiniband rw"]}, "device_allow: ['/dev/infiniband rw'] not accepted"),
+    ({"device_allow": ["/dev/infiniband/"]}, "device_allow: ['/dev/infiniband/'] not accepted"),
     ({"capabilities": ["SYS_ADMIN"]}, "capabilities: ['SYS_ADMIN']"),
     ({"address_families": []}, "address_families must name at least one family"),
     ({"syscall_groups_allowed": ["@system-service"]}, "are not denied"),

@@ -81,6 +81,7 @@ CASES = [
     ("vllm", "vllm_cluster_interface", "eth0 eth1", "characters"),
     ("vllm", "vllm_cluster_ports", {"ray": 70000}, "out_of_range"),
     ("vllm", "vllm_cluster_ray_units", "perhaps", "argument_spec"),
+    ("vllm", "vllm_cluster_ray_allow_unauthenticated", "perhaps", "argument_spec"),
     ("vllm", "vllm_cluster_ports", {"nccl": 1234}, "out_of_range"),
     ("vllm", "vllm_model_revision", "main\nX=1", "characters"),
     ("vllm", "vllm_model_dir", "/var/lib/vllm/models/%n", "characters"),

@@ -60,6 +60,47 @@ def test_rollback_steps(units_now, files_now, multi_node, removed, stopped, rest
     assert (steps["unchecked"] or None) == unchecked or steps["unchecked"].startswith(unchecked)
 
 
+@pytest.mark.parametrize("snapshot_units, restart_ray", [
+    (BEFORE_UNITS, None),
+    # issue 29: a member's Ray node runs from the engine link too; it restarts on the restored venv
+    (BEFORE_UNITS + ["vllm-ray-smollm2.service"], "vllm-ray-smollm2.service"),
+    (["vllm-ray-smollm2.service"], "vllm-ray-smollm2.service"),
+    (BEFORE_UNITS + ["vllm-ray-qwen3.service"], None),
+])
+def test_rollback_restarts_the_instance_ray_node(snapshot_units, restart_ray):
+    steps = lc.rollback_steps("smollm2", snapshot_units, BEFORE_FILES, snapshot_units, BEFORE_FILES, True, "ds_r1")
+    assert steps["restart_ray"] == restart_ray
+
+
+@pytest.mark.parametrize("link, verified, venv, flagged", [
+    # no record (hosts deployed before the record existed): the link, as before
+    ("/opt/vllm/0.32.0-cpu", None, "/opt/vllm/0.32.0-cpu", False),
+    ("/opt/vllm/0.32.0-cpu", "/opt/vllm/0.32.0-cpu/", "/opt/vllm/0.32.0-cpu", False),
+    # issue 29: an upgrade interrupted after it moved the link to 0.33.0: the next run's target is the verified venv
+    ("/opt/vllm/0.33.0-cpu", "/opt/vllm/0.32.0-cpu", "/opt/vllm/0.32.0-cpu", True),
+])
+def test_an_interrupted_change_rolls_back_to_the_venv_that_passed_the_gate(link, verified, venv, flagged):
+    target = lc.rollback_target("/opt/vllm/current-smollm2", link, verified)
+    assert target["deployed"] and target["venv"] == venv and target["release"] == os.path.basename(venv)
+    assert ("which no gate passed" in target["msg"]) is flagged
+    assert target["verified"] is (True if verified else None)
+
+
+def test_read_instance_takes_the_verified_venv_after_an_interrupted_change(tmp_path):
+    host = _host(tmp_path)
+    (host["opt"] / "0.33.0-cpu" / "bin").mkdir(parents=True)
+    (host["opt"] / "verified-smollm2").symlink_to(host["opt"] / "0.32.0-cpu")
+    (host["opt"] / "current-smollm2").unlink()
+    (host["opt"] / "current-smollm2").symlink_to(host["opt"] / "0.33.0-cpu")
+    state = lc.read_instance("smollm2", str(host["opt"]), str(host["etc"]), str(host["units"]))
+    assert state["venv"] == str(host["opt"] / "0.32.0-cpu") and state["verified"] is True
+    # a verified venv that is gone is no target: the link's
+    (host["opt"] / "verified-smollm2").unlink()
+    (host["opt"] / "verified-smollm2").symlink_to(host["opt"] / "0.31.0-cpu")
+    state = lc.read_instance("smollm2", str(host["opt"]), str(host["etc"]), str(host["units"]))
+    assert state["venv"] == str(host["opt"] / "0.33.0-cpu") and state["verified"] is None
+
+
 def test_rollback_of_an_instance_whose_unit_did_not_exist_restarts_nothing():
     """Another instance's snapshot on the host: its units are restored, this one is neither restarted nor checked."""
     steps = lc.rollback_steps("new", ["vllm-qwen3.service"], [], ["vllm-qwen3.service", "vllm-new.service"],
@@ -127,7 +168,8 @@ def test_removal_plan(only, models, instances, units, engines, model_dirs):
     paths = removal["paths"]
     for name in instances:
         for path in (f"/etc/vllm/{name}.yaml", f"/etc/vllm/{name}.env", f"/etc/vllm/{name}.api-key",
-                     f"/var/cache/vllm/{name}", f"/opt/vllm/current-{name}"):
+                     f"/etc/vllm/{name}.ray-token", f"/var/cache/vllm/{name}", f"/opt/vllm/current-{name}",
+                     f"/opt/vllm/verified-{name}"):
             assert path in paths
     shared = {"/opt/vllm/0.32.0-cpu", "/opt/vllm/wheelhouse"}  # the engine and the wheelhouse, not a link
     assert set(ENTRIES) <= set(paths) if engines else not shared & set(paths)

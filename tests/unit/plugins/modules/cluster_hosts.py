@@ -78,7 +78,8 @@ def example_plan(name):
         args = {"members": members, "host": member, "group": f"ds_r1_{name.split('-')[0]}", "engine_args": plan["engine_args"],
                 "moe": plan["model"]["moe"], "executor": "auto", "network": "", "interface": "", "ports": {},
                 # the vllm role's defaults: vllm_cache_dir, and vllm_instance_name (the model's name)
-                "cache_dir": "/var/cache/vllm", "instance": model["name"]}
+                "cache_dir": "/var/cache/vllm", "instance": model["name"],
+                "ray_token_path": "/etc/vllm/deepseek-r1.ray-token"}
         parts[member] = vllm_cluster.build(args)
     return plan, parts
 

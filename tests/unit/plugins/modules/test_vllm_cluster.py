@@ -15,8 +15,11 @@ SMOLLM2 = {"model_config": ch.model_config("smollm2-135m"), "python_version": "3
            "requested_engine_args": {"dtype": "float32"}}
 
 
+TOKEN = "/etc/vllm/smollm2.ray-token"
+
+
 def run(members, host, **params):
-    args = dict(members=members, host=host, group="cluster", **params)
+    args = dict(members=members, host=host, group="cluster", **dict({"ray_token_path": TOKEN}, **params))
     return run_main(vllm_cluster.main, args, check_mode=True)
 
 
@@ -77,6 +80,50 @@ def test_cpu_pair_forms_a_ray_cluster_beside_the_engines_when_asked():
         assert "--object-store-memory=78643200" in node["ray"]["args"]
     assert [rule["ports"] for rule in head["firewall"]] == [["13345"], ["6379"], ["10002-19999"], ["32768-60999"]]
     assert ok(members, "node-0", engine_args=plan["engine_args"])["ray"] is None
+
+
+def test_every_ray_node_runs_behind_the_cluster_token_given_by_path():
+    """Issue 29: Ray listened on every interface without authentication; anyone who reached the head joined it."""
+    members, plan = cpu_pair()
+    for host in ("node-0", "node-1"):
+        ray = ok(members, host, engine_args=plan["engine_args"], ray_units=True)["ray"]
+        assert ray["auth"] == "token" and ray["token_path"] == TOKEN
+        assert ray["env"] == {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}
+        # never on the command line
+        assert not any("TOKEN" in arg.upper() or TOKEN in arg for arg in ray["args"])
+    # the data parallel engines beside it do not use Ray: their environment has no Ray token
+    assert not any(key.startswith("RAY_") for key in ok(members, "node-0", engine_args=plan["engine_args"], ray_units=True)["env"])
+    failed, result = run(members, "node-0", engine_args=plan["engine_args"], ray_units=True, ray_token_path="")
+    assert failed and "the token file must be an absolute path" in result["msg"]
+
+
+@pytest.mark.parametrize("version, firewall_active, opt_out, expect", [
+    ("2.60.0", None, False, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}),
+    ("2.52.0", False, False, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}),
+    ("3.0.0.dev0", False, False, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}),
+    # vllm-ascend pins ray<=2.48.0, which has no token authentication
+    ("2.48.0", True, False, {}),
+    ("2.48.0", False, True, {}),
+    ("2.48.0", False, False, "host firewall of a2-node-1 is not active"),
+    ("2.51.2", None, False, "host firewall of a2-node-1 is not known yet"),
+])
+def test_a_ray_without_token_auth_needs_an_active_firewall_or_the_opt_out(version, firewall_active, opt_out, expect):
+    if isinstance(expect, dict):
+        assert cluster.ray_auth(version, TOKEN, "a2-node-1", firewall_active, opt_out) == expect
+        return
+    with pytest.raises(cluster.ClusterError) as raised:
+        cluster.ray_auth(version, TOKEN, "a2-node-1", firewall_active, opt_out)
+    assert expect in str(raised.value) and "vllm_cluster_ray_allow_unauthenticated" in str(raised.value)
+
+
+def test_the_ray_plan_of_an_old_ray_is_refused_without_a_firewall():
+    members, plan = a2_cluster()
+    plain = [cluster.member(m["name"], m["accelerators"], m["plan"], m["facts"], m["model"], m["rdma"]) for m in members]
+    args = dict(engine_args=plan["engine_args"], moe=True, ray_token_path=TOKEN, ray_version="2.48.0")
+    with pytest.raises(cluster.ClusterError, match="has no token authentication"):
+        cluster.plan(plain, "a2-node-1", firewall_active=False, **args)
+    ray = cluster.plan(plain, "a2-node-1", firewall_active=True, **args)["ray"]
+    assert ray["auth"] == "none" and ray["package"] == "ray[default]==2.48.0" and "RAY_AUTH_MODE" not in ray["env"]
 
 
 def test_the_planner_plans_several_nodes_now():
@@ -189,14 +236,19 @@ def test_r1_w8a8_over_two_a2_nodes_asked_for_pipeline_stages_runs_them_through_r
                               "data_parallel_size": 1, "data_parallel_size_local": 1, "expert_parallel": True, "nodes": 2,
                               "devices_per_node": 8}
     assert head["engine_args"] == worker["engine_args"] == {"distributed-executor-backend": "ray"}
+    # the head's engine drives the Ray cluster (ray.init): it presents the token as well
     assert worker["env"] == {"VLLM_HOST_IP": "10.20.0.3", "GLOO_SOCKET_IFNAME": "enp189s0f0", "HCCL_SOCKET_IFNAME": "enp189s0f0",
                              "HCCL_IF_IP": "10.20.0.3", "TP_SOCKET_IFNAME": "enp189s0f0",
-                             "RAY_TMPDIR": cluster.ray_tmpdir("/var/cache/vllm", "cluster")}
+                             "RAY_TMPDIR": cluster.ray_tmpdir("/var/cache/vllm", "cluster"),
+                             "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}
     assert head["ray"]["args"][:4] == ["start", "--head", "--port=6379", "--dashboard-host=127.0.0.1"]
     assert worker["ray"]["args"][:2] == ["start", "--address=10.20.0.2:6379"]
     assert '--resources={"NPU":8}' in worker["ray"]["args"]
-    assert worker["ray"]["env"] == {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"}
-    assert head["rdma"] is True and head["device_nodes"] == ["/dev/infiniband"] and head["limit_memlock"] == "infinity"
+    assert worker["ray"]["env"] == {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1", "RAY_AUTH_MODE": "token",
+                                    "RAY_AUTH_TOKEN_PATH": TOKEN}
+    # systemd ignores a directory in DeviceAllow= (issue 29): the verbs device group and the rdma_cm node
+    assert head["rdma"] is True and head["limit_memlock"] == "infinity"
+    assert head["device_nodes"] == ["char-infiniband_verbs rw", "/dev/infiniband/rdma_cm rw"]
 
 
 def test_ray_worker_ports_leave_out_the_ports_ray_start_takes_itself():
@@ -228,7 +280,7 @@ def test_r1_fp8_over_two_hgx_h100_nodes_uses_nccl_on_the_shared_nic():
     head = ok(members, "h100-node-1", engine_args=plan["engine_args"], moe=True)
     assert head["layout"]["mode"] == "ray" and head["layout"]["tensor_parallel_size"] == 8
     assert head["env"] == {"VLLM_HOST_IP": "10.30.0.2", "GLOO_SOCKET_IFNAME": "ens10f0np0", "NCCL_SOCKET_IFNAME": "ens10f0np0",
-                           "RAY_TMPDIR": head["ray"]["temp_dir"]}
+                           "RAY_TMPDIR": head["ray"]["temp_dir"], "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}
     assert "--num-gpus=8" in head["ray"]["args"] and head["rdma"] is False and head["limit_memlock"] == ""
     mp = ok(members, "h100-node-2", engine_args=plan["engine_args"], moe=True, executor="mp")
     assert mp["engine_args"] == {"distributed-executor-backend": "mp", "nnodes": 2, "node-rank": 1, "master-addr": "10.30.0.2",
