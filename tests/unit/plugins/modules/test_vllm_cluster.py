@@ -91,8 +91,11 @@ def test_every_ray_node_runs_behind_the_cluster_token_given_by_path():
         assert ray["env"] == {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}
         # never on the command line
         assert not any("TOKEN" in arg.upper() or TOKEN in arg for arg in ray["args"])
-    # the data parallel engines beside it do not use Ray: their environment has no Ray token
-    assert not any(key.startswith("RAY_") for key in ok(members, "node-0", engine_args=plan["engine_args"], ray_units=True)["env"])
+    # the data parallel engines beside it do not use Ray: their environment has no Ray token; it has RAY_TMPDIR,
+    # as the member's environment file is read by its Ray unit (`ray start`) and its engine unit alike
+    env = ok(members, "node-0", engine_args=plan["engine_args"], ray_units=True)["env"]
+    assert not any(key.startswith("RAY_AUTH_") for key in env)
+    assert env["RAY_TMPDIR"] == cluster.ray_tmpdir("/var/cache/vllm", "cluster")
     failed, result = run(members, "node-0", engine_args=plan["engine_args"], ray_units=True, ray_token_path="")
     assert failed and "the token file must be an absolute path" in result["msg"]
 
@@ -116,14 +119,28 @@ def test_a_ray_without_token_auth_needs_an_active_firewall_or_the_opt_out(versio
     assert expect in str(raised.value) and "vllm_cluster_ray_allow_unauthenticated" in str(raised.value)
 
 
+def plain_members(members):
+    return [cluster.member(m["name"], m["accelerators"], m["plan"], m["facts"], m["model"], m["rdma"]) for m in members]
+
+
 def test_the_ray_plan_of_an_old_ray_is_refused_without_a_firewall():
-    members, plan = a2_cluster()
-    plain = [cluster.member(m["name"], m["accelerators"], m["plan"], m["facts"], m["model"], m["rdma"]) for m in members]
-    args = dict(engine_args=plan["engine_args"], moe=True, ray_token_path=TOKEN, ray_version="2.48.0")
+    """The Ascend backend's Ray is vllm-ascend's pin (2.48.0), without token authentication."""
+    members, plan = a2_cluster(requested_engine_args=A2_RAY)
+    args = dict(engine_args=plan["engine_args"], moe=True, ray_token_path=TOKEN)
     with pytest.raises(cluster.ClusterError, match="has no token authentication"):
-        cluster.plan(plain, "a2-node-1", firewall_active=False, **args)
-    ray = cluster.plan(plain, "a2-node-1", firewall_active=True, **args)["ray"]
+        cluster.plan(plain_members(members), "a2-node-1", firewall_active=False, **args)
+    ray = cluster.plan(plain_members(members), "a2-node-1", firewall_active=True, **args)["ray"]
     assert ray["auth"] == "none" and ray["package"] == "ray[default]==2.48.0" and "RAY_AUTH_MODE" not in ray["env"]
+
+
+def test_an_old_ray_version_asked_for_on_the_cpu_backend_is_refused_without_a_firewall():
+    members, plan = cpu_pair()
+    args = dict(engine_args=plan["engine_args"], ray_units=True, ray_token_path=TOKEN, ray_version="2.48.0")
+    with pytest.raises(cluster.ClusterError, match="Ray 2.48.0 has no token authentication"):
+        cluster.plan(plain_members(members), "node-0", **args)
+    assert cluster.plan(plain_members(members), "node-0", ray_allow_unauthenticated=True, **args)["ray"]["auth"] == "none"
+    # the backend's own Ray (2.60.0) runs behind the token
+    assert cluster.plan(plain_members(members), "node-0", **dict(args, ray_version=""))["ray"]["auth"] == "token"
 
 
 def test_the_planner_plans_several_nodes_now():
@@ -225,27 +242,29 @@ def a2_cluster(rdma=True, **params):
 
 # The layout vllm-ascend's guides give when asked for explicitly: one replica over both nodes through Ray.
 A2_RAY = {"tensor_parallel_size": 8, "pipeline_parallel_size": 2}
+# The Ascend backend's Ray (vllm-ascend's pin, 2.48.0) has no token authentication: the planner refuses its
+# Ray layouts unless the host firewall is active (the base role opens the Ray ports to the members only).
+BEHIND_FIREWALL = {"firewall_active": True}
 
 
 def test_r1_w8a8_over_two_a2_nodes_asked_for_pipeline_stages_runs_them_through_ray():
     members, plan = a2_cluster(requested_engine_args=A2_RAY)
     assert plan["fits"] is True and plan["nodes_needed"] == 2
-    head = ok(members, "a2-node-1", engine_args=plan["engine_args"], moe=True)
-    worker = ok(members, "a2-node-2", engine_args=plan["engine_args"], moe=True)
+    head = ok(members, "a2-node-1", engine_args=plan["engine_args"], moe=True, **BEHIND_FIREWALL)
+    worker = ok(members, "a2-node-2", engine_args=plan["engine_args"], moe=True, **BEHIND_FIREWALL)
     assert head["layout"] == {"mode": "ray", "executor": "ray", "tensor_parallel_size": 8, "pipeline_parallel_size": 2,
                               "data_parallel_size": 1, "data_parallel_size_local": 1, "expert_parallel": True, "nodes": 2,
                               "devices_per_node": 8}
     assert head["engine_args"] == worker["engine_args"] == {"distributed-executor-backend": "ray"}
-    # the head's engine drives the Ray cluster (ray.init): it presents the token as well
+    # Ray 2.48.0 behind the firewall: no token to present; the engine finds the Ray node through RAY_TMPDIR
     assert worker["env"] == {"VLLM_HOST_IP": "10.20.0.3", "GLOO_SOCKET_IFNAME": "enp189s0f0", "HCCL_SOCKET_IFNAME": "enp189s0f0",
                              "HCCL_IF_IP": "10.20.0.3", "TP_SOCKET_IFNAME": "enp189s0f0",
-                             "RAY_TMPDIR": cluster.ray_tmpdir("/var/cache/vllm", "cluster"),
-                             "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}
+                             "RAY_TMPDIR": cluster.ray_tmpdir("/var/cache/vllm", "cluster")}
+    assert head["ray"]["auth"] == "none" and head["ray"]["package"] == "ray[default]==2.48.0"
     assert head["ray"]["args"][:4] == ["start", "--head", "--port=6379", "--dashboard-host=127.0.0.1"]
     assert worker["ray"]["args"][:2] == ["start", "--address=10.20.0.2:6379"]
     assert '--resources={"NPU":8}' in worker["ray"]["args"]
-    assert worker["ray"]["env"] == {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1", "RAY_AUTH_MODE": "token",
-                                    "RAY_AUTH_TOKEN_PATH": TOKEN}
+    assert worker["ray"]["env"] == {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"}
     # systemd ignores a directory in DeviceAllow= (issue 29): the verbs device group and the rdma_cm node
     assert head["rdma"] is True and head["limit_memlock"] == "infinity"
     assert head["device_nodes"] == ["char-infiniband_verbs rw", "/dev/infiniband/rdma_cm rw"]
@@ -256,7 +275,7 @@ def test_ray_worker_ports_leave_out_the_ports_ray_start_takes_itself():
     is trying to use a port number 10001 that is used by other components" (its client server)."""
     members, plan = a2_cluster(requested_engine_args=A2_RAY)
     for host in ("a2-node-1", "a2-node-2"):
-        args = ok(members, host, engine_args=plan["engine_args"], moe=True)["ray"]["args"]
+        args = ok(members, host, engine_args=plan["engine_args"], moe=True, **BEHIND_FIREWALL)["ray"]["args"]
         low = int(next(a for a in args if a.startswith("--min-worker-port=")).split("=")[1])
         high = int(next(a for a in args if a.startswith("--max-worker-port=")).split("=")[1])
         # Ray's client server (10001), GCS (6379) and dashboard (8265) ports
@@ -292,7 +311,7 @@ def test_r1_fp8_over_two_hgx_h100_nodes_uses_nccl_on_the_shared_nic():
 def test_rdma_needs_every_member():
     members, plan = a2_cluster(requested_engine_args=A2_RAY)
     members[1]["rdma"] = False
-    head = ok(members, "a2-node-1", engine_args=plan["engine_args"], moe=True)
+    head = ok(members, "a2-node-1", engine_args=plan["engine_args"], moe=True, **BEHIND_FIREWALL)
     assert head["rdma"] is False and head["device_nodes"] == []
     assert "Only some members have /dev/infiniband: NCCL/HCCL fall back to TCP sockets." in head["notes"]
 
