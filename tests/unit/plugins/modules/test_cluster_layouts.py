@@ -8,7 +8,7 @@ import cluster_hosts as ch
 import pytest
 from module_runner import run_main
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends, fact_contract
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import instance_lifecycle
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_cluster
@@ -33,9 +33,20 @@ def members_of(machine, model, weight_dtype="auto", requested=None, names=("n1",
     return [ch.entry(name, host, ch.network(net, rewrite), plan) for name, net in zip(names, nets)], plan
 
 
+TOKEN = "/etc/vllm/ds.ray-token"
+
+
+def ray_security(plan):
+    """What the vllm role hands the planner for Ray: the token file (Ray >= 2.52 runs behind it) and, for the
+    backend's Ray without token authentication (Ascend: vllm-ascend's 2.48.0), an active host firewall, without
+    which the planner refuses a Ray layout."""
+    old_ray = not cluster.ray_token_auth(backends.field(plan["backend"], "ray_version"))
+    return dict({"ray_token_path": TOKEN}, **({"firewall_active": True} if old_ray else {}))
+
+
 def part(members, plan, host, **params):
     args = dict(members=members, host=host, group="ds", engine_args=plan["engine_args"], moe=bool((plan["model"] or {}).get("moe")),
-                **params)
+                **dict(ray_security(plan), **params))
     failed, result = run_main(vllm_cluster.main, args, check_mode=True)
     assert not failed, result.get("msg")
     fact = result["ansible_facts"]["kunpeng_vllm_cluster"]
@@ -81,6 +92,10 @@ def test_multinode_layout_is_the_backends_upstream_layout(case):
     assert (head["ray"] or {}).get("version") == ray and (worker["ray"] or {}).get("version") == ray
     if ray:
         assert head["ray"]["package"] == f"ray[default]=={ray}"
+        # Ray 2.60.0 runs behind the cluster token; vllm-ascend's 2.48.0 has none (behind the firewall)
+        auth = {"2.48.0": {}, "2.60.0": {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}}[ray]
+        for member in (head, worker):
+            assert {key: value for key, value in member["env"].items() if key.startswith("RAY_AUTH_")} == auth
     for member in (head, worker):
         assert {key: member["env"].get(key) for key in ASCEND_DP_ENV if key in member["env"]} == env
 
