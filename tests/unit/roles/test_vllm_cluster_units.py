@@ -57,6 +57,9 @@ def render(template, plan, cluster, **extra):
 # One replica over both nodes (tensor 8 x pipeline 2) runs through Ray; asked for explicitly, since the planner
 # spreads DeepSeek over two A2 nodes as data parallel replicas (vllm-ascend's DeepSeek-R1 guide).
 A2_RAY = {"tensor_parallel_size": 8, "pipeline_parallel_size": 2}
+# The Ascend backend's Ray is vllm-ascend's pin (2.48.0), without token authentication: the planner plans it only
+# behind an active host firewall (as the base role records it), and its units then carry no RAY_AUTH_* variable.
+A2_RAY_PLAN = {"moe": True, "firewall_active": True}
 
 
 def a2_members(requested=None):
@@ -87,20 +90,22 @@ def compare(name, text):
 ])
 def test_ascend_ray_members_render_the_recorded_units(host, template, kind, name):
     members, plan = a2_members()
-    fact = cluster_fact(members, host, engine_args=plan["engine_args"], moe=True)
+    fact = cluster_fact(members, host, engine_args=plan["engine_args"], **A2_RAY_PLAN)
     compare(name, render(template, plan, fact, __vllm_unit_kind=kind))
 
 
 def test_ray_units_carry_rdma_and_the_ray_command():
     members, plan = a2_members()
-    fact = cluster_fact(members, "a2-node-2", engine_args=plan["engine_args"], moe=True)
+    fact = cluster_fact(members, "a2-node-2", engine_args=plan["engine_args"], **A2_RAY_PLAN)
     unit = render("vllm.service.j2", plan, fact, __vllm_unit_kind="ray")
     assert "LimitMEMLOCK=infinity" in unit and "DeviceAllow=char-infiniband_verbs rw" in unit
     assert "DeviceAllow=/dev/infiniband/rdma_cm rw" in unit and "DeviceAllow=/dev/infiniband rw" not in unit
     assert "ExecStart=/opt/vllm/current-deepseek-r1/bin/ray 'start' '--address=10.20.0.2:6379'" in unit
     assert "'--resources={\"NPU\":8}'" in unit and "Restart=always" in unit
-    assert "Environment=RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1" in unit
-    head = render("vllm.service.j2", plan, cluster_fact(members, "a2-node-1", engine_args=plan["engine_args"], moe=True))
+    assert "Environment=RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1" in unit and "RAY_AUTH_" not in unit
+    env = render("vllm.env.j2", plan, fact)
+    assert f"RAY_TMPDIR={fact['ray']['temp_dir']}\n" in env and "RAY_AUTH_" not in env
+    head = render("vllm.service.j2", plan, cluster_fact(members, "a2-node-1", engine_args=plan["engine_args"], **A2_RAY_PLAN))
     assert "Requires=vllm-ray-deepseek-r1.service" in head and "vllm serve" in head
 
 
