@@ -11,10 +11,10 @@
 # reliability scenario still installs through pip; the completion marker
 # written last makes the role keep this virtualenv).
 #
-# Ray, at the one release the cluster plan pins (RAY_VERSION in
-# plugins/module_utils/plan/cluster.py), goes into the same virtualenv, so the
-# multinode scenario forms its Ray cluster without a pip install per
-# container (the role's install task then finds it present).
+# Ray, at the release the cluster plan pins for the cpu backend (its
+# ray_version in plugins/module_utils/backends.py), goes into the same
+# virtualenv, so the multinode scenario forms its Ray cluster without a pip
+# install per container (the role's install task then finds it present).
 #
 # The image is tagged with a hash of this script and of the base image, so it
 # is rebuilt only when either changes; kvllm/engine-cpu:amd64 always points at
@@ -36,8 +36,18 @@ ca_bundle=${KV_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 base=kvllm/debian12:amd64
 repo=kvllm/engine-cpu
 venv=/opt/vllm/$version-cpu
-ray_version=$(sed -n 's/^RAY_VERSION = "\(.*\)"$/\1/p' "$root/plugins/module_utils/plan/cluster.py")
-[ -n "$ray_version" ] || { echo "engine-image: no RAY_VERSION in plugins/module_utils/plan/cluster.py" >&2; exit 1; }
+# backends.py imports nothing from Ansible: load it as a plain file.
+ray_version=$(python3 - "$root/plugins/module_utils/backends.py" <<'PY'
+import importlib.util
+import sys
+
+spec = importlib.util.spec_from_file_location("backends", sys.argv[1])
+backends = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(backends)
+print(backends.field("cpu", "ray_version"))
+PY
+)
+[ -n "$ray_version" ] || { echo "engine-image: no cpu ray_version in plugins/module_utils/backends.py" >&2; exit 1; }
 
 log() { printf 'engine-image: %s\n' "$*" >&2; }
 
