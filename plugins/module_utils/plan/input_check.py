@@ -31,6 +31,7 @@ __metaclass__ = type  # noqa: UP001
 import os
 import re
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, engine_args
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -225,6 +226,19 @@ def _service_account(name, value, ctx):
 
 
 _service_account.kind = "characters"
+_http_url = _regex(re.compile(r"^https?://[^\s\"'`$\\<>|;&(){}]+$"),
+                   "an https:// URL without white space or shell characters", empty=True)
+
+
+def _artifact_url(name, value, ctx):
+    """An engine artifact is unpacked as root and run: https unless vllm_engine_artifact_allow_http says otherwise."""
+    problem = _http_url(name, value, ctx)
+    if problem or not value or str(value).startswith("https://"):
+        return problem
+    return engine_artifact.url_problem(value, ctx.get("values", {}).get("vllm_engine_artifact_allow_http") is True)
+
+
+_artifact_url.kind = "characters"
 _requirement = _regex(_REQUIREMENT, "a pip requirement (name[extras]==version, a VCS URL or a path) without white space or "
                       "shell characters")
 _opt_requirement = _regex(_REQUIREMENT, "a pip requirement (name[extras]==version, a VCS URL or a path) without white "
@@ -508,10 +522,13 @@ RULES = {
         "vllm_engine_artifact_mode": None,
         # Created when missing: absolute, not required to exist.
         "vllm_engine_artifact_dir": _opt_controller_path,
-        # http(s) only: a shared mount is vllm_engine_artifact_mode shared.
-        "vllm_engine_artifact_url": _regex(re.compile(r"^https?://[^\s\"'`$\\<>|;&(){}]+$"),
-                                           "an http(s):// URL without white space or shell characters",
-                                           empty=True),
+        # https only (http with vllm_engine_artifact_allow_http): a shared
+        # mount is vllm_engine_artifact_mode shared.
+        "vllm_engine_artifact_url": _artifact_url,
+        "vllm_engine_artifact_sha256": _list_of(_regex(_SHA256, "64 hexadecimal digits (the sha256 the builder's "
+                                                                "publish step printed)")),
+        "vllm_engine_artifact_unpinned": None,
+        "vllm_engine_artifact_allow_http": None,
         "vllm_model_source": None,
         "vllm_model_src": _model_src,
         "vllm_model_sha256": _sha256,
@@ -748,7 +765,7 @@ def check_values(role, values, vllm_version=None, memory_mb=None):
     if role not in RULES:
         raise ValueError(f"unknown role {role!r}; one of {', '.join(sorted(RULES))}")
     ctx = {"vllm_version": vllm_version if vllm_version is not None else values.get("vllm_version"),
-           "memory_mb": memory_mb}
+           "memory_mb": memory_mb, "values": values}
     problems = []
     for name, rule in RULES[role].items():
         if rule is None or name not in values:

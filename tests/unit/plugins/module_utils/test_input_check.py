@@ -66,6 +66,10 @@ CASES = [
     ("vllm", "vllm_engine_artifact_dir", "artifacts", "characters"),
     ("vllm", "vllm_engine_artifact_url", "https://mirror/artifacts\n--evil", "characters"),
     ("vllm", "vllm_engine_artifact_url", "file:///srv/artifacts", "characters"),
+    ("vllm", "vllm_engine_artifact_url", "http://mirror/artifacts", "privilege"),
+    ("vllm", "vllm_engine_artifact_sha256", ["abc"], "characters"),
+    ("vllm", "vllm_engine_artifact_unpinned", "maybe", "argument_spec"),
+    ("vllm", "vllm_engine_artifact_allow_http", "maybe", "argument_spec"),
     ("vllm", "vllm_model_source", "s3", "argument_spec"),
     ("vllm", "vllm_model_src", MISSING, "missing_path"),
     ("vllm", "vllm_model_src", "org/model; reboot", "characters"),
@@ -408,3 +412,16 @@ def test_dot_dot_path_is_refused_with_its_normalised_form():
     problems = input_check.check_values("vllm", {"vllm_model_dir": "/var/lib/vllm/models/../../../srv"})
     assert len(problems) == 1 and problems[0].startswith("vllm_model_dir:"), problems
     assert "'/var/srv'" in problems[0]
+
+
+@pytest.mark.parametrize("url, allow_http, refused", [
+    ("https://mirror/artifacts", False, False),
+    ("http://mirror/artifacts", False, True),
+    ("http://mirror/artifacts", True, False),
+    ("", False, False),
+])
+def test_artifact_url_is_https_unless_the_opt_out_is_set(url, allow_http, refused):
+    problems = input_check.check_values("vllm", {"vllm_engine_artifact_url": url,
+                                                 "vllm_engine_artifact_allow_http": allow_http})
+    assert bool(problems) == refused, problems
+    assert all("vllm_engine_artifact_allow_http" in problem for problem in problems)
