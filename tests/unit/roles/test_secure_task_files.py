@@ -76,3 +76,72 @@ def test_no_secret_travels_on_a_command_line(path, name):
         found = [secret for secret in SECRETS
                  if re.search(rf"(?<![\w]){secret}(?![\w])(?!\s*\|\s*length)", exposed)]
         assert not found, f"{path}: {name!r} puts {found} in environment:/argv, which ps and sudo's log show"
+
+
+def _writes(task):
+    for module in ("ansible.builtin.copy", "ansible.builtin.template"):
+        if module in task and isinstance(task[module], dict) and task[module].get("dest"):
+            return task[module]
+    return None
+
+
+def _secret_writes():
+    return [(path, task) for path, task in _TASKS if task.get("no_log") is True and _writes(task)]
+
+
+def test_the_walk_sees_the_secret_files():
+    names = {task.get("name") for _path, task in _secret_writes()}
+    assert {"Install the TLS certificate and key", "Write the service environment (API key, caches, device selection)",
+            "Write the Hugging Face token into it"} <= names
+
+
+@pytest.mark.parametrize("path, name", [(path, task.get("name")) for path, task in _secret_writes()])
+def test_a_secret_file_never_exists_with_a_looser_mode(path, name):
+    """Ansible's atomic_move gives a NEW file the umask's 0644 before it sets the mode; an existing one keeps its own.
+
+    So the file is created first with its final mode (file state=touch, or a
+    0600 tempfile), and the write replaces it.
+    """
+    file_tasks = [task for p, task in _TASKS if p == path]
+    write = _writes(file_tasks[[t.get("name") for t in file_tasks].index(name)])
+    earlier = file_tasks[:[t.get("name") for t in file_tasks].index(name)]
+    dest = str(write["dest"])
+    touched = [t for t in earlier if (_module_args(t, "ansible.builtin.file") or {}).get("path") == dest
+               and t["ansible.builtin.file"].get("state") == "touch"
+               and t["ansible.builtin.file"].get("mode") == write.get("mode")]
+    temp = [t for t in earlier if "ansible.builtin.tempfile" in t and t["ansible.builtin.tempfile"].get("state") == "file"
+            and dest == "{{ " + str(t.get("register")) + ".path }}"]
+    assert touched or temp, f"{path}: {name!r} creates {dest} with the umask's mode before setting {write.get('mode')}"
+
+
+def _render(expression, variables):
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+    from task_files import trusted
+    return Templar(loader=DataLoader(), variables=trusted(variables)).template(trusted(expression))
+
+
+@pytest.mark.parametrize("urls, mode", [
+    (("https://mirror.example/simple", [], []), "0644"),
+    (("https://user:s3cret@mirror.example/simple", [], []), "0600"),
+    (("", ["https://token@pypi.example/simple"], []), "0600"),
+    (("", [], ["https://u:p@wheels.example/"]), "0600"),
+    (("", [], ["/srv/wheels"]), "0644"),
+])
+def test_pip_conf_with_credentials_is_root_only(urls, mode):
+    base_vars = load("roles/base/vars/main.yml")
+    task = [t for t in tasks(load("roles/base/tasks/pip.yml")) if "ansible.builtin.template" in t][0]
+    variables = {"base_pip_index_url": urls[0], "base_pip_extra_index_urls": urls[1], "base_pip_find_links": urls[2],
+                 "__base_pip_credentials": base_vars["__base_pip_credentials"]}
+    assert _render(task["ansible.builtin.template"]["mode"], variables) == mode
+
+
+@pytest.mark.parametrize("path", ["roles/vllm/tasks/install.yml", "roles/vllm/tasks/model_modelscope.yml"])
+@pytest.mark.parametrize("pip_args, hidden", [
+    (["--index-url", "https://mirror.example/simple"], False),
+    (["--index-url", "https://user:s3cret@mirror.example/simple"], True),
+    (["--extra-index-url=https://token@pypi.example/simple"], True),
+])
+def test_pip_output_is_hidden_when_an_index_holds_credentials(path, pip_args, hidden):
+    (task,) = [t for t in tasks(load(path)) if "ansible.builtin.pip" in t and "virtualenv" in t["ansible.builtin.pip"]]
+    assert _render(task["no_log"], {"kunpeng_vllm_plan": {"pip_args": pip_args}}) is hidden
