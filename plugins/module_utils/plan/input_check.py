@@ -204,9 +204,11 @@ def _normal(rule):
 
 
 # A path only the controller reads (a fetch destination, a wheelhouse):
-# absolute, no line breaks or control characters; white space is harmless.
-_controller_path = _normal(_regex(re.compile(r"^/.*$"), "an absolute path on the controller"))
-_opt_controller_path = _normal(_regex(re.compile(r"^/.*$"), "an absolute path on the controller", empty=True))
+# absolute, no line breaks or control characters; white space is harmless,
+# and so is '..' ("{{ playbook_dir }}/../certs": the controller's user
+# chooses every path there anyway).
+_controller_path = _regex(re.compile(r"^/.*$"), "an absolute path on the controller")
+_opt_controller_path = _regex(re.compile(r"^/.*$"), "an absolute path on the controller", empty=True)
 _path = _normal(_regex(_PATH, "an absolute path without white space, quotes, '%', '$' or control characters"))
 _opt_path = _normal(_regex(_PATH, "an absolute path without white space, quotes, '%', '$' or control characters",
                            empty=True))
