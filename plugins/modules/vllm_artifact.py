@@ -27,7 +27,13 @@ description:
   - O(action=pack) writes the lock and the archive of O(venv) into O(dest).
   - O(action=index) writes C(<combination>.json), the list of the combination's sidecars in O(store), which
     O(mode=url) hosts read.
-  - O(action=unpack) checks the archive's sha256 against O(sidecar), unpacks it into C(<venv>.partial), checks the
+  - O(action=plan) refuses to unpack a published artifact whose sha256 is not in O(pinned) (unless O(unpinned)), and
+    ignores, with a warning, a sidecar with a field pack would not write (an C(archive) outside the store, a name that
+    is not its combination and lock digest, a malformed sha256).
+  - O(action=unpack) reads the archive once, hashing exactly the bytes it extracts, into C(<venv>.partial), writing only
+    regular files without setuid, setgid or sticky bits, directories, hard links within the tree and symlinks that
+    stay in it (and C(bin/python*) naming the interpreter), owned by the user running it (root), never written
+    through a symlink. It compares the sha256 with O(sidecar)'s before anything is moved into place, checks the
     lock inside against the sidecar's and the distributions found against both, rewrites the virtualenv's paths
     for its new prefix (pyvenv.cfg, shebangs, activate scripts), writes the install-completion marker last and
     renames the directory into place. A corrupted archive or a lock that does not match is refused; nothing is
@@ -110,6 +116,28 @@ options:
     description: Content of the install-completion marker written last into O(venv); O(action=unpack).
     type: dict
     default: {}
+  pinned:
+    description:
+      - sha256 digests of published artifacts the hosts may unpack (C(vllm_engine_artifact_sha256), copied from the
+        builder's publish step); O(action=plan). An artifact built in the same run is checked against the digest its
+        builder returned instead.
+    type: list
+    elements: str
+    default: []
+  unpinned:
+    description:
+      - Unpack a published artifact whose digest is not in O(pinned), trusting the sha256 of its sidecar in the store
+        (C(vllm_engine_artifact_unpinned)); O(action=plan).
+    type: bool
+    default: false
+  url:
+    description: C(vllm_engine_artifact_url); O(action=plan) with O(mode=url) refuses it unless it is C(https://).
+    type: str
+    default: ""
+  allow_http:
+    description: Accept an C(http://) O(url) (C(vllm_engine_artifact_allow_http)); O(action=plan).
+    type: bool
+    default: false
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -191,11 +219,13 @@ relocated:
 import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
+import tarfile  # noqa: E402
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact as art  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state as state  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import safe_extract as extract  # noqa: E402
 
 _PROBE = ("import platform, sys, sysconfig; print(sys.version_info[0], sys.version_info[1]); "
           "print(platform.libc_ver()[1] or ''); print(sysconfig.get_paths()['purelib'])")
@@ -212,6 +242,19 @@ def _site_packages(module, venv):
     if rc != 0:
         module.fail_json(msg=f"vllm_artifact: {python} does not run: {err.strip() or out.strip()}")
     return out.splitlines()[2]
+
+
+def _valid_sidecars(module, sidecars, where):
+    """The sidecars whose every field is what pack writes; a warning names each one left out."""
+    valid = []
+    for data in sidecars:
+        problems = art.sidecar_problems(data)
+        if problems:
+            label = data.get("name") if isinstance(data, dict) else None
+            module.warn(f"vllm_artifact: ignored the sidecar {label!r} from {where}: {'; '.join(problems)}")
+        else:
+            valid.append(data)
+    return valid
 
 
 def _read_sidecars(store):
@@ -243,9 +286,21 @@ def _identity(module, p):
 
 
 def _plan(module, p):
-    sidecars = _read_sidecars(p["store"]) + list(p["sidecars"])
+    if p["mode"] == "url":
+        problem = art.url_problem(p["url"], p["allow_http"])
+        if problem:
+            module.fail_json(msg=f"vllm_artifact: {problem}. Nothing was unpacked.")
+    sidecars = (_valid_sidecars(module, _read_sidecars(p["store"]), p["store"])
+                + _valid_sidecars(module, p["sidecars"], "the URL's index"))
     decisions = art.plan_hosts(p["mode"], p["hosts"], sidecars, p["planned"])
-    module.exit_json(changed=False, decisions=decisions, sidecars={s["name"]: s for s in sidecars})
+    by_name = {s["name"]: s for s in sidecars}
+    # An artifact built in this run is unpacked against the digest its builder
+    # returned; one published before against the digest the user pinned.
+    problems = sorted({art.pin_problem(by_name[d["artifact"]], p["pinned"], p["unpinned"])
+                       for d in decisions.values() if d["install"] == art.UNPACK and d["artifact"]} - {None})
+    if problems:
+        module.fail_json(msg="vllm_artifact: nothing was unpacked. " + " | ".join(problems), decisions=decisions)
+    module.exit_json(changed=False, decisions=decisions, sidecars=by_name)
 
 
 def _pack(module, p):
@@ -263,7 +318,13 @@ def _pack(module, p):
     sidecar_path = os.path.join(p["dest"], name + ".json")
     if os.path.exists(archive) and os.path.exists(sidecar_path):
         with open(sidecar_path, encoding="utf-8") as handle:
-            module.exit_json(changed=False, archive=archive, sidecar=json.load(handle), combination=combo, seconds=0.0)
+            try:
+                existing = json.load(handle)
+            except ValueError:
+                existing = None
+        # Kept only when pack could have written it; anything else is packed again over it.
+        if not art.sidecar_problems(existing) and existing["name"] == name:
+            module.exit_json(changed=False, archive=archive, sidecar=existing, combination=combo, seconds=0.0)
     diff = art.pack_diff(archive, name, os.path.exists(archive))
     if module.check_mode:
         module.exit_json(changed=True, archive=archive, sidecar={"name": name, "combination": combo},
@@ -322,6 +383,9 @@ def _pack(module, p):
 
 
 def _index(module, p):
+    problem = art.combination_problem(p["combination"])
+    if problem:
+        module.fail_json(msg=f"vllm_artifact: combination {problem}; nothing was written")
     sidecars = [s for s in _read_sidecars(p["store"]) if s.get("combination") == p["combination"]]
     path = os.path.join(p["store"], p["combination"] + ".json")
     text = json.dumps({"format": art.FORMAT, "artifacts": sidecars}, indent=1, sort_keys=True) + "\n"
@@ -344,6 +408,12 @@ def _unpack(module, p):
     venv, archive, sidecar = p["venv"].rstrip("/"), p["archive"], p["sidecar"]
     if os.path.exists(os.path.join(venv, state.ENGINE_MARKER)):
         module.exit_json(changed=False, relocated=[], seconds=0.0)
+    problems = art.sidecar_problems(sidecar)
+    if not problems and os.path.basename(archive) != sidecar["archive"]:
+        problems = [f"the archive is {os.path.basename(archive)}, the sidecar names {sidecar['archive']}"]
+    if problems:
+        module.fail_json(msg=f"vllm_artifact: the sidecar of {archive} is not one pack writes ({'; '.join(problems)}). "
+                             "Nothing was unpacked.")
     started = time.monotonic()
     diff = _diff(module, art.unpack_diff(venv, os.path.lexists(venv), sidecar.get("name", ""), p["marker"]))
     if module.check_mode and not os.path.isfile(archive):
@@ -355,26 +425,33 @@ def _unpack(module, p):
     if kind == "zstd" and not module.get_bin_path("zstd"):
         module.fail_json(msg=f"vllm_artifact: {archive} is zstd-compressed but this host has no zstd. Install zstd "
                              "on it (or publish an uncompressed artifact from a host without zstd).")
-    # The sha256 is checked before anything is written.
-    found = art._sha256_file(archive)
-    if found != sidecar["sha256"]:
-        module.fail_json(msg=art.corrupted_message(archive, found, sidecar["sha256"], sidecar["name"] + ".json"))
     if module.check_mode:
+        found = art._sha256_file(archive)
+        if found != sidecar["sha256"]:
+            module.fail_json(msg=art.corrupted_message(archive, found, sidecar["sha256"], sidecar["name"] + ".json"))
         module.exit_json(changed=True, relocated=[], seconds=0.0, **diff)
     partial = venv + state.STAGING_SUFFIX
     shutil.rmtree(partial, ignore_errors=True)
-    os.makedirs(partial, mode=0o755)
-    argv = [module.get_bin_path("tar", required=True), "-xf", archive, "-C", partial]
-    if kind == "zstd":
-        argv[1:1] = ["-I", "zstd -T0"]
-    rc, out, err = module.run_command(argv)
-    if rc != 0:
+    os.makedirs(partial, mode=0o700)
+    # One open file, read once: the bytes hashed are the bytes extracted (a
+    # file swapped after a separate check is never unpacked), by an
+    # extraction that keeps no special bit, device node, owner or link out
+    # of the tree.  Nothing reaches the virtualenv's path before the digest
+    # matches.
+    try:
+        with open(archive, "rb") as handle:
+            found, _count = extract.extract_checked(handle, partial,
+                                                    module.get_bin_path("zstd") if kind == "zstd" else None)
+    except (extract.Refused, OSError, tarfile.TarError) as error:
         shutil.rmtree(partial, ignore_errors=True)
-        module.fail_json(msg=f"vllm_artifact: unpacking {archive} failed: {err.strip() or out.strip()}. "
-                             f"{partial} was removed; delete the artifact and its .json so the next run rebuilds it.")
+        module.fail_json(msg=f"vllm_artifact: unpacking {archive} was refused: {error}. Nothing was unpacked; delete "
+                             "the artifact and its .json so the next run builds a new one.")
+    if found != sidecar["sha256"]:
+        shutil.rmtree(partial, ignore_errors=True)
+        module.fail_json(msg=art.corrupted_message(archive, found, sidecar["sha256"], sidecar["name"] + ".json"))
     manifest_path = os.path.join(partial, art.MANIFEST)
     try:
-        with open(manifest_path, encoding="utf-8") as handle:
+        with os.fdopen(os.open(manifest_path, os.O_RDONLY | os.O_NOFOLLOW), encoding="utf-8") as handle:
             manifest = json.load(handle)
     except (OSError, ValueError):
         manifest = {}
@@ -390,8 +467,10 @@ def _unpack(module, p):
                              "unpacked. Delete the artifact and its .json so the next run builds a new one.")
     relocated = [os.path.relpath(path, partial) for path in art.relocate(partial, manifest["prefix"], venv)]
     os.remove(manifest_path)
-    with open(os.path.join(partial, state.ENGINE_MARKER), "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(p["marker"], indent=4, sort_keys=True) + "\n")
+    # A new file: a marker the archive planted as a symlink is replaced, not written through.
+    extract.write_new_file(os.path.join(partial, state.ENGINE_MARKER),
+                           (json.dumps(p["marker"], indent=4, sort_keys=True) + "\n").encode("utf-8"))
+    os.chmod(partial, 0o755)
     if os.path.lexists(venv):
         shutil.rmtree(venv)
     os.rename(partial, venv)
@@ -430,6 +509,10 @@ def main():
             archive=dict(type="path"),
             sidecar=dict(type="dict"),
             marker=dict(type="dict", default={}),
+            pinned=dict(type="list", elements="str", default=[]),
+            unpinned=dict(type="bool", default=False),
+            url=dict(type="str", default=""),
+            allow_http=dict(type="bool", default=False),
         ),
         required_if=[
             ("action", "identity", ("backend", "engine_version", "arch")),

@@ -20,15 +20,17 @@ description:
     C(CANN 8.3.RC2 installed, vllm-ascend 0.23.0 needs CANN 9.1.0; use vllm-ascend 0.11.0 or upgrade CANN), a CUDA
     row newer than the driver, a CUDA 13 row on a GPU older than Turing (CUDA 13 dropped Maxwell, Pascal and Volta),
     a Python outside the row's range, an Ascend 910 (Atlas A1), or an FP8 checkpoint on Ascend.
-  - Counts the model's parameters from its C(config.json) (Llama/Qwen2-style dense models and DeepSeek-V2/V3 MoE
-    with MLA), or takes O(params_b) and O(weight_dtype), and computes weight bytes, KV-cache bytes per token, the smallest
+  - Counts the model's parameters from its C(config.json) (the C(model_type) values llama, mistral, qwen, qwen2, qwen3,
+    qwen2_moe, qwen3_moe, mixtral, deepseek_v2, deepseek_v3; any other architecture is refused with a request for
+    O(params_b)), or takes O(params_b) and O(weight_dtype), and computes weight bytes, KV-cache bytes per token, the smallest
     tensor-parallel size that fits, pipeline stages within the node when tensor parallelism alone is not enough,
     expert parallelism for MoE, and the largest C(max_model_len) the KV budget allows (capped by
     C(max_position_embeddings)).
-  - "The memory model: per device, C(device memory x gpu_memory_utilization) must hold the weight share, a margin of
-    the larger of 1 GiB and 5% of that budget for activations and graph capture, and the KV cache of at least one full sequence
-    (O(concurrent_sequences) of them). On the CPU backend host memory must hold the weights, O(kv_cache_space_gib) and
-    the larger of 3 GiB and 10% of host memory for the runtime."
+  - "The memory model: per device (the heaviest pipeline stage), C(device memory x gpu_memory_utilization) must hold the
+    weight share, a margin (the driver's reservation, non-torch memory, NCCL buffers per parallel group and vLLM's
+    peak activation for its default batch and the model's MLP width, hidden size and vocabulary), and the KV cache of at
+    least one full sequence (O(concurrent_sequences) of them). On the CPU backend host memory must hold the weights,
+    O(kv_cache_space_gib) and the larger of 3 GiB and 10% of host memory for the runtime."
   - A request that does not fit fails (O(fail_on_misfit)) with the numbers (needed against available per device) and the
     cheapest fixes (a shorter context, quantised weights, larger devices, or a host with more devices).
   - With O(nodes) above 1 the devices of that many identical nodes are planned for (tensor parallelism within a node,

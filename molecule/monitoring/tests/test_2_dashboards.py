@@ -6,7 +6,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import API_KEY, MODEL, SCRAPE_S, VLLM, http, ip, panels, query, wait_for
+from conftest import API_KEY, MODEL, PROM, SCRAPE_S, VLLM, http, ip, panels, query, wait_for
 
 PROMPTS = ["What is the capital of France?", "Name a colour.", "Count to three.", "Say hello.",
            "What is 2 + 2?", "Name a fruit.", "What day follows Monday?", "Name an ocean."]
@@ -40,7 +40,12 @@ def test_panel_query_returns_data(dashboard, title, expr):
 
 def test_accelerator_panels_see_both_vendors():
     """The collector's doubles: 8 Ascend chips on the vLLM host, the H200 capture on the Prometheus host."""
-    devices = {r["metric"]["vendor"]: float(r["value"][1]) for r in query("kunpeng_accelerator_devices")}
-    assert devices == {"ascend": 8.0, "nvidia": 1.0}
-    total = query('kunpeng_accelerator_memory_total_bytes{vendor="nvidia"}')
+    # Only the series of this collection's scrape jobs (they carry `node`):
+    # Debian's prometheus package first runs with its own config, which
+    # scrapes localhost:9100 too, and those series stay queryable for the
+    # 5-minute lookback after the restart with ours.
+    devices = [(r["metric"]["node"], r["metric"]["vendor"], float(r["value"][1]))
+               for r in query('kunpeng_accelerator_devices{node!=""}')]
+    assert sorted(devices) == [(PROM, "nvidia", 1.0), (VLLM, "ascend", 8.0)]
+    total = query('kunpeng_accelerator_memory_total_bytes{vendor="nvidia", node!=""}')
     assert [float(r["value"][1]) for r in total] == [143771 * 1024 * 1024]

@@ -270,6 +270,78 @@ def compression_of(path):
     raise ValueError(f"{path}: not an engine artifact (expected {' or '.join(SUFFIXES.values())})")
 
 
+_COMBINATION_RE = re.compile(r"^vllm-[A-Za-z0-9][A-Za-z0-9.+_-]*$")
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+def combination_problem(combo):
+    """Why ``combo`` cannot name a file of the store (None: it can); it comes from a node's result."""
+    if not isinstance(combo, str) or not _COMBINATION_RE.match(combo):
+        return (f"{combo!r} is not an artifact combination (vllm-<version>-<backend>-<arch>-py<X.Y>-glibc<X.Y>, "
+                "letters, digits and . + _ - only)")
+    return None
+
+
+def sidecar_problems(data):
+    """Every field of a sidecar read from a store or a URL that the role may not act on, one sentence each.
+
+    The role builds paths from ``archive`` (get_url, copy, unpack) and trusts
+    ``name``, ``combination`` and ``lock``: each is checked for what pack
+    writes, so ``archive: ../../../etc/cron.d/x.tar`` is refused.
+    """
+    if not isinstance(data, dict):
+        return ["it is not a mapping"]
+    problems = []
+    name, combo = data.get("name"), data.get("combination")
+    if data.get("format") != FORMAT:
+        problems.append(f"format is {data.get('format')!r}, not {FORMAT}")
+    problem = combination_problem(combo)
+    if problem:
+        problems.append(f"combination: {problem}")
+    lock = data.get("lock")
+    if not isinstance(lock, dict) or not isinstance(lock.get("distributions"), dict):
+        problems.append("lock holds no distributions")
+    elif not isinstance(name, str) or name != f"{combo}-{lock_digest(lock)[:12]}":
+        problems.append(f"name {name!r} is not its combination followed by its lock's digest")
+    if data.get("archive") not in [f"{name}{suffix}" for suffix in SUFFIXES.values()]:
+        problems.append(f"archive {data.get('archive')!r} is not {name}{' or '.join(SUFFIXES.values())}")
+    if not isinstance(data.get("sha256"), str) or not _SHA256_RE.match(data["sha256"]):
+        problems.append("sha256 is not 64 lower-case hexadecimal digits")
+    for key in ("size", "created"):
+        if isinstance(data.get(key), bool) or not isinstance(data.get(key), int) or data[key] < 0:
+            problems.append(f"{key} is not a whole number")
+    prefix = data.get("prefix")
+    if (not isinstance(prefix, str) or not prefix.startswith("/") or os.path.normpath(prefix) != prefix
+            or re.search(r"[\x00-\x1f\x7f]", prefix)):
+        problems.append(f"prefix {prefix!r} is not a normalised absolute path")
+    if not isinstance(data.get("identity"), dict):
+        problems.append("identity is not a mapping")
+    return problems
+
+
+def pin_problem(sidecar_data, pinned, unpinned):
+    """Why a published artifact may not be unpacked for want of a pinned digest (None: it may).
+
+    ``pinned``: the sha256 digests the user copied from the builder's publish
+    step (vllm_engine_artifact_sha256); ``unpinned``: the explicit opt-out.
+    """
+    if unpinned or sidecar_data["sha256"] in {str(digest).lower() for digest in pinned}:
+        return None
+    return (f"{sidecar_data['name']} (sha256 {sidecar_data['sha256']}) is published but its digest is not pinned: the "
+            "digest comes from the store, which anyone who can write there can change. Add the sha256 the builder's "
+            "publish step printed to vllm_engine_artifact_sha256, or set vllm_engine_artifact_unpinned: true to trust "
+            "the store")
+
+
+def url_problem(url, allow_http):
+    """Why ``vllm_engine_artifact_url`` may not be used (None: it may)."""
+    if str(url).startswith("https://") or (allow_http and str(url).startswith("http://")):
+        return None
+    return (f"vllm_engine_artifact_url: {url!r} is not https://, and anyone on the path can replace an artifact that "
+            "is unpacked as root and run as the engine; serve the artifacts over https, or set "
+            "vllm_engine_artifact_allow_http: true to accept plain http")
+
+
 def sidecar(name, combo, identity, lock, prefix, archive_name, sha256, size, created):
     return {"format": FORMAT, "name": name, "combination": combo, "identity": identity, "lock": lock,
             "prefix": prefix, "archive": archive_name, "sha256": sha256, "size": size, "created": created}
@@ -293,24 +365,26 @@ def relocate(venv, old_prefix, new_prefix=None):
         return []
     paths = [os.path.join(venv, "pyvenv.cfg")]
     bindir = os.path.join(venv, "bin")
-    if os.path.isdir(bindir):
+    # Nothing is followed: a bin -> /elsewhere symlink (or a script that is
+    # one) would make the rewrite change files outside the virtualenv.
+    if os.path.isdir(bindir) and not os.path.islink(bindir):
         paths += [os.path.join(bindir, n) for n in sorted(os.listdir(bindir))]
     changed = []
     pattern = re.compile(re.escape(old) + rb"(?=[/\s\"':]|$)", re.M)
     for path in paths:
         if os.path.islink(path) or not os.path.isfile(path):
             continue
-        with open(path, "rb") as handle:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+        with os.fdopen(fd, "r+b") as handle:
             data = handle.read()
-        if b"\0" in data[:8192] or old not in data:
-            continue
-        updated = pattern.sub(new.replace(b"\\", b"\\\\"), data)
-        if updated != data:
-            mode = os.stat(path).st_mode
-            with open(path, "wb") as handle:
+            if b"\0" in data[:8192] or old not in data:
+                continue
+            updated = pattern.sub(new.replace(b"\\", b"\\\\"), data)
+            if updated != data:
+                handle.seek(0)
                 handle.write(updated)
-            os.chmod(path, mode)
-            changed.append(path)
+                handle.truncate()
+                changed.append(path)
     return changed
 
 

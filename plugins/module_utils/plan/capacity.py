@@ -6,32 +6,40 @@
 The arithmetic is deliberately simple and written down, so an operator can
 redo it on paper:
 
-* Parameters are counted from ``config.json`` for Llama/Qwen2-style dense
-  models (GQA) and DeepSeek-V2/V3-style MoE models with MLA.  DeepSeek's
-  multi-token-prediction layers (``num_nextn_predict_layers``) are reported
-  but not loaded: vLLM only loads them for MTP speculative decoding.
+* Parameters are counted from ``config.json`` for the architectures of
+  ``MODELLED_TYPES`` (Llama/Qwen-style dense models with GQA, first-generation
+  Qwen whose ``intermediate_size`` covers gate and up together, Qwen/Mixtral
+  MoE, DeepSeek-V2/V3-style MoE with MLA); any other is refused with a request
+  for ``params_b``.  DeepSeek's multi-token-prediction layers
+  (``num_nextn_predict_layers``) are reported but not loaded: vLLM only loads
+  them for MTP speculative decoding.
 * Weight bytes: linear layers at the checkpoint's format (bf16/fp16 2 bytes,
   fp8/w8a8/int8 1, 4-bit formats 0.5 plus about 3% for group scales, block-FP8
   plus one fp32 scale per 128x128 block); embeddings, the LM head, norms and
-  router gates stay 16-bit, as quantized checkpoints keep them.
-* Per device: layers split over pipeline stages (the largest stage counts),
-  sharded weights divided by the tensor-parallel size, MLA's low-rank input
-  projections (``q_a_proj``, ``kv_a_proj_with_mqa``) replicated on every rank,
-  routed experts divided by TP x DP with or without expert parallelism: vLLM's
-  fused MoE layer flattens TP x DP into one group and either tensor-shards
-  every expert over it (no EP) or gives each rank whole experts (EP)
-  (``FusedMoEParallelConfig.make`` / ``flatten_tp_across_dp_and_pcp`` in
-  vllm/model_executor/layers/fused_moe/config.py).
+  router gates stay 16-bit whatever the format, as quantized checkpoints keep
+  them (a GPTQ checkpoint with ``lm_head: true`` quantizes its head).
+* Per device: layers split over pipeline stages as vLLM's ``get_pp_indices``
+  splits them, each stage with its own layers (MoE and dense where they are),
+  the embedding on the first and the LM head on the last; the heaviest stage
+  counts.  Sharded weights are divided by the tensor-parallel size, MLA's
+  low-rank input projections (``q_a_proj``, ``kv_a_proj_with_mqa``) replicated
+  on every rank, routed experts divided by TP x DP with or without expert
+  parallelism: vLLM's fused MoE layer flattens TP x DP into one group and
+  either tensor-shards every expert over it (no EP) or gives each rank whole
+  experts (EP) (``FusedMoEParallelConfig.make`` /
+  ``flatten_tp_across_dp_and_pcp`` in vllm/model_executor/layers/fused_moe/config.py).
 * KV cache per token: ``2 x layers x kv_heads x head_dim x bytes`` (MHA/GQA,
   kv heads divided by TP), ``(kv_lora_rank + qk_rope_head_dim) x layers x bytes``
   for MLA (the latent cache is replicated on every TP rank).
 * Budget per device: ``device memory x gpu_memory_utilization``, minus the
-  weights, minus a margin of ``max(1 GiB, 5% of that budget)`` for activations,
-  graph capture and sampler buffers; what is left holds the KV cache, which
-  must take at least one full ``max_model_len`` sequence per concurrent
-  sequence.  On the CPU backend the KV cache is the fixed
-  ``VLLM_CPU_KVCACHE_SPACE`` and the host must hold weights + KV + a margin
-  of ``max(3 GiB, 10% of host memory)`` for the runtime.
+  weights, minus a margin built from what vLLM takes besides them (see
+  :func:`overhead`: the driver's reservation, non-torch memory, an NCCL
+  allowance per parallel group, and the peak activation of vLLM's profiling
+  run from its batch defaults, the MLP width, hidden size and vocabulary);
+  what is left holds the KV cache, which must take at least one full
+  ``max_model_len`` sequence per concurrent sequence.  On the CPU backend the
+  KV cache is the fixed ``VLLM_CPU_KVCACHE_SPACE`` and the host must hold
+  weights + KV + a margin of ``max(3 GiB, 10% of host memory)`` for the runtime.
 """
 
 from __future__ import absolute_import, division, print_function  # noqa: UP010
@@ -143,14 +151,39 @@ def _moe_spec(config: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         "intermediate": int(inter),
         "shared_intermediate": int(shared_inter),
         "moe_layers": len(moe_layers),
+        "moe_layer_ids": moe_layers,
         "dense_layers": layers - len(moe_layers),
     }
 
 
+# The ``model_type`` values whose weights the formulas below count, with the upstream model file each follows.
+# Anything else is refused: the planner asks for ``params_b`` and ``weight_dtype`` rather than guess.
+MODELLED_TYPES: Dict[str, str] = {
+    "llama": "vllm/model_executor/models/llama.py",
+    "mistral": "vllm/model_executor/models/llama.py (MistralForCausalLM is a Llama)",
+    "qwen": "vllm/model_executor/models/qwen.py (QWenLMHeadModel)",
+    "qwen2": "vllm/model_executor/models/qwen2.py",
+    "qwen3": "vllm/model_executor/models/qwen3.py",
+    "qwen2_moe": "vllm/model_executor/models/qwen2_moe.py",
+    "qwen3_moe": "vllm/model_executor/models/qwen3_moe.py",
+    "mixtral": "vllm/model_executor/models/mixtral.py",
+    "deepseek_v2": "vllm/model_executor/models/deepseek_v2.py",
+    "deepseek_v3": "vllm/model_executor/models/deepseek_v2.py (DeepseekV3ForCausalLM)",
+}
+# Types whose attention projections carry a bias (q, k, v): Qwen2's qkv_proj and first-generation Qwen's
+# c_attn are built with bias=True (vllm/model_executor/models/qwen2.py, qwen.py).
+_QKV_BIAS_TYPES = ("qwen", "qwen2", "qwen2_moe")
+
+
 def model_from_config(config: Dict[str, Any]) -> Dict[str, Any]:
-    """Parameter buckets, attention kind and KV shape of a Llama/Qwen2-style or DeepSeek-V2/V3-style config."""
+    """Parameter buckets, attention kind and KV shape of a Llama/Qwen-style or DeepSeek-V2/V3-style config."""
     if config.get("text_config") and not config.get("hidden_size"):
         config = dict(config["text_config"], quantization_config=config.get("quantization_config"))
+    model_type = config.get("model_type")
+    if model_type not in MODELLED_TYPES:
+        arch = ", ".join(config.get("architectures") or []) or "no architectures"
+        raise PlanError(f"config.json model_type {model_type!r} ({arch}) is not an architecture the planner models "
+                        f"({', '.join(sorted(MODELLED_TYPES))}); declare params_b and weight_dtype instead")
     try:
         hidden = int(config["hidden_size"])
         layers = int(config["num_hidden_layers"])
@@ -161,6 +194,11 @@ def model_from_config(config: Dict[str, Any]) -> Dict[str, Any]:
     kv_heads = int(config.get("num_key_value_heads") or heads)
     tied = bool(config.get("tie_word_embeddings", False))
     intermediate = int(config.get("intermediate_size") or 4 * hidden)
+    if model_type == "qwen":
+        # First-generation Qwen's intermediate_size covers gate and up together: each projection is half as wide
+        # (QWenMLP(config.hidden_size, config.intermediate_size // 2) in vllm/model_executor/models/qwen.py,
+        # ff_dim_in = config.intermediate_size // 2 in Qwen/Qwen-7B's modeling_qwen.py).
+        intermediate //= 2
     mla = bool(config.get("kv_lora_rank"))
     moe = _moe_spec(config)
 
@@ -183,10 +221,10 @@ def model_from_config(config: Dict[str, Any]) -> Dict[str, Any]:
         kv_per_token_elems = (kv_lora + rope) * layers
         head_dim = nope + rope
     else:
-        head_dim = int(config.get("head_dim") or hidden // heads)
+        head_dim = int(config.get("head_dim") or config.get("kv_channels") or hidden // heads)
         attn_replicated = 0
         attn_sharded = hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
-        if config.get("attention_bias") or config.get("model_type") in ("qwen2", "qwen2_moe"):
+        if config.get("attention_bias") or model_type in _QKV_BIAS_TYPES:
             small_per_layer += (heads + 2 * kv_heads) * head_dim
         kv_per_token_elems = 2 * layers * kv_heads * head_dim
 
@@ -213,6 +251,10 @@ def model_from_config(config: Dict[str, Any]) -> Dict[str, Any]:
     total = embed + lm_head + sharded + replicated + experts + small
     mtp_layers = int(config.get("num_nextn_predict_layers") or 0)
     mtp = mtp_layers * (mtp_layer + 2 * hidden * hidden + 3 * hidden)
+    # One decoder layer by bucket, for the stages of a pipeline (vLLM puts whole layers on a stage).
+    per_layer = {"attn_sharded": attn_sharded, "attn_replicated": attn_replicated, "small": small_per_layer,
+                 "dense_mlp": dense_mlp, "moe_shared": shared if moe else 0, "moe_experts": moe["experts"] * expert if moe else 0,
+                 "moe_router": router if moe else 0}
 
     fmt, block, why = weight_format_from_config(config)
     return {
@@ -228,6 +270,18 @@ def model_from_config(config: Dict[str, Any]) -> Dict[str, Any]:
         "head_dim": head_dim,
         "kv_per_token_elems": kv_per_token_elems,
         "max_position_embeddings": int(config.get("max_position_embeddings") or 0) or None,
+        "hidden": hidden,
+        "vocab": vocab,
+        "tied": tied,
+        # the widest MLP a token passes through, per token: a dense layer's gate + up + activation, or its routed
+        # experts' (gate + up + activation + output) plus the shared experts
+        "mlp_width": max(3 * intermediate if moe is None or moe["dense_layers"] else 0,
+                         (moe["experts_per_token"] * (3 * moe["intermediate"] + hidden) + 3 * moe["shared_intermediate"]) if moe else 0),
+        "per_layer": per_layer,
+        "moe_layer_ids": moe["moe_layer_ids"] if moe else [],
+        # GPTQ checkpoints may quantize the LM head too ("lm_head": true, GPTQConfig.lm_head_quantized in
+        # vllm/model_executor/layers/quantization/gptq.py); every other method leaves it 16-bit
+        "lm_head_quantized": bool((config.get("quantization_config") or {}).get("lm_head")),
         "params": {"embed": embed, "lm_head": lm_head, "sharded": sharded, "replicated": replicated,
                    "experts": experts, "small": small, "mtp": mtp, "total": total,
                    # compute per token: no input embedding lookup, only the routed experts a token uses
@@ -244,7 +298,8 @@ def model_from_declared(params_b: float, weight_dtype: str) -> Dict[str, Any]:
     return {
         "name": f"{params_b:g}B model", "model_type": None, "attention": None, "moe": False, "experts": 0,
         "experts_per_token": 0, "layers": None, "heads": None, "kv_heads": None, "head_dim": None,
-        "kv_per_token_elems": None, "max_position_embeddings": None,
+        "kv_per_token_elems": None, "max_position_embeddings": None, "hidden": None, "vocab": None, "tied": False,
+        "mlp_width": None, "per_layer": None, "moe_layer_ids": [], "lm_head_quantized": False,
         "params": {"embed": 0, "lm_head": 0, "sharded": total, "replicated": 0, "experts": 0, "small": 0,
                    "mtp": 0, "total": total, "active": total},
         "weight_dtype": weight_dtype, "block_fp8": False, "weight_dtype_reason": "declared",
@@ -256,13 +311,31 @@ def bytes_per_param(fmt: str, block_fp8: bool = False) -> float:
     return per * (1 + FP8_BLOCK_SCALE) if block_fp8 else per
 
 
+def high_precision_bytes(fmt: str) -> float:
+    """Bytes per parameter of the embeddings, LM head, norms and router gates of a checkpoint in ``fmt``.
+
+    Quantization methods replace linear layers only: AWQ, GPTQ, FP8 and compressed-tensors return a quantized
+    method for ``LinearBase`` (and ``FusedMoE``) layers and leave ``VocabParallelEmbedding`` / ``ParallelLMHead``
+    unquantized (``get_quant_method`` in vllm/model_executor/layers/quantization/awq.py, gptq.py, fp8.py), so
+    those stay 16-bit whatever the linear format; only a float32 checkpoint would be wider, and vLLM serves it
+    in 16 bit.
+    """
+    return max(HIGH_PRECISION_BYTES, WEIGHT_FORMATS[fmt])
+
+
+def _head_bytes(model: Dict[str, Any], fmt: str) -> float:
+    """Bytes per LM-head parameter: 16-bit, or the linear format where the checkpoint quantizes it (GPTQ)."""
+    return bytes_per_param(fmt) if model.get("lm_head_quantized") else high_precision_bytes(fmt)
+
+
 def weight_bytes(model: Dict[str, Any], fmt: Optional[str] = None) -> float:
     """Bytes of the loaded weights (MTP layers excluded)."""
     fmt = fmt or model["weight_dtype"]
     p = model["params"]
     linear = p["sharded"] + p["replicated"] + p["experts"]
-    high = min(HIGH_PRECISION_BYTES, WEIGHT_FORMATS[fmt])
-    return linear * bytes_per_param(fmt, model["block_fp8"] and fmt == "fp8") + (p["embed"] + p["lm_head"] + p["small"]) * high
+    high = high_precision_bytes(fmt)
+    return (linear * bytes_per_param(fmt, model["block_fp8"] and fmt == "fp8") + (p["embed"] + p["small"]) * high
+            + p["lm_head"] * _head_bytes(model, fmt))
 
 
 def kv_cache_bytes(requested: Dict[str, Any]) -> Tuple[str, float]:
@@ -283,26 +356,83 @@ def kv_bytes_per_token(model: Dict[str, Any], kv_bytes: float) -> Optional[int]:
     return math.ceil(model["kv_per_token_elems"] * kv_bytes)
 
 
-def per_device_weight_bytes(model: Dict[str, Any], fmt: str, tp: int, pp: int, dp: int, ep: bool) -> float:
-    """Weights on one device.  ``ep`` changes how the routed experts are split, not how much each rank holds."""
+def pipeline_partition(layers: int, pp: int) -> List[int]:
+    """Layers per pipeline stage as vLLM splits them: evenly, the remainder going one each to the stages before the
+    last, from the second-to-last backwards (``get_pp_indices`` in vllm/distributed/utils.py; the last stage
+    carries the final norm and the LM head, the first the embedding)."""
+    if pp > layers:
+        raise PlanError(f"pipeline_parallel_size {pp} exceeds the model's {layers} layers")
+    parts = [layers // pp] * pp
+    for i in range(2, layers % pp + 2):
+        parts[-i] += 1
+    return parts
+
+
+def _stages(model: Dict[str, Any], pp: int) -> List[Dict[str, Any]]:
+    """Each stage's layer range, and whether it holds the embedding / the LM head."""
+    layers = model["layers"]
+    if not layers:
+        return [{"start": 0, "end": 0, "layers": None, "first": i == 0, "last": i == pp - 1} for i in range(pp)]
+    stages, start = [], 0
+    for i, count in enumerate(pipeline_partition(layers, pp)):
+        stages.append({"start": start, "end": start + count, "layers": count, "first": i == 0, "last": i == pp - 1})
+        start += count
+    return stages
+
+
+def stage_weight_bytes(model: Dict[str, Any], fmt: str, tp: int, dp: int, stage: Dict[str, Any], pp: int) -> float:
+    """Weights of one pipeline stage on one device.
+
+    A stage holds its own decoder layers (MoE layers and dense layers counted where they are), the embedding
+    on the first stage and the LM head plus the final norm on the last; with tied embeddings and more than
+    one stage the last stage loads its own copy of the embedding as the head (``LlamaModel``: ``embed_tokens``
+    on the first rank, or on the last rank when ``tie_word_embeddings``; vllm/model_executor/models/llama.py).
+    Sharded weights are divided by TP, routed experts by TP x DP (see the module docstring).
+    """
     p = model["params"]
     per = bytes_per_param(fmt, model["block_fp8"] and fmt == "fp8")
-    high = min(HIGH_PRECISION_BYTES, WEIGHT_FORMATS[fmt])
-    layers = model["layers"] or pp
-    stage = math.ceil(layers / pp) / layers
-    body = (p["sharded"] * per / tp + p["experts"] * per / (tp * dp) + p["replicated"] * per + p["small"] * high) * stage
-    ends = (p["embed"] + p["lm_head"]) if pp == 1 else max(p["embed"], p["lm_head"])
-    return body + ends * high / tp
+    high = high_precision_bytes(fmt)
+    layer = model.get("per_layer")
+    if layer is None or not model["layers"]:
+        # a declared size: no layer structure, an even share of the body
+        body = (p["sharded"] * per / tp + p["experts"] * per / (tp * dp) + p["replicated"] * per + p["small"] * high) / pp
+    else:
+        count = stage["layers"]
+        moe = sum(1 for i in model["moe_layer_ids"] if stage["start"] <= i < stage["end"])
+        dense = count - moe
+        body = (count * (layer["attn_sharded"] * per / tp + layer["attn_replicated"] * per + layer["small"] * high)
+                + dense * layer["dense_mlp"] * per / tp
+                + moe * (layer["moe_shared"] * per / tp + layer["moe_experts"] * per / (tp * dp) + layer["moe_router"] * high))
+        if stage["last"]:
+            body += model["hidden"] * high  # final norm
+    ends = 0.0
+    if stage["first"]:
+        ends += p["embed"] * high
+    if stage["last"]:
+        if p["lm_head"]:
+            ends += p["lm_head"] * _head_bytes(model, fmt)
+        elif pp > 1:
+            ends += p["embed"] * high  # tied: the last stage's own copy of the embedding
+    return body + ends / tp
 
 
-def per_device_kv_bytes_per_token(model: Dict[str, Any], kv_bytes: float, tp: int, pp: int) -> Optional[float]:
-    if model["kv_per_token_elems"] is None:
-        return None
-    layers = math.ceil(model["layers"] / pp)
+def per_device_weight_bytes(model: Dict[str, Any], fmt: str, tp: int, pp: int, dp: int, ep: bool) -> float:
+    """Weights on the heaviest device.  ``ep`` changes how the routed experts are split, not how much each rank holds."""
+    return max(stage_weight_bytes(model, fmt, tp, dp, stage, pp) for stage in _stages(model, pp))
+
+
+def _stage_kv_bytes_per_token(model: Dict[str, Any], kv_bytes: float, tp: int, layers: int) -> float:
     if model["attention"] == "mla":
         return model["kv_per_token_elems"] / model["layers"] * layers * kv_bytes
     kv_heads = math.ceil(model["kv_heads"] / tp)
     return 2 * layers * kv_heads * model["head_dim"] * kv_bytes
+
+
+def per_device_kv_bytes_per_token(model: Dict[str, Any], kv_bytes: float, tp: int, pp: int) -> Optional[float]:
+    """KV bytes per token on the stage with the most layers."""
+    if model["kv_per_token_elems"] is None:
+        return None
+    return _stage_kv_bytes_per_token(model, kv_bytes, tp, max(pipeline_partition(model["layers"], pp)))
 
 
 # --- the devices an instance may use --------------------------------------------------------------
@@ -359,14 +489,81 @@ def tensor_parallel_problem(model: Dict[str, Any], tp: int) -> Optional[str]:
     return None
 
 
+# --- what vLLM keeps from the KV cache on each device ------------------------------------------------
+#
+# vLLM gives the KV cache ``gpu_memory_utilization x the memory CUDA reports`` minus the weights, the peak
+# activation of its profiling run and the memory that grew outside torch (``Worker.determine_available_memory``
+# in vllm/v1/worker/gpu_worker.py).  Each term below is what the H200 logs of
+# tests/unit/fixtures/nvidia/h200/kv show (README: "Planner accuracy"); the sum is the plan's margin.
+#
+# CUDA reports less than nvidia-smi's total: the driver's reservation (``fb_memory_usage/reserved`` of
+# ``nvidia-smi -q``): 616 of 143771 MiB on the H200 (0.43 %), 329 of 81559 MiB on the H100 (0.40 %).
+CUDA_RESERVED_FRACTION = 0.0045
+# Non-torch memory that grows during start-up on one device (cuBLAS/cuDNN workspaces, the sampler's kernels):
+# the measured residue after the activation terms below is at most 0.25 GiB on the three H200 logs.
+NON_TORCH_BYTES = 0.25 * GIB
+# NCCL and vLLM's custom all-reduce buffers, per parallel group of more than one rank (tensor, pipeline, data).
+# NOT measured: the H200 host has one GPU.  NCCL's default is 4 MiB (NCCL_BUFFSIZE) per channel and peer,
+# up to 32 channels on NVLink, plus the registered all-reduce buffers; 0.5 GiB per group covers that.
+NCCL_BYTES_PER_GROUP = 0.5 * GIB
+# Peak activation of the profiling run (``profile_run``: one forward over max_num_batched_tokens tokens, then
+# the sampler over max_num_seqs rows of logits).  Per token of the batch: the widest MLP (gate + up +
+# activation, or the routed experts' buffers) in 16 bit, and four hidden-size buffers (residual, norm output,
+# attention output, all-reduce); per sequence of the sampler: the logits in float32 twice (logits and
+# probabilities).
+HIDDEN_BUFFERS = 4
+SAMPLER_COPIES = 2
+# vLLM's batch defaults for ``vllm serve`` (``EngineArgs.get_batch_defaults`` in vllm/engine/arg_utils.py):
+# max_num_batched_tokens 8192 and max_num_seqs 1024 on devices of 70 GiB or more (A100 excepted, which gets
+# the smaller pair, so the larger is the safe side), else 2048 and 256.
+LARGE_DEVICE_BYTES = 70 * GIB
+BATCH_DEFAULTS = {"large": (8192, 1024), "small": (2048, 256)}
+
+
+def overhead(model: Dict[str, Any], hw: Dict[str, Any], tp: int, pp: int, dp: int, utilization: float,
+             requested: Optional[Dict[str, Any]] = None) -> Dict[str, float]:
+    """The margin of one device by part (bytes): what vLLM takes from ``utilization x memory`` besides weights and KV."""
+    requested = requested or {}
+    memory = hw["device_memory_mib"] * MIB
+    tokens, seqs = BATCH_DEFAULTS["large" if memory >= LARGE_DEVICE_BYTES else "small"]
+    tokens = int(requested.get("max_num_batched_tokens") or tokens)
+    seqs = int(requested.get("max_num_seqs") or seqs)
+    parts = {
+        "cuda_reserved": utilization * CUDA_RESERVED_FRACTION * memory,
+        "non_torch": NON_TORCH_BYTES,
+        "nccl": NCCL_BYTES_PER_GROUP * sum(1 for size in (tp, pp, dp) if size > 1),
+    }
+    if model.get("hidden"):
+        forward = tokens * HIGH_PRECISION_BYTES * (model["mlp_width"] / tp + HIDDEN_BUFFERS * model["hidden"])
+        sampler = min(seqs, tokens) * model["vocab"] * 4 * SAMPLER_COPIES
+        parts["activation"] = forward + sampler
+    else:
+        # a declared size has no shape: the former flat rule, 5 % of the usable memory
+        parts["activation"] = 0.05 * memory * utilization
+    return parts
+
+
 def evaluate(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, tp: int, pp: int, dp: int, ep: bool,
-             kv_bytes: float, need_len: int, sequences: int, utilization: float) -> Dict[str, Any]:
-    """Memory of one layout on one device (GPU/NPU backends)."""
+             kv_bytes: float, need_len: int, sequences: int, utilization: float,
+             requested: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Memory of one layout on its tightest device (GPU/NPU backends).
+
+    With pipeline stages every stage is sized on its own (its layers, its share of embedding and LM head, its
+    KV per token); the stage that holds the fewest tokens decides, as vLLM sizes one KV cache for all.
+    """
     available = hw["device_memory_mib"] * MIB * utilization
-    weights = per_device_weight_bytes(model, fmt, tp, pp, dp, ep)
-    margin = max(GIB, 0.05 * available)
+    margin = sum(overhead(model, hw, tp, pp, dp, utilization, requested).values())
+    tightest = None
+    for stage in _stages(model, pp):
+        weights = stage_weight_bytes(model, fmt, tp, dp, stage, pp)
+        kv_token = (_stage_kv_bytes_per_token(model, kv_bytes, tp, stage["layers"])
+                    if model["kv_per_token_elems"] is not None else None)
+        budget = available - weights - margin
+        room = budget / kv_token if kv_token else budget
+        if tightest is None or room < tightest[0]:
+            tightest = (room, weights, kv_token)
+    dummy, weights, kv_token = tightest
     kv_budget = available - weights - margin
-    kv_token = per_device_kv_bytes_per_token(model, kv_bytes, tp, pp)
     kv_need = kv_token * need_len * sequences if kv_token else 0
     max_len = None
     if kv_token:
@@ -453,7 +650,7 @@ def plan_accelerator(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[
     def ep_for(tp: int, dp: int) -> bool:
         return bool(moe and tp * dp > 1) if ep_requested is None else bool(ep_requested and moe)
 
-    kw = dict(kv_bytes=kv_bytes, need_len=need_len, sequences=sequences, utilization=utilization)
+    kw = dict(kv_bytes=kv_bytes, need_len=need_len, sequences=sequences, utilization=utilization, requested=requested)
     fixed = any(requested.get(k) for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"))
     if fixed:
         tp = int(requested.get("tensor_parallel_size") or 1)
@@ -539,15 +736,18 @@ MAX_DEVICES_PER_HOST = 16
 def _larger_devices(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, kw: Dict[str, Any], ep_for: Any) -> Optional[Dict[str, Any]]:
     """The device memory that would hold the model at the largest tensor-parallel size of this host.
 
-    Solves ``memory x utilization - max(1 GiB, 5% of it) >= weights + KV`` for the memory, the margin rule of
-    :func:`evaluate`.
+    The smallest whole GiB at which :func:`evaluate` finds the weights, the margin (which grows with the
+    device: the driver's reservation, vLLM's batch defaults) and the KV cache fit.
     """
     sizes = valid_tensor_parallel(model, hw["devices_per_node"])
     tp = sizes[-1]
     layout = evaluate(model, hw, fmt, tp, 1, 1, ep_for(tp, 1), **kw)
-    load = layout["weights"] + layout["kv_need"]
-    available = max(load + GIB, load / 0.95)
-    return {"tp": tp, "gib": math.ceil(available / kw["utilization"] / GIB)}
+    gib = max(1, math.ceil((layout["weights"] + layout["kv_need"]) / kw["utilization"] / GIB))
+    while True:
+        trial = evaluate(model, dict(hw, device_memory_mib=gib * 1024), fmt, tp, 1, 1, ep_for(tp, 1), **kw)
+        if trial["kv_budget"] > 0 and trial["kv_budget"] >= trial["kv_need"]:
+            return {"tp": tp, "gib": gib}
+        gib += 1
 
 
 def _fixes(model: Dict[str, Any], hw: Dict[str, Any], layout: Dict[str, Any], want_len: Optional[int],

@@ -31,6 +31,7 @@ __metaclass__ = type  # noqa: UP001
 import os
 import re
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, engine_args
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -179,22 +180,67 @@ def _list_of(item_rule):
 def _path_or_url(name, value, ctx):
     text = str(value)
     if text.startswith("/"):
-        return _regex(_PATH, "an absolute path without white space, quotes, '%', '$' or control characters")(name, text, ctx)
+        return _path(name, text, ctx)
     return _regex(_URL, "an absolute path or an http(s):// URL without white space or shell characters")(name, text, ctx)
 
 
 _path_or_url.kind = "characters"
 
+def _normal(rule):
+    """``rule``, then no ``.`` or ``..`` component: the string checks (and systemd's ReadWritePaths=) see
+    ``/var/lib/vllm/models/../../../srv`` under /var/lib/vllm while it names /srv."""
+    def checked(name, value, ctx):
+        problem = rule(name, value, ctx)
+        if problem or value is None or value == "":
+            return problem
+        text = str(value)
+        parts = text.split("/")
+        if "." in parts or ".." in parts:
+            return (f"{name}: {text!r} holds a '.' or '..' component, which names another directory than it "
+                    f"appears to; set the normalised path {os.path.normpath(text)!r}")
+        return None
+    checked.kind = rule.kind
+    return checked
+
+
 # A path only the controller reads (a fetch destination, a wheelhouse):
-# absolute, no line breaks or control characters; white space is harmless.
+# absolute, no line breaks or control characters; white space is harmless,
+# and so is '..' ("{{ playbook_dir }}/../certs": the controller's user
+# chooses every path there anyway).
 _controller_path = _regex(re.compile(r"^/.*$"), "an absolute path on the controller")
 _opt_controller_path = _regex(re.compile(r"^/.*$"), "an absolute path on the controller", empty=True)
-_path = _regex(_PATH, "an absolute path without white space, quotes, '%', '$' or control characters")
-_opt_path = _regex(_PATH, "an absolute path without white space, quotes, '%', '$' or control characters", empty=True)
+_path = _normal(_regex(_PATH, "an absolute path without white space, quotes, '%', '$' or control characters"))
+_opt_path = _normal(_regex(_PATH, "an absolute path without white space, quotes, '%', '$' or control characters",
+                           empty=True))
 _url = _regex(_URL, "an http(s):// URL without white space or shell characters", empty=True)
 _name = _regex(_NAME, "a name of letters, digits, '.', '_' and '-' that starts with a letter or digit")
 _opt_name = _regex(_NAME, "a name of letters, digits, '.', '_' and '-' that starts with a letter or digit", empty=True)
 _account = _regex(_ACCOUNT, "an account name of letters, digits, '_', '.' and '-' (32 characters at most)")
+
+
+def _service_account(name, value, ctx):
+    """An account name that is not root's: the engine runs model code and reads the network."""
+    problem = _account(name, value, ctx)
+    if problem is None and str(value) == "root":
+        return (f"{name}: 'root' would run the engine, and every model's code, with every privilege; set an "
+                "unprivileged account such as vllm (the role creates it)")
+    return problem
+
+
+_service_account.kind = "characters"
+_http_url = _regex(re.compile(r"^https?://[^\s\"'`$\\<>|;&(){}]+$"),
+                   "an https:// URL without white space or shell characters", empty=True)
+
+
+def _artifact_url(name, value, ctx):
+    """An engine artifact is unpacked as root and run: https unless vllm_engine_artifact_allow_http says otherwise."""
+    problem = _http_url(name, value, ctx)
+    if problem or not value or str(value).startswith("https://"):
+        return problem
+    return engine_artifact.url_problem(value, ctx.get("values", {}).get("vllm_engine_artifact_allow_http") is True)
+
+
+_artifact_url.kind = "characters"
 _requirement = _regex(_REQUIREMENT, "a pip requirement (name[extras]==version, a VCS URL or a path) without white space or "
                       "shell characters")
 _opt_requirement = _regex(_REQUIREMENT, "a pip requirement (name[extras]==version, a VCS URL or a path) without white "
@@ -265,10 +311,39 @@ def _environment(name, value, ctx):
         problem = _env_text_problem(f"{name}.{key}", "" if item is None else item)
         if problem:
             return problem
+        problem = _env_privilege_problem(f"{name}.{key}", str(key), "" if item is None else str(item))
+        if problem:
+            return problem
     return None
 
 
 _environment.kind = "characters"
+
+# Environment entries that give whoever sets them more than a setting.
+# VLLM_SERVER_DEV_MODE: vLLM's api_server then mounts its development routes
+# (vllm/entrypoints/serve/dev, e.g. POST /reset_prefix_cache, /sleep,
+# /collective_rpc) which run engine-side calls without vLLM's API key.
+# LD_AUDIT: the dynamic loader runs the named library in the engine.
+REFUSED_ENVIRONMENT = {
+    "VLLM_SERVER_DEV_MODE": "it serves vLLM's development routes (/collective_rpc, /sleep, /reset_prefix_cache) "
+                            "without the API key; remove it",
+    "LD_AUDIT": "the loader runs the named library inside the engine; remove it",
+}
+# LD_PRELOAD only names system libraries (jemalloc or tcmalloc, which the
+# vLLM CPU and vllm-ascend guides preload): directories only root writes.
+PRELOAD_DIRS = ("/usr/lib/", "/usr/lib64/", "/lib/", "/lib64/")
+
+
+def _env_privilege_problem(name, key, value):
+    if key in REFUSED_ENVIRONMENT:
+        return f"{name}: {REFUSED_ENVIRONMENT[key]}"
+    if key == "LD_PRELOAD":
+        for entry in re.split(r"[\s:]+", value.strip()):
+            parts = entry.split("/")
+            if entry and (not entry.startswith(PRELOAD_DIRS) or "." in parts or ".." in parts):
+                return (f"{name}: {entry!r} is not a library under {', '.join(PRELOAD_DIRS)}; preload only a "
+                        "system library (for example /usr/lib/x86_64-linux-gnu/libjemalloc.so.2) or remove it")
+    return None
 
 
 # Ports of a multi-node instance: the names the planner knows.
@@ -449,10 +524,13 @@ RULES = {
         "vllm_engine_artifact_mode": None,
         # Created when missing: absolute, not required to exist.
         "vllm_engine_artifact_dir": _opt_controller_path,
-        # http(s) only: a shared mount is vllm_engine_artifact_mode shared.
-        "vllm_engine_artifact_url": _regex(re.compile(r"^https?://[^\s\"'`$\\<>|;&(){}]+$"),
-                                           "an http(s):// URL without white space or shell characters",
-                                           empty=True),
+        # https only (http with vllm_engine_artifact_allow_http): a shared
+        # mount is vllm_engine_artifact_mode shared.
+        "vllm_engine_artifact_url": _artifact_url,
+        "vllm_engine_artifact_sha256": _list_of(_regex(_SHA256, "64 hexadecimal digits (the sha256 the builder's "
+                                                                "publish step printed)")),
+        "vllm_engine_artifact_unpinned": None,
+        "vllm_engine_artifact_allow_http": None,
         "vllm_model_source": None,
         "vllm_model_src": _model_src,
         "vllm_model_sha256": _sha256,
@@ -487,7 +565,7 @@ RULES = {
         "vllm_environment_files": _list_of(_path),
         "vllm_cpu_kvcache_space_gib": _kv_cache,
         "vllm_cpu_omp_threads_bind": _omp_bind,
-        "vllm_user": _account,
+        "vllm_user": _service_account,
         "vllm_group": _account,
         "vllm_config_dir": _path,
         "vllm_cache_dir": _path,
@@ -505,7 +583,7 @@ RULES = {
         "vllm_ready_expect_regex": _text(),
     },
     "base": {
-        "base_service_user": _account,
+        "base_service_user": _service_account,
         "base_service_group": _account,
         "base_service_home": _path,
         "base_install_dir": _path,
@@ -690,7 +768,7 @@ def check_values(role, values, vllm_version=None, memory_mb=None):
     if role not in RULES:
         raise ValueError(f"unknown role {role!r}; one of {', '.join(sorted(RULES))}")
     ctx = {"vllm_version": vllm_version if vllm_version is not None else values.get("vllm_version"),
-           "memory_mb": memory_mb}
+           "memory_mb": memory_mb, "values": values}
     problems = []
     for name, rule in RULES[role].items():
         if rule is None or name not in values:

@@ -222,3 +222,71 @@ def test_unpack_diff(exists, state):
     diff = art.unpack_diff("/v", exists, "a", {"k": 1})
     assert diff == {"before": {"path": "/v", "state": state},
                     "after": {"path": "/v", "state": "directory", "artifact": "a", "marker": {"k": 1}}}
+
+
+def test_relocate_does_not_follow_a_bin_symlink_out_of_the_tree(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "script").write_text("#!/opt/vllm/0.32.0-cpu/bin/python\n")
+    venv = tmp_path / "new"
+    venv.mkdir()
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin").symlink_to(outside)
+    assert art.relocate(str(venv), "/opt/vllm/0.32.0-cpu") == []
+    assert (outside / "script").read_text() == "#!/opt/vllm/0.32.0-cpu/bin/python\n"
+
+
+def _valid_sidecar(lock):
+    name = art.artifact_name(COMBO, lock)
+    return art.sidecar(name, COMBO, {"backend": "cpu"}, lock, "/opt/vllm/0.32.0-cpu", name + ".tar", "a" * 64, 10, 1)
+
+
+def test_a_sidecar_pack_writes_is_valid(lock):
+    assert art.sidecar_problems(_valid_sidecar(lock)) == []
+
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("archive", "../../../etc/cron.d/x.tar", "archive '../../../etc/cron.d/x.tar' is not"),
+    ("archive", "/etc/cron.d/x.tar", "archive '/etc/cron.d/x.tar' is not"),
+    ("name", "vllm-0.32.0-cpu-x86_64-py3.11-glibc2.36-000000000000", "is not its combination followed by"),
+    ("name", "../x", "is not its combination followed by"),
+    ("combination", "../../etc", "is not an artifact combination"),
+    ("sha256", "A" * 64, "sha256 is not 64 lower-case"),
+    ("sha256", None, "sha256 is not 64 lower-case"),
+    ("size", -1, "size is not a whole number"),
+    ("created", True, "created is not a whole number"),
+    ("prefix", "/opt/vllm/../../etc", "is not a normalised absolute path"),
+    ("prefix", "opt/vllm", "is not a normalised absolute path"),
+    ("format", 2, "format is 2"),
+    ("lock", {"format": 1}, "lock holds no distributions"),
+    ("identity", "cpu", "identity is not a mapping"),
+])
+def test_every_sidecar_field_is_validated(lock, field, value, problem):
+    data = dict(_valid_sidecar(lock), **{field: value})
+    problems = art.sidecar_problems(data)
+    assert any(problem in text for text in problems), problems
+
+
+def test_a_sidecar_that_is_not_a_mapping_is_refused():
+    assert art.sidecar_problems(["x"]) == ["it is not a mapping"]
+
+
+@pytest.mark.parametrize("pinned, unpinned, refused", [
+    ([], False, True),
+    (["b" * 64], False, True),
+    (["a" * 64], False, False),
+    (["A" * 64], False, False),
+    ([], True, False),
+])
+def test_pin_problem(lock, pinned, unpinned, refused):
+    problem = art.pin_problem(_valid_sidecar(lock), pinned, unpinned)
+    assert (problem is not None) == refused
+    if refused:
+        assert "a" * 64 in problem and "vllm_engine_artifact_sha256" in problem
+        assert "vllm_engine_artifact_unpinned" in problem
+
+
+@pytest.mark.parametrize("combo, refused", [(COMBO, False), ("../../x", True), ("vllm-a/../../b", True),
+                                            (None, True)])
+def test_combination_problem(combo, refused):
+    assert (art.combination_problem(combo) is not None) == refused

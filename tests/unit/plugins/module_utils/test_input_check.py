@@ -66,6 +66,10 @@ CASES = [
     ("vllm", "vllm_engine_artifact_dir", "artifacts", "characters"),
     ("vllm", "vllm_engine_artifact_url", "https://mirror/artifacts\n--evil", "characters"),
     ("vllm", "vllm_engine_artifact_url", "file:///srv/artifacts", "characters"),
+    ("vllm", "vllm_engine_artifact_url", "http://mirror/artifacts", "privilege"),
+    ("vllm", "vllm_engine_artifact_sha256", ["abc"], "characters"),
+    ("vllm", "vllm_engine_artifact_unpinned", "maybe", "argument_spec"),
+    ("vllm", "vllm_engine_artifact_allow_http", "maybe", "argument_spec"),
     ("vllm", "vllm_model_source", "s3", "argument_spec"),
     ("vllm", "vllm_model_src", MISSING, "missing_path"),
     ("vllm", "vllm_model_src", "org/model; reboot", "characters"),
@@ -108,6 +112,13 @@ CASES = [
     ("vllm", "vllm_cpu_kvcache_space_gib", 4096, "size"),
     ("vllm", "vllm_cpu_omp_threads_bind", "0-3; reboot", "characters"),
     ("vllm", "vllm_user", "root\nUser=root", "characters"),
+    ("vllm", "vllm_user", "root", "privilege"),
+    ("vllm", "vllm_model_dir", "/var/lib/vllm/models/../../../srv", "traversal"),
+    ("vllm", "vllm_install_dir", "/opt/vllm/./../../etc", "traversal"),
+    ("vllm", "vllm_environment", {"VLLM_SERVER_DEV_MODE": "1"}, "privilege"),
+    ("vllm", "vllm_environment", {"LD_PRELOAD": "/tmp/x.so"}, "privilege"),
+    ("vllm", "vllm_environment", {"LD_PRELOAD": "/usr/lib/../../tmp/x.so"}, "privilege"),
+    ("vllm", "vllm_environment", {"LD_AUDIT": "/usr/lib/x.so"}, "privilege"),
     ("vllm", "vllm_group", "vllm users", "characters"),
     ("vllm", "vllm_config_dir", "/etc/vllm\n", "characters"),
     ("vllm", "vllm_cache_dir", "/var/cache/$HOME", "characters"),
@@ -125,6 +136,7 @@ CASES = [
     ("vllm", "vllm_ready_expect_regex", "Par\x1bis", "characters"),
     # --- base ---
     ("base", "base_service_user", "vllm user", "characters"),
+    ("base", "base_service_user", "root", "privilege"),
     ("base", "base_service_group", "-g0", "characters"),
     ("base", "base_service_home", "relative/home", "characters"),
     ("base", "base_install_dir", "/opt/v llm", "characters"),
@@ -281,7 +293,10 @@ CASES = [
     ("wheelhouse", "wheelhouse_index_url", "pypi.org/simple", "characters"),
 ]
 
-CLASSES = {"argument_spec", "out_of_range", "wrong_type", "engine_option", "missing_path", "characters", "size"}
+# privilege: a value that runs the engine as root or hands code a way in
+# (issue 29, point 12); traversal: a '.' or '..' path component.
+CLASSES = {"argument_spec", "out_of_range", "wrong_type", "engine_option", "missing_path", "characters", "size",
+           "privilege", "traversal"}
 # Where a path must exist for the missing_path cases; the condition values that turn the check on.
 PATH_CONTEXT = {"vllm_model_src": {"vllm_model_source": "local"}}
 
@@ -344,6 +359,9 @@ def test_declared_defaults_pass(role):
     ("vllm_api_key", "sk-Abc_123.xyz+/=="),
     ("vllm_cpu_omp_threads_bind", "0-31|32-63"),
     ("vllm_environment", {"LD_PRELOAD": "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2", "HCCL_BUFFSIZE": 200}),
+    ("vllm_environment", {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4:/lib64/libiomp5.so"}),
+    ("vllm_model_dir", "/var/lib/vllm/models/org..v2"),
+    ("vllm_api_key_controller_file", "/home/me/site/playbooks/../secrets/key"),
     ("vllm_environment", {"NCCL_SOCKET_IFNAME": "^docker0,lo", "NOTE": "a b $HOME | x"}),
     ("vllm_model_src", "HuggingFaceTB/SmolLM2-135M-Instruct"),
     ("vllm_model_src", "https://example.com/m.tar.gz"),
@@ -389,3 +407,22 @@ def test_controller_and_node_paths_are_checked_where_they_are_read():
     assert input_check.paths_to_check("vllm", values, "node") == {}
     assert input_check.missing_paths({"vllm_python": "/x"}, exists=lambda path: False) == [
         "vllm_python: /x does not exist on the node; create it or point vllm_python at an existing path"]
+
+
+def test_dot_dot_path_is_refused_with_its_normalised_form():
+    problems = input_check.check_values("vllm", {"vllm_model_dir": "/var/lib/vllm/models/../../../srv"})
+    assert len(problems) == 1 and problems[0].startswith("vllm_model_dir:"), problems
+    assert "'/var/srv'" in problems[0]
+
+
+@pytest.mark.parametrize("url, allow_http, refused", [
+    ("https://mirror/artifacts", False, False),
+    ("http://mirror/artifacts", False, True),
+    ("http://mirror/artifacts", True, False),
+    ("", False, False),
+])
+def test_artifact_url_is_https_unless_the_opt_out_is_set(url, allow_http, refused):
+    problems = input_check.check_values("vllm", {"vllm_engine_artifact_url": url,
+                                                 "vllm_engine_artifact_allow_http": allow_http})
+    assert bool(problems) == refused, problems
+    assert all("vllm_engine_artifact_allow_http" in problem for problem in problems)

@@ -115,8 +115,13 @@ def test_corrupted_artifact_is_refused_and_nothing_unpacked(packed, tmp_path):
 def test_archive_whose_lock_differs_from_its_sidecar_is_refused(packed, tmp_path):
     sidecar = json.loads(json.dumps(packed["sidecar"]))
     sidecar["lock"]["distributions"]["tinyengine"]["version"] = "9.9"
+    # Named after its (changed) lock, as a sidecar must be: the archive's own lock is what differs.
+    sidecar["name"] = art.artifact_name(sidecar["combination"], sidecar["lock"])
+    sidecar["archive"] = sidecar["name"] + ".tar"
+    archive = str(tmp_path / sidecar["archive"])
+    shutil.copy(packed["archive"], archive)
     target = str(tmp_path / "0.32.0-cpu")
-    failed, result = _unpack(packed["archive"], sidecar, target)
+    failed, result = _unpack(archive, sidecar, target)
     assert failed and "does not match its lock" in result["msg"]
     assert not os.path.exists(target) and not os.path.exists(target + state.STAGING_SUFFIX)
 
@@ -124,7 +129,7 @@ def test_archive_whose_lock_differs_from_its_sidecar_is_refused(packed, tmp_path
 def test_lock_mismatch_builds_and_publishes_a_new_artifact(built, packed, tmp_path):
     hosts = [{"host": "h1", "combination": built["combination"], "venv_action": "install"},
              {"host": "h2", "combination": built["combination"], "venv_action": "install"}]
-    plan = {"action": "plan", "mode": "controller", "store": packed["store"], "hosts": hosts}
+    plan = {"action": "plan", "mode": "controller", "store": packed["store"], "hosts": hosts, "unpinned": True}
     _failed, same = run_main(vllm_artifact.main, dict(plan, planned=["tinyengine==1.0"]))
     assert {h: d["install"] for h, d in same["decisions"].items()} == {"h1": "unpack", "h2": "unpack"}
     _failed, changed = run_main(vllm_artifact.main, dict(plan, planned=["tinyengine==2.0"]))
@@ -184,3 +189,151 @@ def test_diff_of_pack_index_and_unpack(built, packed, tmp_path):
                                                    "sidecar": packed["sidecar"], "venv": venv, "marker": MARKER},
                               diff=True)
     assert not result["changed"] and "diff" not in result
+
+
+def _crafted(packed, tmp_path, drop=(), extra=()):
+    """The packed archive rewritten with tarfile: members under ``drop`` left out, ``extra`` (TarInfo, bytes) added.
+
+    Its sidecar is the real one with the new file's sha256 and size, as a
+    malicious builder would publish it: every field valid, the digest right.
+    """
+    import hashlib
+    import io
+    import tarfile
+    folder = tmp_path / "crafted"
+    folder.mkdir()
+    archive = str(folder / packed["sidecar"]["archive"])
+    with tarfile.open(packed["archive"]) as source, tarfile.open(archive, "w", format=tarfile.GNU_FORMAT) as out:
+        for member in source:
+            if any(member.name == d or member.name.startswith(d + "/") for d in drop):
+                continue
+            out.addfile(member, source.extractfile(member) if member.isreg() else None)
+        for info, data in extra:
+            info.size = len(data) if info.isreg() else 0
+            out.addfile(info, io.BytesIO(data) if info.isreg() else None)
+    with open(archive, "rb") as handle:
+        digest = hashlib.sha256(handle.read()).hexdigest()
+    return archive, dict(packed["sidecar"], sha256=digest, size=os.path.getsize(archive))
+
+
+def _info(name, kind, mode=0o644, linkname="", uid=0):
+    import tarfile
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.linkname, info.uid = kind, mode, linkname, uid
+    return info
+
+
+def test_a_symlinked_completion_marker_does_not_truncate_a_file_outside(packed, tmp_path):
+    import tarfile
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    archive, sidecar = _crafted(packed, tmp_path,
+                                extra=[(_info("./" + state.ENGINE_MARKER, tarfile.SYMTYPE, linkname=str(victim)), b"")])
+    target = str(tmp_path / "venv")
+    failed, result = _unpack(archive, sidecar, target)
+    assert victim.read_text() == "precious\n"
+    if not failed:  # refused, or the planted link replaced by the real marker
+        assert not os.path.islink(os.path.join(target, state.ENGINE_MARKER))
+
+
+def test_a_bin_symlink_out_of_the_tree_is_refused_and_nothing_outside_is_rewritten(packed, tmp_path):
+    import tarfile
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    script = outside / "tool"
+    script.write_text(f"#!{packed['sidecar']['prefix']}/bin/python\n")
+    archive, sidecar = _crafted(packed, tmp_path, drop=("./bin",),
+                                extra=[(_info("./bin", tarfile.SYMTYPE, linkname=str(outside)), b"")])
+    target = str(tmp_path / "venv")
+    failed, result = _unpack(archive, sidecar, target)
+    assert failed and "outside the tree" in result["msg"], result
+    assert script.read_text() == f"#!{packed['sidecar']['prefix']}/bin/python\n"
+    assert not os.path.exists(target) and not os.path.exists(target + state.STAGING_SUFFIX)
+
+
+def test_setuid_files_and_foreign_owners_lose_their_privileges(packed, tmp_path):
+    import tarfile
+    archive, sidecar = _crafted(packed, tmp_path, extra=[(_info("./bin/rootshell", tarfile.REGTYPE, mode=0o4755,
+                                                                uid=4242), b"#!/bin/sh\nid\n")])
+    target = str(tmp_path / "venv")
+    failed, result = _unpack(archive, sidecar, target)
+    assert not failed, result
+    info = os.stat(os.path.join(target, "bin", "rootshell"))
+    assert info.st_mode & 0o7777 == 0o755 and info.st_uid == os.getuid()
+
+
+def test_a_device_node_in_the_archive_is_refused(packed, tmp_path):
+    import tarfile
+    archive, sidecar = _crafted(packed, tmp_path, extra=[(_info("./dev-mem", tarfile.CHRTYPE, mode=0o666), b"")])
+    target = str(tmp_path / "venv")
+    failed, result = _unpack(archive, sidecar, target)
+    assert failed and "device node" in result["msg"], result
+    assert not os.path.exists(target) and not os.path.exists(target + state.STAGING_SUFFIX)
+
+
+def test_an_archive_swapped_after_its_digest_was_read_is_not_unpacked(packed, tmp_path, monkeypatch):
+    """The check and the extraction read one open file: a swap between them cannot reach the virtualenv."""
+    import tarfile
+    archive = str(tmp_path / packed["sidecar"]["archive"])
+    shutil.copy(packed["archive"], archive)
+    evil, _sidecar = _crafted(packed, tmp_path, extra=[(_info("./bin/evil", tarfile.REGTYPE, mode=0o755),
+                                                         b"#!/bin/sh\nid\n")])
+    real_hash, real_open = art._sha256_file, open
+
+    def swap(path):
+        if path == archive and os.path.exists(evil):
+            os.rename(evil, archive)  # the path names another file now; a file already open is unchanged
+
+    def hash_then_swap(path, *args, **kwargs):  # today's order: hash the path, then tar reads the path again
+        digest = real_hash(path, *args, **kwargs)
+        swap(path)
+        return digest
+
+    def open_then_swap(path, *args, **kwargs):
+        handle = real_open(path, *args, **kwargs)
+        swap(path)
+        return handle
+    monkeypatch.setattr(art, "_sha256_file", hash_then_swap)
+    monkeypatch.setattr("builtins.open", open_then_swap)
+    target = str(tmp_path / "venv")
+    failed, result = _unpack(archive, packed["sidecar"], target)
+    monkeypatch.undo()
+    assert not os.path.exists(os.path.join(target, "bin", "evil")), result
+    assert failed or os.path.isfile(os.path.join(target, state.ENGINE_MARKER))
+
+
+def test_a_sidecar_whose_archive_escapes_the_store_is_refused_before_anything_is_read(packed, tmp_path):
+    sidecar = dict(packed["sidecar"], archive="../../../etc/cron.d/x.tar")
+    failed, result = _unpack(packed["archive"], sidecar, str(tmp_path / "venv"))
+    assert failed and "archive '../../../etc/cron.d/x.tar' is not" in result["msg"]
+
+
+def test_plan_ignores_a_sidecar_with_a_path_in_its_archive_and_refuses_an_unpinned_one(built, packed, tmp_path):
+    hosts = [{"host": "h1", "combination": built["combination"], "venv_action": "install"}]
+    bad = dict(packed["sidecar"], archive="../../../etc/cron.d/x.tar")
+    warnings = []
+    failed, result = run_main(vllm_artifact.main, {"action": "plan", "mode": "url", "url": "https://m/a",
+                                                   "hosts": hosts, "sidecars": [bad],
+                                                   "planned": ["tinyengine==1.0"]}, warnings=warnings)
+    assert not failed and result["sidecars"] == {} and result["decisions"]["h1"]["install"] == "pip", result
+    assert any("cron.d" in warning for warning in warnings), warnings
+    plan = {"action": "plan", "mode": "controller", "store": packed["store"], "hosts": hosts,
+            "planned": ["tinyengine==1.0"]}
+    failed, result = run_main(vllm_artifact.main, plan)
+    assert failed and packed["sidecar"]["sha256"] in result["msg"] and "vllm_engine_artifact_sha256" in result["msg"]
+    failed, result = run_main(vllm_artifact.main, dict(plan, pinned=[packed["sidecar"]["sha256"]]))
+    assert not failed and result["decisions"]["h1"]["install"] == "unpack"
+
+
+@pytest.mark.parametrize("url, allow_http, refused", [("http://m/a", False, True), ("http://m/a", True, False),
+                                                      ("https://m/a", False, False)])
+def test_plan_refuses_a_plain_http_url_without_the_opt_out(url, allow_http, refused):
+    failed, result = run_main(vllm_artifact.main, {"action": "plan", "mode": "url", "url": url,
+                                                   "allow_http": allow_http, "hosts": []})
+    assert failed == refused, result
+
+
+def test_index_refuses_a_combination_that_climbs_out_of_the_store(packed, tmp_path):
+    failed, result = run_main(vllm_artifact.main, {"action": "index", "store": packed["store"],
+                                                   "combination": "../../../tmp/x"})
+    assert failed and "not an artifact combination" in result["msg"]

@@ -162,7 +162,7 @@ def test_small_model_on_a_cpu_host_gets_the_matrix_packages(probe):
 def test_deepseek_v3_does_not_fit_one_hgx_h100(probe):
     result = plan(probe("hgx-h100"), model_config_path=model("deepseek-v3"), model_name="DeepSeek-V3")
     assert result["fits"] is False
-    assert result["misfit"].startswith("DeepSeek-V3 (671.03B params, fp8 weights 625.09 GiB) does not fit 1 node(s) x 8 x 79.65 GiB")
+    assert result["misfit"].startswith("DeepSeek-V3 (671.03B params, fp8 weights 626.92 GiB) does not fit 1 node(s) x 8 x 79.65 GiB")
     assert result["fixes"][0].startswith("quantised weights: int4")
 
 

@@ -1,0 +1,214 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""Unpack an engine artifact as root without trusting what is inside it.
+
+``tar -xf`` run as root keeps setuid bits, device nodes and the archive's
+owners, writes through a symlink an earlier member planted, and reads the
+archive again after its hash was checked.  :func:`extract` reads the tar
+stream once, from the open file the caller hashes as it goes, and writes:
+
+- regular files (permission bits only: no setuid, setgid or sticky bit),
+  directories, and hard links to a file it already wrote;
+- symlinks whose target stays inside the tree, plus the one kind a
+  virtualenv needs outside it: ``bin/python*`` naming an absolute
+  interpreter path;
+- every entry owned by the extracting user (root), never the archive's uid;
+- nothing through a symlink: a member below a symlink member is refused,
+  files are opened with ``O_NOFOLLOW``.
+
+Anything else (device nodes, fifos, absolute or ``..`` names, a link out of
+the tree) raises :class:`Refused`, naming the member; the caller removes the
+partial tree.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import hashlib
+import itertools
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tarfile
+import threading
+
+CHUNK = 1 << 20
+_INTERPRETER_LINK = re.compile(r"^bin/python[0-9.]*$")
+
+
+class Refused(Exception):
+    """A member the extraction will not write."""
+
+
+class HashingReader:
+    """A file object that hashes every byte read through it (the same bytes tar sees)."""
+
+    def __init__(self, handle):
+        self._handle, self.sha256 = handle, hashlib.sha256()
+
+    def read(self, size=-1):
+        data = self._handle.read(size)
+        self.sha256.update(data)
+        return data
+
+    def drain(self):
+        """Hash what tar left unread (its end-of-archive padding)."""
+        while self.read(CHUNK):
+            pass
+        return self.sha256.hexdigest()
+
+
+def member_name(name):
+    """The member's path relative to the tree, normalised; Refused when it is absolute or climbs out."""
+    if name.startswith("/") or "\0" in name:
+        raise Refused(f"{name!r} is an absolute path")
+    parts = [part for part in name.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise Refused(f"{name!r} climbs out of the tree ('..')")
+    return "/".join(parts)
+
+
+def link_problem(name, target):
+    """Why a symlink ``name`` -> ``target`` may not be written (None: it may)."""
+    if target.startswith("/"):
+        if _INTERPRETER_LINK.match(name) and ".." not in target.split("/"):
+            return None
+        return f"{name!r} links to {target!r}, outside the tree"
+    parts = [part for part in target.split("/") if part not in ("", ".")]
+    climbs = len(parts) - len(list(itertools.dropwhile(lambda part: part == "..", parts)))
+    if ".." in parts[climbs:]:
+        # 'c/..' is the parent of wherever the symlink c points, not the directory holding c.
+        return f"{name!r} links to {target!r}, which climbs ('..') after descending"
+    if climbs > name.count("/"):
+        return f"{name!r} links to {target!r}, outside the tree"
+    return None
+
+
+def _open_new(path, mode):
+    if os.path.lexists(path):
+        if os.path.isdir(path) and not os.path.islink(path):
+            raise Refused(f"{path!r} is a directory in the archive and a file later")
+        os.unlink(path)
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+
+
+def write_new_file(path, data, mode=0o644):
+    """Write ``data`` to ``path`` as a new regular file: an entry already there (a planted symlink) is replaced."""
+    fd = _open_new(path, mode)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def extract(stream, dest):
+    """Unpack the tar ``stream`` (a file object read once, in order) into the existing directory ``dest``.
+
+    Returns the number of members written.  Raises :class:`Refused` on the
+    first member it will not write (the caller removes ``dest``).
+    """
+    links, dirs, count = set(), {}, 0
+    with tarfile.open(fileobj=stream, mode="r|") as archive:
+        for member in archive:
+            name = member_name(member.name)
+            if not name:
+                continue
+            parents = name.split("/")[:-1]
+            for depth in range(1, len(parents) + 1):
+                if "/".join(parents[:depth]) in links:
+                    raise Refused(f"{member.name!r} lies below the symlink {'/'.join(parents[:depth])!r}")
+            path = os.path.join(dest, name)
+            if parents:
+                os.makedirs(os.path.join(dest, *parents), mode=0o755, exist_ok=True)
+            mode = member.mode & 0o777
+            if member.isdir():
+                if os.path.islink(path):
+                    raise Refused(f"{member.name!r} is a symlink in the archive and a directory later")
+                os.makedirs(path, mode=0o700, exist_ok=True)
+                dirs[path] = (mode, member.mtime)
+            elif member.isreg():
+                source = archive.extractfile(member)
+                fd = _open_new(path, 0o600)
+                with os.fdopen(fd, "wb") as handle:
+                    shutil.copyfileobj(source, handle, CHUNK)
+                    handle.flush()  # before the times: a later flush would set mtime to now
+                    os.fchmod(handle.fileno(), mode)
+                    os.utime(handle.fileno(), (member.mtime, member.mtime))
+                links.discard(name)
+            elif member.issym():
+                problem = link_problem(name, member.linkname)
+                if problem:
+                    raise Refused(problem)
+                if os.path.lexists(path):
+                    os.unlink(path)
+                os.symlink(member.linkname, path)
+                links.add(name)
+            elif member.islnk():
+                target = member_name(member.linkname)
+                source = os.path.join(dest, target)
+                if target in links or not os.path.isfile(source) or os.path.islink(source):
+                    raise Refused(f"{member.name!r} is a hard link to {member.linkname!r}, not a file of the tree")
+                if os.path.lexists(path):
+                    os.unlink(path)
+                os.link(source, path, follow_symlinks=False)
+            else:
+                raise Refused(f"{member.name!r} is a {_kind(member)}, which an engine virtualenv never holds")
+            count += 1
+    # Directory modes and times last: a 0555 directory must not stop the writes below it.
+    for path, (mode, mtime) in sorted(dirs.items(), reverse=True):
+        os.chmod(path, mode | stat.S_IRUSR | stat.S_IXUSR)
+        os.utime(path, (mtime, mtime))
+    return count
+
+
+def _kind(member):
+    if member.ischr() or member.isblk():
+        return "device node"
+    if member.isfifo():
+        return "fifo"
+    return "special member"
+
+
+def extract_checked(handle, dest, zstd=None):
+    """Extract the archive open as ``handle`` into ``dest``, hashing exactly the bytes extracted.
+
+    ``zstd``: path of the zstd binary when the archive is zstd-compressed
+    (the compressed bytes are hashed, as the sidecar's sha256 is of the
+    file).  Returns ``(sha256, members)``; the caller compares the digest
+    before it moves ``dest`` into place.
+    """
+    reader = HashingReader(handle)
+    if zstd is None:
+        count = extract(reader, dest)
+        return reader.drain(), count
+    proc = subprocess.Popen([zstd, "-dc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    failure = []
+
+    def pump():
+        try:
+            for block in iter(lambda: reader.read(CHUNK), b""):
+                proc.stdin.write(block)
+        except OSError as error:  # zstd stopped reading (it failed, or the extraction was refused)
+            failure.append(error)
+        finally:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    try:
+        count = extract(proc.stdout, dest)
+        while proc.stdout.read(CHUNK):
+            pass
+    finally:
+        if proc.poll() is None and thread.is_alive():
+            proc.stdout.close()
+        thread.join()
+        rc = proc.wait()
+    if rc != 0 or failure:
+        raise Refused(f"zstd could not decompress the archive (exit status {rc})")
+    return reader.drain(), count

@@ -1,0 +1,150 @@
+"""plugins/module_utils/execute/safe_extract.py on archives crafted here with tarfile, one per attack of issue 29.
+
+Each archive is what a malicious builder or store could publish: the
+extraction must refuse it (or write it defanged) and never touch a file
+outside the tree.
+"""
+
+import hashlib
+import io
+import os
+import shutil
+import stat
+import tarfile
+
+import pytest
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import safe_extract as extract
+
+
+def _member(name, kind=tarfile.REGTYPE, data=b"", mode=0o644, linkname="", uid=0, mtime=1700000000):
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.linkname, info.uid, info.gid, info.mtime = kind, mode, linkname, uid, uid, mtime
+    info.size = len(data) if kind == tarfile.REGTYPE else 0
+    return info, io.BytesIO(data) if kind == tarfile.REGTYPE else None
+
+
+def craft(*members):
+    """The bytes of a tar holding ``members`` (``_member`` tuples), in order."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
+        for info, data in members:
+            archive.addfile(info, data)
+    return buffer.getvalue()
+
+
+def _extract(data, dest):
+    dest.mkdir(exist_ok=True)
+    return extract.extract_checked(io.BytesIO(data), str(dest))
+
+
+@pytest.fixture
+def outside(tmp_path):
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "victim").write_text("untouched\n")
+    return folder
+
+
+def test_a_plain_virtualenv_tree_is_written_with_its_modes_and_times(tmp_path):
+    data = craft(_member("./bin", tarfile.DIRTYPE, mode=0o755),
+                 _member("./bin/tool", data=b"#!/opt/vllm/bin/python\n", mode=0o755),
+                 _member("./bin/python", tarfile.SYMTYPE, linkname="/usr/bin/python3.11"),
+                 _member("./bin/python3", tarfile.SYMTYPE, linkname="python"),
+                 _member("./lib64", tarfile.SYMTYPE, linkname="lib"),
+                 _member("./lib/python3.11/site-packages/a.py", data=b"x = 1\n"),
+                 _member("./lib/python3.11/site-packages/b.py", tarfile.LNKTYPE,
+                         linkname="./lib/python3.11/site-packages/a.py"))
+    digest, count = _extract(data, tmp_path / "venv")
+    venv = tmp_path / "venv"
+    assert digest == hashlib.sha256(data).hexdigest() and count == 7
+    assert os.stat(venv / "bin" / "tool").st_mode & 0o7777 == 0o755
+    assert int(os.stat(venv / "bin" / "tool").st_mtime) == 1700000000  # .pyc files stay valid
+    assert os.readlink(venv / "bin" / "python") == "/usr/bin/python3.11"
+    assert (venv / "lib" / "python3.11" / "site-packages" / "b.py").read_bytes() == b"x = 1\n"
+
+
+@pytest.mark.parametrize("mode", [0o4755, 0o2755, 0o1777, 0o6777])
+def test_setuid_setgid_and_sticky_bits_are_dropped(tmp_path, mode):
+    _extract(craft(_member("bin/su", data=b"\x7fELF", mode=mode), _member("d", tarfile.DIRTYPE, mode=mode)),
+             tmp_path / "venv")
+    for name in ("bin/su", "d"):
+        got = os.stat(tmp_path / "venv" / name).st_mode
+        assert not got & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX), (name, oct(got))
+        assert got & 0o777 == mode & 0o777
+
+
+def test_a_foreign_owner_is_not_kept(tmp_path):
+    _extract(craft(_member("bin/tool", data=b"x", uid=4242)), tmp_path / "venv")
+    assert os.stat(tmp_path / "venv" / "bin" / "tool").st_uid == os.getuid()
+
+
+@pytest.mark.parametrize("member, refused", [
+    (_member("dev/sda", tarfile.BLKTYPE, mode=0o666), "device node"),
+    (_member("dev/mem", tarfile.CHRTYPE, mode=0o666), "device node"),
+    (_member("pipe", tarfile.FIFOTYPE), "fifo"),
+    (_member("/etc/cron.d/x", data=b"* * * * * root id\n"), "absolute path"),
+    (_member("../../etc/cron.d/x", data=b"x"), "climbs out"),
+    (_member("bin/../../x", data=b"x"), "climbs out"),
+    (_member("bin", tarfile.SYMTYPE, linkname="/outside"), "outside the tree"),
+    (_member("lib/x", tarfile.SYMTYPE, linkname="../../etc"), "outside the tree"),
+    (_member("bin/python", tarfile.SYMTYPE, linkname="/usr/bin/../../etc/shadow"), "outside the tree"),
+    (_member("x", tarfile.LNKTYPE, linkname="/etc/shadow"), "absolute path"),
+])
+def test_members_an_engine_virtualenv_never_holds_are_refused(tmp_path, member, refused):
+    with pytest.raises(extract.Refused, match=refused):
+        _extract(craft(member), tmp_path / "venv")
+
+
+def test_a_member_below_a_symlink_is_refused_and_nothing_is_written_outside(tmp_path, outside):
+    data = craft(_member("lib", tarfile.SYMTYPE, linkname="."),
+                 _member("lib/victim", data=b"owned\n"))
+    with pytest.raises(extract.Refused, match="below the symlink"):
+        _extract(data, tmp_path / "venv")
+    assert (outside / "victim").read_text() == "untouched\n"
+
+
+def test_a_symlink_that_climbs_through_another_symlink_is_refused(tmp_path):
+    # c -> . is in the tree, but c/.. is the tree's parent.
+    data = craft(_member("c", tarfile.SYMTYPE, linkname="."), _member("b", tarfile.SYMTYPE, linkname="c/.."))
+    with pytest.raises(extract.Refused, match="climbs"):
+        _extract(data, tmp_path / "venv")
+
+
+def test_a_file_after_a_symlink_of_its_name_replaces_the_link(tmp_path, outside):
+    data = craft(_member("bin/tool", tarfile.SYMTYPE, linkname="tool.real"),
+                 _member("bin/tool", data=b"new\n"))
+    _extract(data, tmp_path / "venv")
+    assert not os.path.islink(tmp_path / "venv" / "bin" / "tool")
+    assert (tmp_path / "venv" / "bin" / "tool").read_text() == "new\n"
+
+
+def test_write_new_file_replaces_a_planted_symlink_instead_of_writing_through_it(tmp_path, outside):
+    marker = tmp_path / "marker"
+    marker.symlink_to(outside / "victim")
+    extract.write_new_file(str(marker), b"{}\n")
+    assert (outside / "victim").read_text() == "untouched\n"
+    assert not marker.is_symlink() and marker.read_text() == "{}\n"
+
+
+def test_the_digest_is_of_the_bytes_extracted_compressed_or_not(tmp_path):
+    data = craft(_member("a", data=b"hello\n"))
+    assert _extract(data, tmp_path / "plain")[0] == hashlib.sha256(data).hexdigest()
+    zstd = shutil.which("zstd")
+    if zstd is None:
+        pytest.skip("no zstd on this machine")
+    import subprocess
+    packed = subprocess.run([zstd, "-q", "-c"], input=data, capture_output=True, check=True).stdout
+    (tmp_path / "z").mkdir()
+    digest, count = extract.extract_checked(io.BytesIO(packed), str(tmp_path / "z"), zstd)
+    assert digest == hashlib.sha256(packed).hexdigest() and count == 1
+    assert (tmp_path / "z" / "a").read_text() == "hello\n"
+
+
+def test_a_corrupt_zstd_stream_is_refused(tmp_path):
+    zstd = shutil.which("zstd")
+    if zstd is None:
+        pytest.skip("no zstd on this machine")
+    (tmp_path / "z").mkdir()
+    with pytest.raises((extract.Refused, tarfile.TarError)):
+        extract.extract_checked(io.BytesIO(b"not zstd at all" * 100), str(tmp_path / "z"), zstd)

@@ -1,0 +1,147 @@
+"""Task files and playbooks as data: what issue 29 asks of every task, whatever its role.
+
+- a recursive ownership change never follows a link out of the tree it is
+  given (``follow: false``);
+- no secret reaches a command line: Ansible prefixes a task's
+  ``environment:`` onto the remote ``sh -c`` (visible in ps, sudo's log and
+  -vvv output), and an ``argv``/``cmd`` is in ps for the command's life.
+  Secrets travel in root-only files instead (HF_TOKEN_PATH, an environment
+  file the command sources).
+"""
+
+import glob
+import os
+import re
+
+import pytest
+from task_files import ROOT, load, tasks
+
+FILES = sorted(os.path.relpath(path, ROOT) for pattern in ("roles/*/tasks/*.yml", "roles/*/handlers/*.yml",
+                                                             "playbooks/*.yml")
+               for path in glob.glob(os.path.join(ROOT, pattern)))
+
+
+def _module_args(task, module):
+    for key in (module, module.split(".")[-1]):
+        if key in task:
+            return task[key] if isinstance(task[key], dict) else {}
+    return None
+
+
+_TASKS = [(path, task) for path in FILES for task in tasks(load(path) or [])]
+
+
+def _all_tasks():
+    return iter(_TASKS)
+
+
+def test_the_walk_sees_the_model_tasks():
+    names = {task.get("name") for path, task in _all_tasks() if path.endswith("model_fetch_huggingface.yml")}
+    assert "Download the model into the staging directory" in names
+
+
+@pytest.mark.parametrize("path, name", [(path, task.get("name")) for path, task in _all_tasks()
+                                        if (_module_args(task, "ansible.builtin.file") or {}).get("recurse")])
+def test_recursive_ownership_does_not_follow_links(path, name):
+    (task,) = [t for p, t in _all_tasks() if p == path and t.get("name") == name]
+    args = _module_args(task, "ansible.builtin.file")
+    assert args.get("follow") is False, f"{path}: {name!r} recurses with follow (a link to /etc would be chowned)"
+
+
+# The secret variables: those argument_specs hides (input_check.SECRETS) and
+# the facts that hold them in the playbooks.
+SECRETS = ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token", "gateway_api_keys", "__bench_api_key",
+           "kunpeng_vllm_deployed_api_key", "api_key")
+
+
+def test_the_secret_list_holds_every_hidden_variable():
+    from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import input_check
+    assert set(input_check.SECRETS) <= set(SECRETS)
+
+
+def _command_line(task):
+    for module in ("ansible.builtin.command", "ansible.builtin.shell", "command", "shell"):
+        if module in task:
+            args = task[module]
+            return str(args if not isinstance(args, dict) else {k: args.get(k) for k in ("argv", "cmd")})
+    return ""
+
+
+@pytest.mark.parametrize("path, name", sorted({(path, str(task.get("name"))) for path, task in _all_tasks()
+                                               if "environment" in task or _command_line(task)}))
+def test_no_secret_travels_on_a_command_line(path, name):
+    for task in [t for p, t in _all_tasks() if p == path and str(t.get("name")) == name]:
+        exposed = str(task.get("environment", "")) + _command_line(task)
+        # A secret's value, not a test of its length (``if vllm_hf_token | length > 0``).
+        found = [secret for secret in SECRETS
+                 if re.search(rf"(?<![\w]){secret}(?![\w])(?!\s*\|\s*length)", exposed)]
+        assert not found, f"{path}: {name!r} puts {found} in environment:/argv, which ps and sudo's log show"
+
+
+def _writes(task):
+    for module in ("ansible.builtin.copy", "ansible.builtin.template"):
+        if module in task and isinstance(task[module], dict) and task[module].get("dest"):
+            return task[module]
+    return None
+
+
+def _secret_writes():
+    return [(path, task) for path, task in _TASKS if task.get("no_log") is True and _writes(task)]
+
+
+def test_the_walk_sees_the_secret_files():
+    names = {task.get("name") for _path, task in _secret_writes()}
+    assert {"Install the TLS certificate and key", "Write the service environment (API key, caches, device selection)",
+            "Write the Hugging Face token into it"} <= names
+
+
+@pytest.mark.parametrize("path, name", [(path, task.get("name")) for path, task in _secret_writes()])
+def test_a_secret_file_never_exists_with_a_looser_mode(path, name):
+    """Ansible's atomic_move gives a NEW file the umask's 0644 before it sets the mode; an existing one keeps its own.
+
+    So the file is created first with its final mode (file state=touch, or a
+    0600 tempfile), and the write replaces it.
+    """
+    file_tasks = [task for p, task in _TASKS if p == path]
+    write = _writes(file_tasks[[t.get("name") for t in file_tasks].index(name)])
+    earlier = file_tasks[:[t.get("name") for t in file_tasks].index(name)]
+    dest = str(write["dest"])
+    touched = [t for t in earlier if (_module_args(t, "ansible.builtin.file") or {}).get("path") == dest
+               and t["ansible.builtin.file"].get("state") == "touch"
+               and t["ansible.builtin.file"].get("mode") == write.get("mode")]
+    temp = [t for t in earlier if "ansible.builtin.tempfile" in t and t["ansible.builtin.tempfile"].get("state") == "file"
+            and dest == "{{ " + str(t.get("register")) + ".path }}"]
+    assert touched or temp, f"{path}: {name!r} creates {dest} with the umask's mode before setting {write.get('mode')}"
+
+
+def _render(expression, variables):
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+    from task_files import trusted
+    return Templar(loader=DataLoader(), variables=trusted(variables)).template(trusted(expression))
+
+
+@pytest.mark.parametrize("urls, mode", [
+    (("https://mirror.example/simple", [], []), "0644"),
+    (("https://user:s3cret@mirror.example/simple", [], []), "0600"),
+    (("", ["https://token@pypi.example/simple"], []), "0600"),
+    (("", [], ["https://u:p@wheels.example/"]), "0600"),
+    (("", [], ["/srv/wheels"]), "0644"),
+])
+def test_pip_conf_with_credentials_is_root_only(urls, mode):
+    base_vars = load("roles/base/vars/main.yml")
+    task = [t for t in tasks(load("roles/base/tasks/pip.yml")) if "ansible.builtin.template" in t][0]
+    variables = {"base_pip_index_url": urls[0], "base_pip_extra_index_urls": urls[1], "base_pip_find_links": urls[2],
+                 "__base_pip_credentials": base_vars["__base_pip_credentials"]}
+    assert _render(task["ansible.builtin.template"]["mode"], variables) == mode
+
+
+@pytest.mark.parametrize("path", ["roles/vllm/tasks/install.yml", "roles/vllm/tasks/model_modelscope.yml"])
+@pytest.mark.parametrize("pip_args, hidden", [
+    (["--index-url", "https://mirror.example/simple"], False),
+    (["--index-url", "https://user:s3cret@mirror.example/simple"], True),
+    (["--extra-index-url=https://token@pypi.example/simple"], True),
+])
+def test_pip_output_is_hidden_when_an_index_holds_credentials(path, pip_args, hidden):
+    (task,) = [t for t in tasks(load(path)) if "ansible.builtin.pip" in t and "virtualenv" in t["ansible.builtin.pip"]]
+    assert _render(task["no_log"], {"kunpeng_vllm_plan": {"pip_args": pip_args}}) is hidden
