@@ -275,6 +275,8 @@ VLLM_PLAN = {
         glibc=_str(optional=True),
         vendor_index=_f(DICT, optional=True, open_keys=True),
         vendor_index_arch=_f(DICT, optional=True, open_keys=True),
+        # per architecture, the torch stack installed from a vendor index before the engine step
+        torch_stack_arch=_f(DICT, optional=True, open_keys=True),
         source_builds=_strs(optional=True),
         # Atlas series -> how the release's vllm-ascend reaches it (compat_matrix.ASCEND_ROWS)
         atlas=_f(DICT, optional=True, open_keys=True),

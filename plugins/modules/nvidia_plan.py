@@ -74,10 +74,12 @@ options:
     type: str
     required: true
   kernel_module:
-    description: Open or proprietary kernel modules (C(nvidia_kernel_module)).
+    description:
+      - Open or proprietary kernel modules (C(nvidia_kernel_module)). C(auto) installs the open modules on Turing and newer
+        and the proprietary ones when any GPU is older (Maxwell, Pascal, Volta), as NVIDIA's Driver Installation Guide says.
     type: str
-    choices: [open, proprietary]
-    default: open
+    choices: [auto, open, proprietary]
+    default: auto
   min_version:
     description: The operator's minimum (C(nvidia_driver_min_version)); the planner's minimum beats it.
     type: str
@@ -208,6 +210,14 @@ plan:
     found_kernel_module:
       description: C(open) or C(proprietary); empty without a driver.
       type: str
+    kernel_module:
+      description: The flavour a new driver gets, C(open) or C(proprietary) (C(auto) resolved by the GPU generation).
+      type: str
+      sample: open
+    pre_turing_gpus:
+      description: GPUs older than Turing (from nvidia-smi's compute capability, else the PCI device id); empty when none.
+      type: list
+      elements: str
     working:
       description: Whether nvidia-smi answered and listed a GPU.
       type: bool
@@ -327,7 +337,7 @@ def main() -> None:
             default_source=dict(type="str", required=True),
             source=dict(type="str", default=""),
             branch=dict(type="str", required=True),
-            kernel_module=dict(type="str", default="open", choices=list(nvidia_plan.KERNEL_MODULES)),
+            kernel_module=dict(type="str", default="auto", choices=list(nvidia_plan.KERNEL_MODULES)),
             min_version=dict(type="str", default=""),
             replace=dict(type="bool", default=False),
             repo_base_url=dict(type="str", required=True),

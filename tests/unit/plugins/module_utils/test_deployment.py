@@ -176,3 +176,30 @@ def test_needs_on_one_file_system_add_up(tmp_path):
 def test_engine_args_win_over_the_default_served_name(engine_args, expected):
     config = plan_hosts.role_plan("cpu-x86", engine_args=engine_args, pip_extra_index_urls=["https://x"])["engine_config"]
     assert config["served-model-name"] == expected
+
+
+# PyPI's aarch64 torch 2.8.0 (what vLLM 0.11.0 pins) is the CPU build: its nvidia-* requirements are all
+# marked platform_machine == "x86_64" (pytorch/pytorch issue #160162).  PyTorch's "Get Started" page sends
+# Linux aarch64 to https://download.pytorch.org/whl/cu128.  The CUDA 13 rows' aarch64 wheels carry CUDA.
+@pytest.mark.parametrize("host, vllm_version, steps, torch_packages", [
+    ("hgx-h100-arm64", "0.11.0", ["torch", "vllm"], ["torch==2.8.0+cu128", "torchvision==0.23.0", "torchaudio==2.8.0"]),
+    ("hgx-h100-arm64", "0.33.0", ["vllm"], None),
+    ("hgx-h100-arm64", "0.22.0", ["vllm"], None),
+    ("hgx-h100", "0.11.0", ["vllm"], None),
+])
+def test_arm64_cuda12_torch_comes_from_the_cu128_index(host, vllm_version, steps, torch_packages):
+    from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan
+
+    args = {key: spec.get("default") for key, spec in vllm_plan.ARGUMENT_SPEC.items()}
+    args.update(accelerators=plan_hosts.facts(host), backend="cuda", vllm_version=vllm_version, python_version="3.11",
+                distribution="Ubuntu 24.04", model_name="smollm2", requested_engine_args={},
+                request={"install_dir": "/opt/vllm", "architecture": "aarch64" if host.endswith("arm64") else "x86_64"})
+    result = deployment.plan_host(args)
+    assert [step["name"] for step in result["role_steps"]] == steps
+    assert result["role_steps"][-1]["packages"] == [f"vllm=={vllm_version}"]
+    assert result["role_steps"][-1]["pip_args"] == []
+    if torch_packages:
+        torch = result["role_steps"][0]
+        assert torch["packages"] == torch_packages
+        assert torch["pip_args"] == ["--extra-index-url=https://download.pytorch.org/whl/cu128"]
+        assert set(torch["vendor_index"]) == {"torch", "torchvision", "torchaudio"}

@@ -77,6 +77,8 @@ def _nvidia(folder: str) -> Callable[[str], Dict[str, Any]]:
 HOSTS: Dict[str, Callable[[str], Dict[str, Any]]] = {
     "cpu-x86": lambda tmp: fakes.host_args(tmp, PLAIN_SYSFS, "x86-avx2", "x86_64"),
     "hgx-h100": lambda tmp: fakes.nvidia_host(tmp, H100),
+    # The H100 capture answering on an aarch64 host (as a Grace Hopper node reports its CPU).
+    "hgx-h100-arm64": lambda tmp: fakes.nvidia_host(tmp, H100, "aarch64"),
     "hgx-h100-no-driver": lambda tmp: fakes.host_args(tmp, os.path.join(H100, "sysfs"), H100, "x86_64"),
     "atlas-800i-a2": _a2,
     "atlas-800i-a2-no-driver": lambda tmp: _a2(tmp, driver=False),

@@ -330,3 +330,69 @@ def test_adopted_driver_with_another_kernel_module_is_left_as_found(tmp_path):
 def test_adopted_driver_needs_no_runfile_checksum(tmp_path):
     decision = decide(args_for(probe_h200(tmp_path), "openEuler", runfile_src="/srv/NVIDIA-Linux-x86_64-580.159.04.run"))
     assert decision["action"] == "adopt" and decision["refusals"] == []
+
+
+# --- Defect: the open kernel module was planned for Volta and Pascal GPUs ---
+# NVIDIA Driver Installation Guide, "Kernel Modules": the open GPU kernel modules are only for Turing and
+# newer; Maxwell, Pascal and Volta need the proprietary flavour.  NVIDIA's "Unix Graphics Feature
+# Deprecation Schedule": the 580 series is the last to support Maxwell, Pascal and Volta.  The PCI ids are
+# those of NVIDIA/open-gpu-kernel-modules' "Compatible GPUs" table (Turing starts at 0x1E02) and of the
+# Tesla V100 PCIe 32GB (0x1DB6) and Tesla P100 PCIe 16GB (0x15F8).
+
+
+def probe_without_driver(tmp_path, device_id):
+    """The HGX H100 capture's PCI bus with its 8 GPUs (0x2330) given another device id, no nvidia-smi."""
+    case = tmp_path / f"bus-{device_id}"
+    shutil.copytree(os.path.join(H100, "sysfs"), str(case / "sysfs"))
+    for path in (case / "sysfs").rglob("device"):
+        if path.is_file() and path.read_text().strip() == "0x2330":
+            path.write_text(device_id + "\n")
+    args = fakes.host_args(str(tmp_path / f"run-{device_id}"), str(case / "sysfs"), H100, "x86_64")
+    result, _warnings = fakes.run_module(args)
+    return fakes.facts_of(result)
+
+
+@pytest.mark.parametrize(
+    "device_id, distribution, source, branch, asked, module, driver, refused",
+    [
+        # Tesla V100: proprietary packages of branch 580, in each source's naming.
+        ("0x1db6", "Ubuntu", "cuda_repo", "580", "auto", "proprietary", ["cuda-drivers-580"], None),
+        ("0x1db6", "Debian", "cuda_repo", "580", "auto", "proprietary", ["cuda-drivers-580"], None),
+        ("0x1db6", "Ubuntu", "distro", "580", "auto", "proprietary", ["nvidia-driver-580-server"], None),
+        ("0x15f8", "Ubuntu", "cuda_repo", "580", "proprietary", "proprietary", ["cuda-drivers-580"], None),
+        # Newer branches and the open flavour are refused with the fix named.
+        ("0x1db6", "Ubuntu", "cuda_repo", "590", "auto", "proprietary", ["cuda-drivers"], r"nvidia_driver_branch: '580'"),
+        ("0x1db6", "Ubuntu", "cuda_repo", "580", "open", "open", ["nvidia-open-580"], r"nvidia_kernel_module: proprietary"),
+        # Turing (Tesla T4) and Hopper keep the open flavour and any branch.
+        ("0x1eb8", "Ubuntu", "cuda_repo", "580", "auto", "open", ["nvidia-open-580"], None),
+        ("0x2330", "Ubuntu", "cuda_repo", "590", "auto", "open", ["nvidia-open"], None),
+    ],
+)
+def test_gpu_generation_picks_the_kernel_module(tmp_path, device_id, distribution, source, branch, asked, module, driver,
+                                                refused):
+    probe = probe_without_driver(tmp_path, device_id)
+    plan = decide(args_for(probe, distribution, source=source, branch=branch, kernel_module=asked))
+    assert plan["action"] == "install"
+    assert plan["kernel_module"] == module
+    assert plan["driver_packages"] == driver
+    assert bool(plan["pre_turing_gpus"]) is (int(device_id, 16) < 0x1E00)
+    if refused:
+        assert any(re.search(refused, line) for line in plan["refusals"]), plan["refusals"]
+    else:
+        assert plan["refusals"] == []
+
+
+def test_working_volta_driver_is_judged_by_compute_capability(tmp_path):
+    """With nvidia-smi answering, the compute capability decides (V100: 7.0), not the PCI id."""
+    case = tmp_path / "v100"
+    shutil.copytree(H200, str(case))
+    csv = case / "query-gpu.csv"
+    text = csv.read_text()
+    assert ", 9.0," in text
+    csv.write_text(text.replace(", 9.0,", ", 7.0,"))
+    result, _warnings = fakes.run_module(fakes.nvidia_host(str(tmp_path / "run-v100"), str(case)))
+    probe = fakes.facts_of(result)
+    assert probe["nvidia"]["gpus"][0]["compute_cap"] == "7.0"
+    plan = decide(args_for(probe, replace=True, branch="590"))
+    assert plan["kernel_module"] == "proprietary"
+    assert any("580 is the last branch" in line for line in plan["refusals"])
