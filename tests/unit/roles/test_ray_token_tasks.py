@@ -21,19 +21,34 @@ def _token_tasks():
 
 def test_every_step_with_the_token_is_no_log_and_runs_no_command():
     steps = _token_tasks()
-    assert [t["name"] for t in steps] == ["Create the cluster's Ray token on the head, once", "Read the cluster's Ray token from the head",
+    assert [t["name"] for t in steps] == ["Look for the cluster's Ray token on the head", "Create the Ray token file with its final mode",
+                                          "Create the cluster's Ray token on the head, once", "Read the cluster's Ray token from the head",
                                           "Give this worker the cluster's Ray token"]
     for step in steps:
-        assert step.get("no_log") is True, step["name"]
         assert not {"ansible.builtin.command", "ansible.builtin.shell", "ansible.builtin.raw"} & set(step), step["name"]
+        # the steps that carry the token's value hide it
+        if {"ansible.builtin.copy", "ansible.builtin.slurp"} & set(step):
+            assert step.get("no_log") is True, step["name"]
+
+
+def _create_runs(stat):
+    templar = Templar(loader=DataLoader(), variables={"__vllm_ray_token_stat": stat})
+    create = task(SERVICE, "Create the cluster's Ray token on the head, once")
+    return all(templar.template(trust_as_template("{{ " + condition + " }}")) in (True, "True") for condition in create["when"])
 
 
 def test_the_head_makes_the_token_once_and_every_member_keeps_it_for_the_service_user():
     create = task(SERVICE, "Create the cluster's Ray token on the head, once")["ansible.builtin.copy"]
-    # force false: a token that is there is never regenerated (a re-run keeps the running cluster's token)
-    assert create["force"] is False and create["dest"] == TOKEN
+    assert create["dest"] == TOKEN
+    # a token that is there is never regenerated (a re-run keeps the running cluster's token)
+    assert _create_runs({"stat": {"exists": False}})
+    assert _create_runs({"stat": {"exists": True, "size": 0}})
+    assert not _create_runs({"stat": {"exists": True, "size": 64}})
+    assert not _create_runs({"skipped": True})  # not the head
+    touch = task(SERVICE, "Create the Ray token file with its final mode")["ansible.builtin.file"]
+    assert touch["path"] == TOKEN and touch["state"] == "touch" and touch["mode"] == "0600"
     give = task(SERVICE, "Give this worker the cluster's Ray token")["ansible.builtin.copy"]
-    for step in (create, give):
+    for step in (create, give, touch):
         assert step["mode"] == "0600" and step["owner"] == "{{ vllm_user }}" and step["group"] == "{{ vllm_group }}"
     read = task(SERVICE, "Read the cluster's Ray token from the head")
     assert read["delegate_to"] == "{{ kunpeng_vllm_cluster.head }}" and read["ansible.builtin.slurp"]["src"] == TOKEN
