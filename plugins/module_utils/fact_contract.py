@@ -464,6 +464,9 @@ ASCEND = {
 
 MONITORING = {
     "address": _str(),
+    "listen": _str(),
+    "node_exporter_listen": _str(),
+    "firewall": _dicts({"ports": _f(LIST), "sources": _f(LIST), "protocol": _str()}),
     "targets": _dicts({"job": _str(), "target": _str()}),
     "exporter": _f(DICT, keys={"kind": _str(), "package": _str(), "job": _str()}),
     "collector": _bool(),

@@ -33,6 +33,30 @@ options:
   address:
     description: Address Prometheus reaches the node at (O(scope=node)).
     type: str
+  listen_address:
+    description:
+      - With O(scope=node), C(monitoring_listen_address) - the address the node exporter binds; empty - the first
+        address of O(address) (resolved on the node) that the node holds (O(local_addresses)), never every interface.
+      - With O(scope=server), the server node's decided address (its C(kunpeng_monitoring.listen)), which Prometheus binds.
+    type: str
+    default: ""
+  local_addresses:
+    description: The node's addresses (C(ansible_facts.all_ipv4_addresses) and C(all_ipv6_addresses)) (O(scope=node)).
+    type: list
+    elements: str
+    default: []
+  sources:
+    description:
+      - C(monitoring_sources) - IP addresses or networks of the Prometheus servers; the node's scrape ports are opened
+        to them only (RV(ansible_facts.kunpeng_monitoring.firewall)); empty - no rule.
+    type: list
+    elements: str
+    default: []
+  prometheus_sources:
+    description: C(monitoring_prometheus_sources) - who may reach Prometheus's port (RV(firewall)); empty - no rule.
+    type: list
+    elements: str
+    default: []
   host_groups:
     description: The node's groups (C(group_names)).
     type: list
@@ -73,7 +97,7 @@ options:
     elements: str
     default: []
   ports:
-    description: Ports by target kind (C(node_exporter), C(vllm), C(gateway), C(dcgm), C(npu)).
+    description: Ports by target kind (C(node_exporter), C(vllm), C(gateway) - empty when the gateway exports no metrics, C(dcgm), C(npu)).
     type: dict
     default: {}
   packages:
@@ -135,7 +159,7 @@ EXAMPLES = r"""
     backend: "{{ kunpeng_vllm_plan.backend | default('') }}"
     accelerators: "{{ kunpeng_accelerators | default({}) }}"
     vllm_groups: [vllm]
-    ports: {node_exporter: 9100, vllm: 8000, gateway: 8405, dcgm: 9400, npu: 8082}
+    ports: {node_exporter: 9100, vllm: 8000, dcgm: 9400, npu: 8082}
 
 - name: Plan the Prometheus server from every node's fact
   kunpeng.vllm.monitoring_plan:
@@ -159,6 +183,16 @@ ansible_facts:
         address:
           description: Address Prometheus reaches the node at.
           type: str
+        listen:
+          description: The address the node exporter (and Prometheus on a server) binds.
+          type: str
+        node_exporter_listen:
+          description: The node exporter's C(--web.listen-address).
+          type: str
+        firewall:
+          description: C(base_firewall_rules) entries opening the node's scrape ports to O(sources) only.
+          type: list
+          elements: dict
         targets:
           description: Scrape targets, each with C(job) and C(target) (C(host:port)).
           type: list
@@ -195,7 +229,17 @@ args:
   returned: when scope is server
   type: list
   elements: str
-  sample: ["--web.listen-address=:9090", "--storage.tsdb.retention.time=15d"]
+  sample: ["--web.listen-address=10.0.0.5:9090", "--storage.tsdb.retention.time=15d"]
+url:
+  description: Where Prometheus answers (its listen address and port), for Grafana's data source and the readiness wait.
+  returned: when scope is server
+  type: str
+  sample: http://10.0.0.5:9090
+firewall:
+  description: C(base_firewall_rules) entries opening Prometheus's port to O(prometheus_sources) only.
+  returned: when scope is server
+  type: list
+  elements: dict
 grafana:
   description: C(package), C(repository) or C(provisioning) (write the provisioning files only).
   returned: when scope is server
@@ -214,9 +258,12 @@ grafana_repository_key:
   type: bool
 """
 
+import socket  # noqa: E402
+
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.monitoring_plan import (  # noqa: E402
     MonitoringPlanError,
+    listen_address,
     measured_backend,
     node_plan,
     server_plan,
@@ -228,6 +275,10 @@ def main():
         argument_spec=dict(
             scope=dict(type="str", choices=["node", "server"], required=True),
             address=dict(type="str"),
+            listen_address=dict(type="str", default=""),
+            local_addresses=dict(type="list", elements="str", default=[]),
+            sources=dict(type="list", elements="str", default=[]),
+            prometheus_sources=dict(type="list", elements="str", default=[]),
             host_groups=dict(type="list", elements="str", default=[]),
             backend=dict(type="str", default=""),
             accelerators=dict(type="dict", default={}),
@@ -251,16 +302,25 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    ports = dict({"node_exporter": 9100, "vllm": 8000, "gateway": 8405, "dcgm": 9400, "npu": 8082}, **p["ports"])
+
+    def resolve(name):
+        try:
+            return [info[4][0] for info in socket.getaddrinfo(name.strip("[]"), None, proto=socket.IPPROTO_TCP)]
+        except (OSError, UnicodeError):
+            return []
+
+    ports = dict({"node_exporter": 9100, "vllm": 8000, "gateway": "", "dcgm": 9400, "npu": 8082}, **p["ports"])
     try:
         if p["scope"] == "node":
             backend = measured_backend(p["backend"], p["accelerators"])
+            listen = listen_address(p["listen_address"], p["address"], resolve(p["address"]), p["local_addresses"])
             plan = node_plan(p["host_groups"], p["address"], backend, p["vllm_groups"], p["gateway_groups"],
-                             ports, p["packages"], p["collector"], p["server_groups"])
+                             ports, p["packages"], p["collector"], p["server_groups"], listen, p["sources"])
             module.exit_json(changed=False, ansible_facts={"kunpeng_monitoring": plan})
         result = server_plan(p["nodes"], p["scrape_interval"], p["evaluation_interval"], p["retention_time"],
                              p["retention_size"], p["listen_port"], p["grafana_package"], p["grafana_repository"],
-                             grafana_repository_key_url=p["grafana_repository_key_url"])
+                             grafana_repository_key_url=p["grafana_repository_key_url"],
+                             listen=p["listen_address"] or "127.0.0.1", prometheus_sources=p["prometheus_sources"])
     except MonitoringPlanError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **result)

@@ -20,6 +20,10 @@ description:
   - The key file is written once and reused on every later run, so clients keep working across runs, upgrades and
     rollbacks. An existing key file with another mode or owner is put back to C(0600) root.
   - Whether the unit runs with C(PrivateUsers=yes) (O(private_users) C(auto) - everywhere except in a container).
+  - Whether every route of the engine needs the key. vLLM's own check covers only C(/v1), C(/v2), C(/inference)
+    and C(/cohere); an instance with a key also gets C(kunpeng_vllm_route_guard.RouteGuard) in its engine config's
+    C(middleware) (RV(engine_config)), which refuses every other route without the key except C(/health), and
+    C(/metrics) from loopback and O(metrics_sources).
   - The user's key never comes to this module; the stored or generated key is returned in RV(api_key), so the task
     that calls it must have C(no_log).
 author:
@@ -55,6 +59,13 @@ options:
     description: C(vllm_private_users) - C(true), C(false) or C(auto).
     type: raw
     default: auto
+  metrics_sources:
+    description:
+      - C(vllm_metrics_sources) - addresses, networks or host names (resolved when the engine starts) that may read
+        C(/metrics) without the key, beside loopback.
+    type: list
+    elements: str
+    default: []
   virtualization_type:
     description: C(ansible_facts['virtualization_type']).
     type: str
@@ -113,6 +124,16 @@ message:
   returned: always
   type: str
   sample: "the API key is the one generated on this node earlier, in /etc/vllm/smollm2.api-key (root only)"
+engine_config:
+  description: O(engine_config), with C(middleware) naming the route guard when the instance has a key.
+  returned: always
+  type: dict
+  sample: {"host": "0.0.0.0", "port": 8000, "middleware": "kunpeng_vllm_route_guard.RouteGuard"}
+route_guard:
+  description: C(enabled) (the route guard is in RV(engine_config)) and C(environment) (its variables, for the unit).
+  returned: always
+  type: dict
+  sample: {"enabled": true, "environment": {"KUNPENG_VLLM_METRICS_SOURCES": "10.0.0.5"}}
 private_users:
   description: C(enabled) (bool) and C(reason).
   returned: always
@@ -161,6 +182,7 @@ def main() -> None:
             allow_unauthenticated=dict(type="bool", default=False),
             key_file=dict(type="path", required=True),
             private_users=dict(type="raw", default="auto"),
+            metrics_sources=dict(type="list", elements="str", default=[]),
             virtualization_type=dict(type="str", default=""),
             virtualization_role=dict(type="str", default=""),
         ),
@@ -178,6 +200,10 @@ def main() -> None:
         module.fail_json(msg=str(exc))
     decision = endpoint_security.api_key_decision(p["api_key_given"], host, p["allow_unauthenticated"],
                                                   key_file, _read(key_file))
+    try:
+        guard = endpoint_security.route_guard(decision["source"], p["engine_config"], p["metrics_sources"])
+    except endpoint_security.EndpointError as exc:
+        module.fail_json(msg=str(exc))
     changed, result = False, {}
     key = decision["key"]
     diff = endpoint_security.key_file_diff(decision["source"], key_file, os.path.exists(key_file))
@@ -196,6 +222,8 @@ def main() -> None:
         result["diff"] = diff
     module.exit_json(changed=changed, api_key_source=decision["source"], api_key=key,
                      key_file=key_file if kept else "", message=decision["message"],
+                     engine_config=guard["engine_config"],
+                     route_guard={"enabled": guard["enabled"], "environment": guard["environment"]},
                      private_users=endpoint_security.private_users(wanted, p["virtualization_type"],
                                                                    p["virtualization_role"]), **result)
 

@@ -28,7 +28,8 @@ def gw_url():
 
 def served(backend):
     """Requests a vLLM server has finished (sum of vllm:request_success_total), read from its own /metrics."""
-    status, text = get(container_url(backend, VLLM_PORT) + "/metrics")
+    # The key: the route guard lets only loopback and vllm_metrics_sources read /metrics without it.
+    status, text = get(container_url(backend, VLLM_PORT) + "/metrics", {"Authorization": f"Bearer {API_KEY}"})
     assert status == 200, f"/metrics of {backend}: {status} {text[:200]}"
     return int(sum(float(v) for v in _SUCCESS.findall(text)))
 

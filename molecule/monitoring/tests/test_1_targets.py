@@ -4,29 +4,60 @@ import re
 import subprocess
 
 import pytest
-from conftest import PROM, VLLM, http, ip, prom, sh, wait_for
+import yaml
+from conftest import API_KEY, MODEL, PROM, VLLM, http, ip, prom, sh, wait_for
+
+
+def _configured_targets():
+    """(job, target) of every static target in the configuration Prometheus loaded."""
+    config = yaml.safe_load(prom("status/config")["yaml"])
+    return sorted((job["job_name"], target) for job in config["scrape_configs"]
+                  for static in job.get("static_configs", []) for target in static["targets"])
 
 
 def test_every_target_is_up():
+    """Every target Prometheus is configured with exists and is up; the list is the scenario's real exporters.
+
+    No gateway target: kunpeng.vllm.gateway exports no metrics (the :8405 target of earlier releases was never up).
+    """
+    configured = _configured_targets()
+    assert configured == [("node", f"{PROM}:9100"), ("node", f"{VLLM}:9100"), ("vllm", f"{VLLM}:8000")]
+
     def targets():
         active = prom("targets", state="active")["activeTargets"]
-        return active if active and all(t["health"] == "up" for t in active) else None
+        return active if len(active) == len(configured) and all(t["health"] == "up" for t in active) else None
     active, _waited = wait_for(targets, 30)
     assert active, prom("targets", state="active")
     found = sorted((t["labels"]["job"], t["labels"]["instance"]) for t in active)
-    assert found == [("node", f"{PROM}:9100"), ("node", f"{VLLM}:9100"), ("vllm", f"{VLLM}:8000")]
+    assert found == configured
 
 
-def test_vllm_metrics_need_no_api_key():
-    """vLLM's --api-key guards /v1 only: Prometheus scrapes /metrics without it."""
-    assert http(f"http://{ip(VLLM)}:8000/metrics")[0] == 200
+def test_vllm_metrics_only_for_the_monitoring_sources():
+    """/metrics needs no key from Prometheus (vllm_metrics_sources: the monitoring group), the key from anywhere else."""
+    assert http(f"http://{ip(VLLM)}:8000/metrics")[0] == 401
+    assert http(f"http://{ip(VLLM)}:8000/metrics", headers={"Authorization": f"Bearer {API_KEY}"})[0] == 200
     assert http(f"http://{ip(VLLM)}:8000/v1/models")[0] == 401
+    assert http(f"http://{ip(VLLM)}:8000/invocations", {"model": MODEL, "prompt": "x", "max_tokens": 1})[0] == 401
+    fetch = ("import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1], timeout=20).status)")
+    assert sh(PROM, "python3", "-c", fetch, f"http://{VLLM}:8000/metrics").stdout.strip() == "200"
+
+
+_CONNECT = ("import socket,sys\n"
+            "try:\n socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).close(); print('open')\n"
+            "except OSError: print('refused')")
+
+
+@pytest.mark.parametrize("container, port", [(PROM, 9090), (PROM, 9100), (VLLM, 9100)])
+def test_exporters_listen_on_the_monitoring_address_only(container, port):
+    """Bound to the container's address on the scenario network, not every interface: loopback is refused."""
+    assert sh(container, "python3", "-c", _CONNECT, ip(container), str(port)).stdout.strip() == "open"
+    assert sh(container, "python3", "-c", _CONNECT, "127.0.0.1", str(port)).stdout.strip() == "refused"
 
 
 def test_retention_and_listen_flags():
     flags = prom("status/flags")
     assert flags["storage.tsdb.retention.time"] == "1d"
-    assert flags["web.listen-address"] == ":9090"
+    assert flags["web.listen-address"] == f"{ip(PROM)}:9090"
 
 
 def test_alert_rules_loaded():

@@ -21,7 +21,8 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 import ipaddress
-from typing import Any, Dict, Optional
+import re
+from typing import Any, Dict, List, Optional
 
 # What each decision means for the instance.
 GIVEN = "given"          # vllm_api_key is set: that key.
@@ -102,6 +103,43 @@ def api_key_decision(given: bool, host: str, allow_unauthenticated: bool, key_fi
     return {"source": GENERATE, "key": "",
             "message": (f"vllm_api_key is empty and the instance listens on {host}: a key was generated on this "
                         f"node and stored in {key_file} (root only); clients send it as 'Authorization: Bearer <key>'")}
+
+
+# vLLM's own key check guards only /v1, /v2, /inference and /cohere (vllm 0.32
+# vllm/entrypoints/serve/middleware/authenticate.py, GUARDED_PREFIX); /invocations, /pooling, /score, /tokenize,
+# /metrics and the rest answer without the key.  The role installs this ASGI middleware beside the engine
+# (roles/vllm/files/kunpeng_vllm_route_guard.py) and names it in the engine config's ``middleware`` option
+# (vllm/entrypoints/serve/middleware/register.py: a class is added with app.add_middleware).
+ROUTE_GUARD = "kunpeng_vllm_route_guard.RouteGuard"
+# Sources with a key, whose every route the guard covers.
+KEYED = (GIVEN, STORED, GENERATE)
+METRICS_SOURCES_VARIABLE = "KUNPENG_VLLM_METRICS_SOURCES"
+_SOURCE = re.compile(r"^[A-Za-z0-9_.:\-/]+$")
+
+
+def route_guard(source: str, engine_config: Dict[str, Any], metrics_sources: List[str]) -> Dict[str, Any]:
+    """The engine config with the route guard when the instance has a key, and the guard's environment.
+
+    Every instance with a key (GIVEN, STORED, GENERATE, i.e. always on a non-loopback bind unless the
+    explicit opt-out is set) gets the guard: without it ``POST /invocations`` serves a completion to anyone.
+    ``metrics_sources`` (vllm_metrics_sources: addresses, networks or host names of the Prometheus servers)
+    may read ``/metrics`` without the key, as may loopback.  vLLM reads a config-file list as one option
+    followed by bare words (vllm/utils/argparse_utils.py load_config_file), so ``middleware`` can carry only
+    one entry: a ``middleware`` of the user's own is refused while the guard is on.  Returns ``engine_config``,
+    ``enabled`` and ``environment`` (for the service's environment file).
+    """
+    config = dict(engine_config or {})
+    if source not in KEYED:
+        return {"engine_config": config, "enabled": False, "environment": {}}
+    if config.get("middleware") not in (None, [], "", ROUTE_GUARD, [ROUTE_GUARD]):
+        raise EndpointError("vllm_engine_args sets middleware, but the instance's API key needs vLLM's single "
+                            f"middleware slot for {ROUTE_GUARD} (the key on every route); remove it")
+    bad = [str(item) for item in metrics_sources or [] if not _SOURCE.match(str(item))]
+    if bad:
+        raise EndpointError(f"vllm_metrics_sources must hold addresses, networks or host names, got {bad!r}")
+    config["middleware"] = ROUTE_GUARD
+    environment = {METRICS_SOURCES_VARIABLE: ",".join(str(item) for item in metrics_sources or [])}
+    return {"engine_config": config, "enabled": True, "environment": environment}
 
 
 def key_file_diff(source: str, key_file: str, existed: bool) -> Dict[str, Any]:

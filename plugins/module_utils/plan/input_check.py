@@ -454,6 +454,8 @@ _nofile_or_memlock.kind = "out_of_range"
 
 # CPU lists per rank, ranks separated by '|' (VLLM_CPU_OMP_THREADS_BIND).
 _SOURCE = re.compile(r"^[0-9A-Fa-f.:]+(/[0-9]{1,3})?$")
+# vllm_metrics_sources: an address, a network or a host name (the route guard resolves names when the engine starts).
+_metrics_source = _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$"), "an IP address, a CIDR network or a host name")
 _firewall_source = _regex(_SOURCE, "an IPv4/IPv6 address or CIDR network (e.g. 10.0.0.0/8)")
 _PORT_RANGE = re.compile(r"^[0-9]{1,5}(-[0-9]{1,5})?$")
 
@@ -573,6 +575,7 @@ RULES = {
         "vllm_private_users": None,
         "vllm_allow_unauthenticated": None,
         "vllm_api_key_controller_file": _opt_controller_path,
+        "vllm_metrics_sources": _list_of(_metrics_source),
         "vllm_restart_sec": _int_range(0, 3600),
         "vllm_service_manager": None,
         "vllm_ready_check": None,
@@ -672,7 +675,10 @@ RULES = {
         "monitoring_address": _opt_host,
         "monitoring_node_exporter_port": _port,
         "monitoring_vllm_port": _opt_port,
-        "monitoring_gateway_metrics_port": _port,
+        "monitoring_gateway_metrics_port": _opt_port,
+        "monitoring_listen_address": _opt_host,
+        "monitoring_sources": _list_of(_firewall_source),
+        "monitoring_prometheus_sources": _list_of(_firewall_source),
         "monitoring_dcgm_exporter_port": _port,
         "monitoring_npu_exporter_port": _port,
         "monitoring_dcgm_exporter_package": _opt_name,

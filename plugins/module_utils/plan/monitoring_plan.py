@@ -19,6 +19,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
+import ipaddress
 import re
 from typing import Any, Dict, List, Optional
 
@@ -47,6 +48,54 @@ def _target(address: str, port: int) -> str:
 
 
 COLLECTOR_MODES = ("auto", "always", "never")
+
+
+def _ip(value: str) -> Optional[str]:
+    try:
+        return str(ipaddress.ip_address(str(value).strip("[]")))
+    except ValueError:
+        return None
+
+
+def listen_address(wanted: str, address: str, resolved: List[str], local: List[str]) -> str:
+    """The address the node exporter (and Prometheus on a server) binds: never every interface.
+
+    ``wanted`` is ``monitoring_listen_address`` (empty: decide); ``address`` is ``monitoring_address``, the
+    address Prometheus scrapes; ``resolved`` what the node resolves it to (empty when it is an address);
+    ``local`` the node's own addresses (facts ``all_ipv4_addresses`` + ``all_ipv6_addresses``).  The first of
+    ``address``'s addresses the node holds is bound, so the exporter listens on the monitoring network only.
+    """
+    if wanted:
+        chosen = _ip(wanted)
+        if not chosen:
+            raise MonitoringPlanError(f"monitoring_listen_address must be an IP address, got {wanted!r}")
+        return chosen
+    own = {_ip(item) for item in local or []} - {None}
+    candidates = [_ip(address)] if _ip(address) else [_ip(item) for item in resolved or []]
+    for candidate in candidates:
+        if candidate and (candidate in own or ipaddress.ip_address(candidate).is_loopback):
+            return candidate
+    raise MonitoringPlanError(
+        f"monitoring_address {address!r} ({', '.join(c for c in candidates if c) or 'unresolved'}) is none of this "
+        f"node's addresses ({', '.join(sorted(own)) or 'none known'}): set monitoring_address to the node's address "
+        "on the monitoring network, or monitoring_listen_address to the address the exporters bind")
+
+
+def firewall_rule(name: str, ports: List[int], sources: List[str]) -> List[Dict[str, Any]]:
+    """A base_firewall_rules entry opening ``ports`` to ``sources`` only (none without a source)."""
+    bad = [item for item in sources or [] if not _network(item)]
+    if bad:
+        raise MonitoringPlanError(f"{name} must hold IP addresses or CIDR networks, got {bad!r}")
+    if not sources or not ports:
+        return []
+    return [{"ports": sorted(set(ports)), "sources": [str(_network(item)) for item in sources], "protocol": "tcp"}]
+
+
+def _network(value: Any):
+    try:
+        return ipaddress.ip_network(str(value), strict=False)
+    except ValueError:
+        return None
 
 
 def measured_backend(planned: Optional[str], accelerators: Optional[Dict[str, Any]]) -> str:
@@ -85,11 +134,16 @@ def accelerator_exporter(backend: Optional[str], packages: Dict[str, str], colle
 
 def node_plan(host_groups: List[str], address: str, backend: Optional[str], vllm_groups: List[str],
               gateway_groups: List[str], ports: Dict[str, Any], packages: Dict[str, str], collector: str = "auto",
-              server_groups: Optional[List[str]] = None) -> Dict[str, Any]:
+              server_groups: Optional[List[str]] = None, listen: str = "127.0.0.1",
+              sources: Optional[List[str]] = None) -> Dict[str, Any]:
     """What one node offers to Prometheus (the ``kunpeng_monitoring`` fact).
 
     ``ports`` holds ``node_exporter``, ``vllm``, ``gateway``, ``dcgm``, ``npu``
-    (their ``monitoring_*_port`` variables).  Returns ``address``,
+    (their ``monitoring_*_port`` variables); an empty ``gateway`` port means the gateway exports no metrics
+    (kunpeng.vllm.gateway does not), so no gateway target.  ``listen`` is the node's :func:`listen_address`,
+    ``sources`` (``monitoring_sources``) the addresses of the Prometheus servers.  Returns ``address``,
+    ``listen`` (the address the node exporter binds), ``node_exporter_listen`` (its ``--web.listen-address``),
+    ``firewall`` (base_firewall_rules entries: the node's scrape ports from ``sources`` only),
     ``targets`` (``job``, ``target``), ``exporter`` (see
     :func:`accelerator_exporter`), ``collector`` (install the textfile
     collector) and ``server`` (the node is in one of ``server_groups`` and
@@ -98,16 +152,23 @@ def node_plan(host_groups: List[str], address: str, backend: Optional[str], vllm
     if not address or not _HOST.match(address):
         raise MonitoringPlanError(f"monitoring_address must be a host name or IP address, got {address!r}")
     exporter = accelerator_exporter(backend, packages, collector)
-    targets = [{"job": "node", "target": _target(address, _port("monitoring_node_exporter_port", ports["node_exporter"]))}]
+    node_port = _port("monitoring_node_exporter_port", ports["node_exporter"])
+    targets = [{"job": "node", "target": _target(address, node_port)}]
+    scraped = [node_port]
     if set(host_groups) & set(vllm_groups):
-        targets.append({"job": "vllm", "target": _target(address, _port("monitoring_vllm_port", ports["vllm"]))})
-    if set(host_groups) & set(gateway_groups):
-        targets.append({"job": "gateway", "target": _target(address, _port("monitoring_gateway_metrics_port", ports["gateway"]))})
+        scraped.append(_port("monitoring_vllm_port", ports["vllm"]))
+        targets.append({"job": "vllm", "target": _target(address, scraped[-1])})
+    if set(host_groups) & set(gateway_groups) and ports.get("gateway") not in (None, "", 0):
+        scraped.append(_port("monitoring_gateway_metrics_port", ports["gateway"]))
+        targets.append({"job": "gateway", "target": _target(address, scraped[-1])})
     if exporter["job"]:
-        port = _port(f"monitoring_{exporter['job']}_exporter_port", ports[exporter["job"]])
-        targets.append({"job": exporter["job"], "target": _target(address, port)})
+        scraped.append(_port(f"monitoring_{exporter['job']}_exporter_port", ports[exporter["job"]]))
+        targets.append({"job": exporter["job"], "target": _target(address, scraped[-1])})
     return {
         "address": address,
+        "listen": listen,
+        "node_exporter_listen": _target(listen, node_port),
+        "firewall": firewall_rule("monitoring_sources", scraped, sources or []),
         "targets": targets,
         "exporter": exporter,
         "collector": exporter["kind"] == "collector",
@@ -159,12 +220,14 @@ def grafana_mode(package: str, repository: str) -> str:
 def server_plan(nodes: List[Dict[str, Any]], scrape_interval: str, evaluation_interval: str, retention_time: str,
                 retention_size: str, listen_port: Any, grafana_package: str = "", grafana_repository: str = "",
                 vllm_metrics_path: str = "/metrics", gateway_metrics_path: str = "/metrics",
-                grafana_repository_key_url: str = "") -> Dict[str, Any]:
+                grafana_repository_key_url: str = "", listen: str = "127.0.0.1",
+                prometheus_sources: Optional[List[str]] = None) -> Dict[str, Any]:
     """The Prometheus server's configuration: ``scrape_configs``, ``global``, ``args`` (command-line flags),
     ``grafana`` (see :func:`grafana_mode`), ``grafana_package`` (what to install: the named package, ``grafana``
     from the named repository, or ''), ``grafana_install`` (a Grafana package is installed and started),
     ``grafana_repository_key`` (the named repository's signing key is added) and ``jobs`` (the job names with
-    targets)."""
+    targets).  ``listen`` is the server node's :func:`listen_address`: Prometheus binds it, not every interface;
+    ``url`` is where Grafana and the role reach it; ``firewall`` opens its port to ``prometheus_sources`` (``monitoring_prometheus_sources``) only."""
     for name, value in (("monitoring_scrape_interval", scrape_interval),
                         ("monitoring_evaluation_interval", evaluation_interval),
                         ("monitoring_retention_time", retention_time)):
@@ -176,7 +239,7 @@ def server_plan(nodes: List[Dict[str, Any]], scrape_interval: str, evaluation_in
         raise MonitoringPlanError("no node has a kunpeng_monitoring fact: run the monitoring role on the nodes "
                                   "(playbooks/monitoring.yml does) before the Prometheus server")
     port = _port("monitoring_prometheus_port", listen_port)
-    args = [f"--web.listen-address=:{port}", f"--storage.tsdb.retention.time={retention_time}"]
+    args = [f"--web.listen-address={_target(listen, port)}", f"--storage.tsdb.retention.time={retention_time}"]
     if retention_size:
         args.append(f"--storage.tsdb.retention.size={retention_size}")
     configs = scrape_configs(nodes, scrape_interval, vllm_metrics_path, gateway_metrics_path)
@@ -186,6 +249,8 @@ def server_plan(nodes: List[Dict[str, Any]], scrape_interval: str, evaluation_in
         "scrape_configs": configs,
         "jobs": [config["job_name"] for config in configs],
         "args": args,
+        "url": f"http://{_target(listen, port)}",
+        "firewall": firewall_rule("monitoring_prometheus_sources", [port], prometheus_sources or []),
         "grafana": mode,
         "grafana_package": {"package": (grafana_package or "").strip(), "repository": "grafana"}.get(mode, ""),
         "grafana_install": mode != "provisioning",

@@ -17,7 +17,7 @@ from vllm_plans import plan
 
 from ansible_collections.kunpeng.vllm.plugins.filter.vllm_service import vllm_service
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import input_check
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import endpoint_security, input_check
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TEMPLATES = os.path.join(ROOT, "roles", "vllm", "templates")
@@ -34,6 +34,7 @@ BASE = {
     "vllm_cpu_kvcache_space_gib": 1,
     "vllm_cpu_omp_threads_bind": "auto",
     "vllm_environment": {},
+    "__vllm_python_dir": "/usr/local/lib/kunpeng-vllm/python",
 }
 
 
@@ -95,3 +96,12 @@ def test_the_issue_value_is_refused_and_would_have_injected(tmp_path):
 ])
 def test_values_that_would_break_out_are_refused(name, value):
     assert input_check.check_values("vllm", {name: value})
+
+
+def test_route_guard_environment(tmp_path):
+    """The engine finds the route guard (PYTHONPATH) and its /metrics sources, as kunpeng.vllm.vllm_endpoint decides them."""
+    guard = endpoint_security.route_guard(endpoint_security.GIVEN, {"host": "0.0.0.0"}, ["10.0.0.5", "kv-monitoring-prom"])
+    env = read_with_sh(render(__vllm_route_guard=guard), tmp_path)
+    assert env["KUNPENG_VLLM_METRICS_SOURCES"] == "10.0.0.5,kv-monitoring-prom"
+    assert env["PYTHONPATH"] == "/usr/local/lib/kunpeng-vllm/python"
+    assert "KUNPENG_VLLM_METRICS_SOURCES" not in read_with_sh(render(), tmp_path)

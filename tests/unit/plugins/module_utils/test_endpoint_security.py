@@ -79,3 +79,42 @@ def test_private_users(wanted, vtype, vrole, enabled):
 def test_key_file_diff(source, existed, before, after):
     assert es.key_file_diff(source, "/etc/vllm/k", existed) == {
         "before": dict({"path": "/etc/vllm/k"}, **before), "after": dict({"path": "/etc/vllm/k"}, **after)}
+
+
+CONFIG = {"host": "0.0.0.0", "port": 8000, "served-model-name": "smollm2"}
+
+
+@pytest.mark.parametrize("source, extra, sources, enabled, environment", [
+    # Every instance with a key gets the guard: vLLM's own check leaves /invocations, /tokenize, ... open.
+    (es.GIVEN, {}, [], True, {"KUNPENG_VLLM_METRICS_SOURCES": ""}),
+    (es.STORED, {}, ["kv-monitoring-prom"], True, {"KUNPENG_VLLM_METRICS_SOURCES": "kv-monitoring-prom"}),
+    (es.GENERATE, {}, ["10.0.0.5", "10.1.0.0/16", "fd00::7"], True,
+     {"KUNPENG_VLLM_METRICS_SOURCES": "10.0.0.5,10.1.0.0/16,fd00::7"}),
+    # The guard named already (a re-run on the config it returned) stays one entry.
+    (es.GIVEN, {"middleware": es.ROUTE_GUARD}, [], True, {"KUNPENG_VLLM_METRICS_SOURCES": ""}),
+    (es.GIVEN, {"middleware": [es.ROUTE_GUARD]}, [], True, {"KUNPENG_VLLM_METRICS_SOURCES": ""}),
+    # No key: loopback only, or the explicit opt-out; the user's middleware stays.
+    (es.LOOPBACK, {}, ["10.0.0.5"], False, {}),
+    (es.OPEN, {"middleware": "my.Middleware"}, [], False, {}),
+])
+def test_route_guard(source, extra, sources, enabled, environment):
+    result = es.route_guard(source, dict(CONFIG, **extra), sources)
+    assert result["enabled"] is enabled
+    assert result["environment"] == environment
+    expected = dict(CONFIG, **extra)
+    if enabled:
+        expected["middleware"] = "kunpeng_vllm_route_guard.RouteGuard"
+    assert result["engine_config"] == expected
+
+
+@pytest.mark.parametrize("source, extra, sources, words", [
+    # vLLM reads a config-file list as one option and bare words: a second middleware cannot be carried.
+    (es.GIVEN, {"middleware": "my.Middleware"}, [], "single middleware slot"),
+    (es.GENERATE, {"middleware": ["my.Middleware", es.ROUTE_GUARD]}, [], "single middleware slot"),
+    # A source goes into the environment file: no quote, space or line break.
+    (es.STORED, {}, ["10.0.0.5'\nLD_PRELOAD=/x"], "vllm_metrics_sources"),
+    (es.STORED, {}, ["a b"], "vllm_metrics_sources"),
+])
+def test_route_guard_refuses(source, extra, sources, words):
+    with pytest.raises(es.EndpointError, match=words):
+        es.route_guard(source, dict(CONFIG, **extra), sources)

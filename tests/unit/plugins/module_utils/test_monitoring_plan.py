@@ -72,7 +72,8 @@ def test_server_plan_groups_targets_by_job_and_labels_the_node():
         {"targets": ["a:8000"], "labels": {"node": "a"}}, {"targets": ["b:8000"], "labels": {"node": "b"}}]}
     assert [c["targets"] for c in node_job["static_configs"]] == [["a:9100"], ["b:9100"], ["p:9100"]]
     assert plan["global"] == {"scrape_interval": "2s", "evaluation_interval": "2s"}
-    assert plan["args"] == ["--web.listen-address=:9090", "--storage.tsdb.retention.time=1d"]
+    assert plan["args"] == ["--web.listen-address=127.0.0.1:9090", "--storage.tsdb.retention.time=1d"]
+    assert plan["firewall"] == []
     assert plan["grafana"] == "provisioning"
 
 
@@ -84,7 +85,7 @@ def test_same_target_from_two_facts_is_scraped_once():
 
 def test_retention_size_flag():
     plan = mp.server_plan([node([])], "15s", "15s", "30d", "50GB", 9091)
-    assert plan["args"] == ["--web.listen-address=:9091", "--storage.tsdb.retention.time=30d",
+    assert plan["args"] == ["--web.listen-address=127.0.0.1:9091", "--storage.tsdb.retention.time=30d",
                             "--storage.tsdb.retention.size=50GB"]
 
 
@@ -165,3 +166,51 @@ def test_a_scrape_job_means_a_vendor_package_to_install(backend, packages, colle
     """The role installs the vendor exporter when exporter.job is set: exactly when a package was named for it."""
     exporter = mp.accelerator_exporter(backend, packages, collector)
     assert (exporter["job"] != "") == (exporter["package"] != "")
+
+
+@pytest.mark.parametrize("wanted, address, resolved, local, listen", [
+    # An address the node holds: bound as it is.
+    ("", "10.0.0.5", [], ["10.0.0.5", "172.17.0.2"], "10.0.0.5"),
+    ("", "2001:db8::5", [], ["10.0.0.5", "2001:db8::5"], "2001:db8::5"),
+    # A name: the first of its addresses the node holds (the monitoring network's).
+    ("", "node1.example", ["192.0.2.9", "10.0.0.5"], ["10.0.0.5"], "10.0.0.5"),
+    ("", "localhost", ["::1", "127.0.0.1"], [], "::1"),
+    # monitoring_listen_address wins.
+    ("127.0.0.1", "10.0.0.5", [], ["10.0.0.5"], "127.0.0.1"),
+])
+def test_listen_address(wanted, address, resolved, local, listen):
+    assert mp.listen_address(wanted, address, resolved, local) == listen
+
+
+@pytest.mark.parametrize("wanted, address, resolved, local, message", [
+    # Never every interface: an address the node does not hold (NAT, a typo) is refused, not widened to 0.0.0.0.
+    ("", "203.0.113.7", [], ["10.0.0.5"], "none of this node's addresses"),
+    ("", "node1.example", [], ["10.0.0.5"], "unresolved"),
+    ("0.0.0.0x", "10.0.0.5", [], ["10.0.0.5"], "monitoring_listen_address must be an IP address"),
+])
+def test_listen_address_refuses(wanted, address, resolved, local, message):
+    with pytest.raises(mp.MonitoringPlanError, match=message):
+        mp.listen_address(wanted, address, resolved, local)
+
+
+def test_node_binds_the_listen_address_and_opens_scrape_ports_to_the_sources_only():
+    plan = mp.node_plan(["vllm"], "n1", "cuda", ["vllm"], [], PORTS, DCGM, "auto", [], "10.0.0.5", ["10.0.0.9", "10.1.0.0/16"])
+    assert plan["listen"] == "10.0.0.5" and plan["node_exporter_listen"] == "10.0.0.5:9100"
+    assert plan["firewall"] == [{"ports": [8000, 9100, 9400], "sources": ["10.0.0.9/32", "10.1.0.0/16"], "protocol": "tcp"}]
+    assert mp.node_plan(["vllm"], "n1", "cpu", ["vllm"], [], PORTS, {}, "auto", [], "::1")["node_exporter_listen"] == "[::1]:9100"
+    # No source, no rule: an active firewall then keeps the ports to the node itself.
+    assert node(["vllm"])["firewall"] == []
+    with pytest.raises(mp.MonitoringPlanError, match="monitoring_sources must hold IP addresses"):
+        mp.node_plan([], "n1", "cpu", [], [], PORTS, {}, "auto", [], "10.0.0.5", ["prom.example"])
+
+
+def test_gateway_target_only_when_its_port_is_given():
+    ports = dict(PORTS, gateway="")
+    assert [t["job"] for t in mp.node_plan(["gateway"], "n1", "cpu", [], ["gateway"], ports, {})["targets"]] == ["node"]
+
+
+def test_prometheus_binds_the_server_address_and_opens_to_its_sources_only():
+    plan = mp.server_plan([node([])], "15s", "15s", "15d", "", 9090, listen="10.0.0.9", prometheus_sources=["10.0.0.0/24"])
+    assert plan["args"][0] == "--web.listen-address=10.0.0.9:9090"
+    assert plan["url"] == "http://10.0.0.9:9090"
+    assert plan["firewall"] == [{"ports": [9090], "sources": ["10.0.0.0/24"], "protocol": "tcp"}]

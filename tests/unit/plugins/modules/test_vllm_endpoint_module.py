@@ -73,3 +73,22 @@ def test_diff_shows_the_key_file_never_the_key(tmp_path):
     assert result["api_key"] not in repr(result["diff"])
     failed, result = run_main(vllm_endpoint.main, args(key_file), diff=True)
     assert not result["changed"] and "diff" not in result
+
+
+def test_route_guard_follows_the_key(tmp_path):
+    """An instance with a key gets the route guard in its engine config; without a key it does not."""
+    for overrides, enabled in (({}, True), ({"api_key_given": True, "host": "127.0.0.1"}, True),
+                               ({"host": "127.0.0.1"}, False), ({"allow_unauthenticated": True}, False)):
+        failed, result = run_main(vllm_endpoint.main, args(tmp_path / "k", metrics_sources=["10.0.0.9"], **overrides))
+        assert not failed and result["route_guard"]["enabled"] is enabled
+        assert result["engine_config"]["host"] == overrides.get("host", "0.0.0.0")
+        assert ("middleware" in result["engine_config"]) is enabled
+        if enabled:
+            assert result["engine_config"]["middleware"] == "kunpeng_vllm_route_guard.RouteGuard"
+            assert result["route_guard"]["environment"] == {"KUNPENG_VLLM_METRICS_SOURCES": "10.0.0.9"}
+
+
+def test_a_middleware_of_the_users_is_refused_with_a_key(tmp_path):
+    config = {"host": "0.0.0.0", "port": 8000, "middleware": "my.Middleware"}
+    failed, result = run_main(vllm_endpoint.main, args(tmp_path / "k", engine_config=config, api_key_given=True))
+    assert failed and "middleware" in result["msg"]

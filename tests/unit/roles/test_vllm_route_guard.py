@@ -1,0 +1,143 @@
+"""The route guard the vllm role installs beside the engine (roles/vllm/files/kunpeng_vllm_route_guard.py).
+
+It runs inside vLLM as an ASGI middleware; here it wraps an ASGI app that answers 200 and records what
+reached it, and each request is a real ASGI scope as uvicorn builds it.
+"""
+
+import asyncio
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+GUARD_FILE = Path(__file__).resolve().parents[3] / "roles" / "vllm" / "files" / "kunpeng_vllm_route_guard.py"
+KEY = "s3cret-key"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("kunpeng_vllm_route_guard", GUARD_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+guard_module = _load()
+
+
+async def _engine(scope, receive, send):
+    """Stands for vLLM's app: 200 on every path."""
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+def _call(guard, path, method="GET", headers=(), client="203.0.113.9", kind="http", root_path=""):
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": kind, "path": path, "root_path": root_path, "method": method, "client": (client, 40000),
+             "headers": [(name.lower().encode(), value.encode()) for name, value in headers]}
+    asyncio.run(guard(scope, receive, send))
+    return sent
+
+
+def _status(sent):
+    return sent[0].get("status") if sent[0]["type"] == "http.response.start" else sent[0]["type"]
+
+
+@pytest.fixture
+def guard(monkeypatch):
+    monkeypatch.setenv("VLLM_API_KEY", KEY)
+    monkeypatch.setenv("KUNPENG_VLLM_METRICS_SOURCES", "10.0.0.7, 192.168.5.0/24,fd00::9,localhost")
+    return guard_module.RouteGuard(_engine)
+
+
+BEARER = ("Authorization", f"Bearer {KEY}")
+
+
+@pytest.mark.parametrize("method, path, headers, client, status", [
+    # Routes vLLM's own check leaves open (issue: keyless POST /invocations served a completion).
+    ("POST", "/invocations", (), "203.0.113.9", 401),
+    ("POST", "/pooling", (), "203.0.113.9", 401),
+    ("POST", "/score", (), "203.0.113.9", 401),
+    ("POST", "/rerank", (), "203.0.113.9", 401),
+    ("POST", "/tokenize", (), "203.0.113.9", 401),
+    ("POST", "/classify", (), "203.0.113.9", 401),
+    ("GET", "/openapi.json", (), "203.0.113.9", 401),
+    ("GET", "/docs", (), "203.0.113.9", 401),
+    ("GET", "/version", (), "203.0.113.9", 401),
+    ("POST", "/v1/completions", (), "203.0.113.9", 401),
+    # A wrong key, another scheme, an empty bearer, the key as a prefix.
+    ("POST", "/invocations", (("Authorization", "Bearer wrong"),), "203.0.113.9", 401),
+    ("POST", "/invocations", (("Authorization", f"Basic {KEY}"),), "203.0.113.9", 401),
+    ("POST", "/invocations", (("Authorization", "Bearer "),), "203.0.113.9", 401),
+    ("POST", "/invocations", (("Authorization", f"Bearer {KEY}x"),), "203.0.113.9", 401),
+    ("POST", "/invocations", (("Authorization", KEY),), "203.0.113.9", 401),
+    # With the key every route passes; the scheme is case-insensitive (RFC 6750).
+    ("POST", "/invocations", (BEARER,), "203.0.113.9", 200),
+    ("GET", "/openapi.json", (("authorization", f"bearer {KEY}"),), "203.0.113.9", 200),
+    # /health for load balancers and the readiness check; only that exact path.
+    ("GET", "/health", (), "203.0.113.9", 200),
+    ("GET", "/health/x", (), "203.0.113.9", 401),
+    ("GET", "/healthz", (), "203.0.113.9", 401),
+    # /metrics: loopback and the listed sources (address, network, IPv6, IPv4-mapped, a resolved name) only.
+    ("GET", "/metrics", (), "203.0.113.9", 401),
+    ("GET", "/metrics", (), "10.0.0.8", 401),
+    ("GET", "/metrics", (), "127.0.0.1", 200),
+    ("GET", "/metrics", (), "::1", 200),
+    ("GET", "/metrics", (), "10.0.0.7", 200),
+    ("GET", "/metrics", (), "::ffff:10.0.0.7", 200),
+    ("GET", "/metrics", (), "192.168.5.77", 200),
+    ("GET", "/metrics", (), "fd00::9", 200),
+    ("GET", "/metrics", (), "not-an-address", 401),
+    ("GET", "/metrics", (BEARER,), "203.0.113.9", 200),
+    # A CORS preflight is answered by vLLM's CORS middleware without reaching a route; a bare OPTIONS is not.
+    ("OPTIONS", "/v1/completions", (("Access-Control-Request-Method", "POST"), ("Origin", "https://x")),
+     "203.0.113.9", 200),
+    ("OPTIONS", "/invocations", (), "203.0.113.9", 401),
+])
+def test_every_route_needs_the_key(guard, method, path, headers, client, status):
+    sent = _call(guard, path, method, headers, client)
+    assert _status(sent) == status
+    if status == 401:
+        assert json.loads(sent[1]["body"]) == {"error": "Unauthorized"}
+        assert (b"www-authenticate", b"Bearer") in sent[0]["headers"]
+
+
+def test_root_path_is_stripped(guard):
+    assert _status(_call(guard, "/api/health", root_path="/api")) == 200
+    assert _status(_call(guard, "/api/invocations", "POST", root_path="/api")) == 401
+
+
+def test_websocket_without_the_key_is_closed(guard):
+    assert _call(guard, "/v1/realtime", kind="websocket") == [{"type": "websocket.close", "code": 1008}]
+    assert _status(_call(guard, "/v1/realtime", headers=(BEARER,), kind="websocket")) == 200
+
+
+def test_lifespan_passes(guard):
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append(scope["type"])
+
+    asyncio.run(guard_module.RouteGuard(app)({"type": "lifespan"}, None, None))
+    assert seen == ["lifespan"]
+
+
+def test_refuses_to_start_without_a_key(monkeypatch):
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    with pytest.raises(RuntimeError, match="VLLM_API_KEY is empty"):
+        guard_module.RouteGuard(_engine)
+    monkeypatch.setenv("VLLM_API_KEY", "")
+    with pytest.raises(RuntimeError):
+        guard_module.RouteGuard(_engine)
+
+
+def test_unresolvable_source_is_skipped():
+    networks = guard_module.metrics_networks("no-such-host.invalid,10.0.0.0/8")
+    assert [str(n) for n in networks] == ["127.0.0.0/8", "::1/128", "10.0.0.0/8"]
