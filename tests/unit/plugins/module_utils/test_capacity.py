@@ -121,7 +121,7 @@ def test_deepseek_v3_fp8_does_not_fit_one_a100_node_and_gets_one_host_fixes():
     # serving from several nodes is not supported: every fix keeps the instance on one host
     assert result["fixes"] == [
         "quantised weights: int4 (324.56 GiB) fit at tensor_parallel_size 8",  # embeddings and head stay 16-bit
-        "larger devices: 8 with at least 92 GiB each (tensor_parallel_size 8)",
+        "larger devices: 8 with at least 93 GiB each (tensor_parallel_size 8)",
         "more devices: a host with 16 such devices (tensor_parallel_size 16)",
     ]
     message = cap.misfit_message(model("deepseek-v3"), result, hw(A100_80G_MIB), "cuda")
@@ -175,7 +175,7 @@ def test_r1_w8a8_on_one_910b4_node_does_not_fit():
     result = cap.plan_accelerator(model("deepseek-v3", "w8a8"), hw(A2_32G_MIB), {}, dict(OPTIONS, smaller_formats=["w8a8", "w4a8"]))
     assert result["fits"] is False
     assert result["numbers"]["available_gib"] == pytest.approx(28.8)
-    assert result["fixes"] == ["larger devices: 8 with at least 92 GiB each (tensor_parallel_size 8)"]
+    assert result["fixes"] == ["larger devices: 8 with at least 93 GiB each (tensor_parallel_size 8)"]
     # w4a8 still needs ~322 GiB > 8 x 28.8 GiB, and 16 such NPUs (461 GiB) hold no 625 GiB of w8a8 weights
 
 
@@ -428,3 +428,22 @@ def test_margin_follows_vllms_batch_defaults(mib, tokens, seqs):
     assert parts["activation"] == forward + seqs * qwen["vocab"] * 4 * cap.SAMPLER_COPIES
     explicit = cap.overhead(qwen, hw(mib), 1, 1, 1, 0.9, {"max_num_batched_tokens": 512, "max_num_seqs": 16})
     assert explicit["activation"] < parts["activation"]
+
+
+@pytest.mark.parametrize("name, tp, workspace", [
+    # top_k x (3 x moe_intermediate + hidden) elements a token: Qwen3-30B-A3B 8 x (3 x 768 + 2048)
+    ("qwen3-30b-a3b", 1, 8 * (3 * 768 + 2048)),
+    ("qwen3-30b-a3b", 4, 8 * (3 * 768 + 2048)),
+    # DeepSeek-V2-Lite: 6 x (3 x 1408 + 2048)
+    ("deepseek-v2-lite", 1, 6 * (3 * 1408 + 2048)),
+    ("deepseek-r1-distill-qwen-7b", 1, 0),
+])
+def test_margin_counts_the_moe_parts_only_for_routed_experts(name, tp, workspace):
+    """The MoE log (Qwen3-30B-A3B on the H200): CUDA graph estimate plus the routed workspace counted again."""
+    parts = cap.overhead(model(name), hw(H200_MIB), tp, 1, 1, 0.9)
+    if not workspace:
+        assert "moe_workspace" not in parts and "cuda_graphs" not in parts
+        return
+    assert model(name)["moe_workspace"] == workspace
+    assert parts["moe_workspace"] == 8192 * 2 * cap.MOE_WORKSPACE_EXTRA * workspace / tp
+    assert parts["cuda_graphs"] == cap.MOE_CUDA_GRAPH_BYTES
