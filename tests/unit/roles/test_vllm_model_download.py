@@ -21,7 +21,7 @@ MARKER = ".kunpeng-model-complete"
 def _run(collections_path, model_dir, interrupt, weights):
     account = getpass.getuser()
     return run_playbook(collections_path, "vllm_model_download.yml", {
-        "fetch_file": "tasks/model_fetch_partial.yml", "interrupt": interrupt, "weights": weights,
+        "fetch_file": "model_fetch_partial.yml", "interrupt": interrupt, "weights": weights,
         "vllm_model_dir": str(model_dir), "vllm_model_source": "huggingface", "vllm_model_src": "org/model",
         "vllm_model_revision": "", "vllm_user": account, "vllm_group": grp.getgrgid(os.getgid()).gr_name})
 
