@@ -297,8 +297,8 @@ VLLM_PLAN = {
     "fp8_mode": _str(),
     "atlas_series": _nstr(),
     # How the row's vllm-ascend reaches the node's series (deployment.atlas_source), null off Ascend.
-    "atlas_install": _f(DICT, nullable=True, keys=dict(series=_str(), soc_version=_str(), variant_index=_str(), note=_str(),
-                                                      wheelhouse=_bool(), **{"from": _str()})),
+    "atlas_install": _f(DICT, nullable=True, keys=dict(
+        series=_str(), soc_version=_str(), variant_index=_str(), note=_str(), wheelhouse=_bool(), **{"from": _str()})),
     "model": _f(DICT, nullable=True, keys={
         "name": _nstr(),
         "model_type": _nstr(),

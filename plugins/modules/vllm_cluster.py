@@ -365,7 +365,7 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     ray_units=dict(type="bool", default=False),
     cache_dir=dict(type="path", default="/var/cache/vllm"),
     instance=dict(type="str", default=""),
-    ray_token_path=dict(type="str", default=""),
+    ray_token_path=dict(type="str", default="", no_log=False),  # the file's path, not the token
     firewall_active=dict(type="bool"),
     ray_allow_unauthenticated=dict(type="bool", default=False),
 )

@@ -167,6 +167,25 @@ def _below(path, root):
     return path.startswith(root + "/") and len(path) > len(root) + 1
 
 
+#: The folders the entry point snapshot makes below vllm_backup_dir (UTC timestamps).
+BACKUP_NAME = re.compile(r"^[0-9]{8}T[0-9]{6}Z$")
+
+
+def backups_to_prune(names, keep):
+    """The snapshot folders to remove before a new snapshot, so that ``keep`` remain with it.
+
+    Each snapshot holds the config directory (the env files with the API keys
+    among it), so old ones are not kept for ever.  Only names of the
+    snapshot's own timestamp form count; anything else below the backup
+    directory is left alone.  ``keep`` of at least 1 (the new snapshot).
+    """
+    keep = int(keep)
+    if keep < 1:
+        raise ValueError(f"vllm_backup_keep must be at least 1 (the snapshot being made), got {keep}")
+    ours = sorted(name for name in names if BACKUP_NAME.match(name))
+    return ours[:max(len(ours) - (keep - 1), 0)]
+
+
 def ray_temp_dir(cache_dir, name):
     """``RAY_TMPDIR`` of instance ``name``: short whatever the name, since Ray's sockets live below it.
 

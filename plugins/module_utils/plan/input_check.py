@@ -186,6 +186,7 @@ def _path_or_url(name, value, ctx):
 
 _path_or_url.kind = "characters"
 
+
 def _normal(rule):
     """``rule``, then no ``.`` or ``..`` component: the string checks (and systemd's ReadWritePaths=) see
     ``/var/lib/vllm/models/../../../srv`` under /var/lib/vllm while it names /srv."""

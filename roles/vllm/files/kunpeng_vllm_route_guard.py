@@ -70,7 +70,7 @@ class RouteGuard:
 
     def _authorized(self, headers):
         value = headers.get(b"authorization", b"").decode("latin-1")
-        scheme, _, token = value.partition(" ")
+        scheme, _space, token = value.partition(" ")
         return scheme.lower() == "bearer" and hmac.compare_digest(_digest(token), self._key)
 
     def _metrics_source(self, scope):

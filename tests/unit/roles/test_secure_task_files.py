@@ -16,9 +16,8 @@ import re
 import pytest
 from task_files import ROOT, load, tasks
 
-FILES = sorted(os.path.relpath(path, ROOT) for pattern in ("roles/*/tasks/*.yml", "roles/*/handlers/*.yml",
-                                                             "playbooks/*.yml")
-               for path in glob.glob(os.path.join(ROOT, pattern)))
+PATTERNS = ("roles/*/tasks/*.yml", "roles/*/handlers/*.yml", "playbooks/*.yml")
+FILES = sorted(os.path.relpath(path, ROOT) for pattern in PATTERNS for path in glob.glob(os.path.join(ROOT, pattern)))
 
 
 def _module_args(task, module):

@@ -244,3 +244,33 @@ def test_read_removal_on_a_host(tmp_path):
     assert {os.path.join(str(host["opt"]), e) for e in ("0.32.0-cpu", "current-qwen3", "current-smollm2")} \
         <= set(full["paths"])
     assert full["model_dirs"] == sorted(str(host["models"] / d) for d in ("kept-earlier", "qwen3", "smollm2"))
+
+
+@pytest.mark.parametrize("names, keep, pruned", [
+    # issue 29: every upgrade left a snapshot (config directory, API keys included) for ever
+    ([], 5, []),
+    (["20261201T100000Z", "20261201T110000Z"], 5, []),
+    (["20261201T100000Z", "20261201T110000Z"], 3, []),
+    (["20261201T100000Z", "20261201T110000Z", "20261201T120000Z"], 3, ["20261201T100000Z"]),
+    (["20261201T120000Z", "20261201T100000Z", "20261201T110000Z"], 2, ["20261201T100000Z", "20261201T110000Z"]),
+    (["20261201T100000Z", "20261201T110000Z"], 1, ["20261201T100000Z", "20261201T110000Z"]),
+    # folders of another form are never the filter's to remove
+    (["keep-me", "20261201T100000Z", "20261201T100000Z.tmp", "2026"], 1, ["20261201T100000Z"]),
+])
+def test_backups_to_prune_keeps_the_newest(names, keep, pruned):
+    assert lc.backups_to_prune(names, keep) == pruned
+
+
+@pytest.mark.parametrize("keep", [0, -1])
+def test_backups_to_prune_refuses_keeping_none(keep):
+    with pytest.raises(ValueError, match="vllm_backup_keep must be at least 1"):
+        lc.backups_to_prune(["20261201T100000Z"], keep)
+
+
+def test_the_filter_names_the_variable_on_a_bad_keep():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.kunpeng.vllm.plugins.filter.vllm_backups_to_prune import FilterModule
+    prune = FilterModule().filters()["vllm_backups_to_prune"]
+    assert prune(["20261201T100000Z", "20261201T110000Z"], "2") == ["20261201T100000Z"]
+    with pytest.raises(AnsibleFilterError, match="vllm_backup_keep"):
+        prune([], 0)

@@ -276,8 +276,8 @@ def test_an_archive_swapped_after_its_digest_was_read_is_not_unpacked(packed, tm
     import tarfile
     archive = str(tmp_path / packed["sidecar"]["archive"])
     shutil.copy(packed["archive"], archive)
-    evil, _sidecar = _crafted(packed, tmp_path, extra=[(_info("./bin/evil", tarfile.REGTYPE, mode=0o755),
-                                                         b"#!/bin/sh\nid\n")])
+    evil_member = (_info("./bin/evil", tarfile.REGTYPE, mode=0o755), b"#!/bin/sh\nid\n")
+    evil, _sidecar = _crafted(packed, tmp_path, extra=[evil_member])
     real_hash, real_open = art._sha256_file, open
 
     def swap(path):

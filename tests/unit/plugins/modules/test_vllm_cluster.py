@@ -140,7 +140,8 @@ def test_an_old_ray_version_asked_for_on_the_cpu_backend_is_refused_without_a_fi
         cluster.plan(plain_members(members), "node-0", **args)
     assert cluster.plan(plain_members(members), "node-0", ray_allow_unauthenticated=True, **args)["ray"]["auth"] == "none"
     # the backend's own Ray (2.60.0) runs behind the token
-    assert cluster.plan(plain_members(members), "node-0", **dict(args, ray_version=""))["ray"]["auth"] == "token"
+    backend_ray = dict(args, ray_version="")
+    assert cluster.plan(plain_members(members), "node-0", **backend_ray)["ray"]["auth"] == "token"
 
 
 def test_the_planner_plans_several_nodes_now():
