@@ -290,8 +290,8 @@ def _plan(module, p):
         problem = art.url_problem(p["url"], p["allow_http"])
         if problem:
             module.fail_json(msg=f"vllm_artifact: {problem}. Nothing was unpacked.")
-    sidecars = (_valid_sidecars(module, _read_sidecars(p["store"]), p["store"]) +
-                _valid_sidecars(module, p["sidecars"], "the URL's index"))
+    stored = _valid_sidecars(module, _read_sidecars(p["store"]), p["store"])
+    sidecars = stored + _valid_sidecars(module, p["sidecars"], "the URL's index")
     decisions = art.plan_hosts(p["mode"], p["hosts"], sidecars, p["planned"])
     by_name = {s["name"]: s for s in sidecars}
     # An artifact built in this run is unpacked against the digest its builder

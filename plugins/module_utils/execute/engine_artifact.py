@@ -311,8 +311,8 @@ def sidecar_problems(data):
         if isinstance(data.get(key), bool) or not isinstance(data.get(key), int) or data[key] < 0:
             problems.append(f"{key} is not a whole number")
     prefix = data.get("prefix")
-    if (not isinstance(prefix, str) or not prefix.startswith("/") or os.path.normpath(prefix) != prefix or
-            re.search(r"[\x00-\x1f\x7f]", prefix)):
+    absolute = isinstance(prefix, str) and prefix.startswith("/")
+    if not absolute or os.path.normpath(prefix) != prefix or re.search(r"[\x00-\x1f\x7f]", prefix):
         problems.append(f"prefix {prefix!r} is not a normalised absolute path")
     if not isinstance(data.get("identity"), dict):
         problems.append("identity is not a mapping")

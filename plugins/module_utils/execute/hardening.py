@@ -94,8 +94,8 @@ def _checked(options: Dict[str, Any]) -> Dict[str, Any]:
             if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
                 problems.append(f"{name} must be a list of strings, not {value!r}")
                 continue
-            bad = [item for item in value if "\n" in item or not _SHAPES[name].match(item) or
-                   (name == "device_allow" and item.split(" ")[0].rstrip("/") in DEVICE_DIRECTORIES)]
+            directories = DEVICE_DIRECTORIES if name == "device_allow" else ()
+            bad = [item for item in value if any(("\n" in item, not _SHAPES[name].match(item), item.split(" ")[0].rstrip("/") in directories))]
         elif name == "umask":
             bad = [] if isinstance(value, str) and _SHAPES[name].match(value) else [value]
         elif not isinstance(value, bool):

@@ -336,8 +336,8 @@ def weight_bytes(model: Dict[str, Any], fmt: Optional[str] = None) -> float:
     p = model["params"]
     linear = p["sharded"] + p["replicated"] + p["experts"]
     high = high_precision_bytes(fmt)
-    return (linear * bytes_per_param(fmt, model["block_fp8"] and fmt == "fp8") + (p["embed"] + p["small"]) * high +
-            p["lm_head"] * _head_bytes(model, fmt))
+    quantized = linear * bytes_per_param(fmt, model["block_fp8"] and fmt == "fp8")
+    return quantized + (p["embed"] + p["small"]) * high + p["lm_head"] * _head_bytes(model, fmt)
 
 
 def kv_cache_bytes(requested: Dict[str, Any]) -> Tuple[str, float]:
@@ -402,9 +402,9 @@ def stage_weight_bytes(model: Dict[str, Any], fmt: str, tp: int, dp: int, stage:
         count = stage["layers"]
         moe = sum(1 for i in model["moe_layer_ids"] if stage["start"] <= i < stage["end"])
         dense = count - moe
-        body = (count * (layer["attn_sharded"] * per / tp + layer["attn_replicated"] * per + layer["small"] * high) +
-                dense * layer["dense_mlp"] * per / tp +
-                moe * (layer["moe_shared"] * per / tp + layer["moe_experts"] * per / (tp * dp) + layer["moe_router"] * high))
+        attention = count * (layer["attn_sharded"] * per / tp + layer["attn_replicated"] * per + layer["small"] * high)
+        experts = moe * (layer["moe_shared"] * per / tp + layer["moe_experts"] * per / (tp * dp) + layer["moe_router"] * high)
+        body = attention + dense * layer["dense_mlp"] * per / tp + experts
         if stage["last"]:
             body += model["hidden"] * high  # final norm
     ends = 0.0

@@ -399,8 +399,8 @@ def build_refusal(row: Dict[str, Any], install: Dict[str, Any]) -> str:
     wheel_rows = [r["vllm_ascend"] for r in rows_for_series(series) if r["atlas"][series]["from"] == PYPI_WHEEL]
     fixes = [f"build vllm-ascend {row['vllm_ascend']} for it as upstream's {dockerfile} does (git tag {tag} with its "
              f"submodules, CANN's set_env.sh sourced, SOC_VERSION={install['soc_version']}) and install it from a "
-             "wheelhouse (vllm_wheelhouse_src with vllm_wheelhouse_requirements" +
-             ("" if series_limits(series).get("triton", True) else ", without triton-ascend and triton") + ")"]
+             "wheelhouse (vllm_wheelhouse_src with vllm_wheelhouse_requirements"
+             f"{'' if series_limits(series).get('triton', True) else ', without triton-ascend and triton'})"]
     if wheel_rows:
         fixes.append(f"use vllm-ascend {' or '.join(wheel_rows)}, whose PyPI wheel runs on Atlas {series}")
     if install["variant_index"]:

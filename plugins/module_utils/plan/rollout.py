@@ -54,6 +54,6 @@ def batch_problem(batch: Iterable[str], pools: Iterable[Mapping[str, Any]], grou
                         f"upgrades; its {len(servers)} servers must not all be in one batch")
     if not problems:
         return ""
-    return (f"upgrade: upgrade_serial {serial} puts {', '.join(sorted(batch))} in one batch, and " +
-            "; ".join(problems) + ". Set upgrade_serial below the size of the smallest pool (1 upgrades one server "
-            "at a time), or split the upgrade with upgrade_hosts.")
+    return (f"upgrade: upgrade_serial {serial} puts {', '.join(sorted(batch))} in one batch, and {'; '.join(problems)}. "
+            "Set upgrade_serial below the size of the smallest pool (1 upgrades one server at a time), or split the "
+            "upgrade with upgrade_hosts.")
