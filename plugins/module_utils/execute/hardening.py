@@ -95,7 +95,7 @@ def _checked(options: Dict[str, Any]) -> Dict[str, Any]:
                 problems.append(f"{name} must be a list of strings, not {value!r}")
                 continue
             directories = DEVICE_DIRECTORIES if name == "device_allow" else ()
-            bad = [item for item in value if any(("\n" in item, not _SHAPES[name].match(item), item.split(" ")[0].rstrip("/") in directories))]
+            bad = [item for item in value if "\n" in item or not _SHAPES[name].match(item) or item.split(" ")[0].rstrip("/") in directories]
         elif name == "umask":
             bad = [] if isinstance(value, str) and _SHAPES[name].match(value) else [value]
         elif not isinstance(value, bool):
