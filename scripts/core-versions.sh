@@ -47,7 +47,8 @@ for v in $versions; do
   cvenv=$dir/venv
   start=$(date +%s)
   # The venv is reused while its install set is the same.
-  want="ansible-core==$v.* ansible==${bundle[$v]} pytest pytest-xdist"
+  # The unit suite validates the Kubernetes export with kubernetes-validate (pinned in requirements-dev.txt).
+  want="ansible-core==$v.* ansible==${bundle[$v]} pytest pytest-xdist $(grep -E '^kubernetes-validate==' "$root/requirements-dev.txt")"
   if [ "$(cat "$cvenv/.installed" 2>/dev/null)" != "$want" ]; then
     rm -rf "$cvenv"
     # shellcheck disable=SC2086  # $want is a list of requirements

@@ -1,0 +1,445 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""The planned vLLM instance as a Kubernetes workload (Huawei CCE or any cluster with the device plugins).
+
+The plan (``kunpeng.vllm.vllm_plan`` with a ``request``) has already decided the
+backend, the architecture, the engine release, the engine config that ``vllm
+serve --config`` reads and the parallel sizes.  This module re-decides none of
+that: it turns the plan into a ConfigMap (the engine config, mounted read-only
+and passed with ``--config``), a Secret (the API key, reaching the engine as
+``VLLM_API_KEY`` from the Secret, never in the ConfigMap or the arguments), a
+Deployment and a Service.
+
+One pod serves one instance on one node.  A plan that spans several nodes
+(``nodes_needed`` above 1) is refused: a multi-node instance needs a leader and
+workers started in order (a StatefulSet with a headless Service, or a
+LeaderWorkerSet), which this export does not render.
+
+Everything is a plain function over dicts; the module and the playbook only
+write what comes back.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import hashlib
+import json
+import re
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import engine_args as engine_options
+
+# Extended resource per accelerator, from the plan's backend and Atlas series.
+# - huawei.com/Ascend910 (Atlas A2 and A3) and huawei.com/Ascend310P (Atlas 300I Duo): the resource names Huawei's
+#   Ascend Device Plugin (MindCluster, https://gitcode.com/Ascend/mind-cluster component/ascend-device-plugin)
+#   reports to the kubelet; its 310P constant is NPU310PCardName = "huawei.com/Ascend310P".  CCE's NPU add-on
+#   reports the same names.  Virtualised or shared NPUs (vNPU templates, HAMi) use other names
+#   (huawei.com/Ascend310P-memory, huawei.com/Ascend910C, ...): set vllm_k8s_resource_names.
+# - nvidia.com/gpu: NVIDIA's k8s-device-plugin (https://github.com/NVIDIA/k8s-device-plugin, README "Running GPU
+#   Jobs"), also what the GPU Operator deploys.
+RESOURCE_NAMES: Dict[str, str] = {
+    "cuda": "nvidia.com/gpu",
+    "A2": "huawei.com/Ascend910",
+    "A3": "huawei.com/Ascend910",
+    "300I Duo": "huawei.com/Ascend310P",
+}
+
+# Node labels that mark a node with the accelerator.
+# - accelerator=huawei-Ascend910 / huawei-Ascend310P: the node label MindCluster's Ascend Device Plugin sets
+#   (MindCluster scheduling guide, "Native Kubernetes Objects", table "Node Labels",
+#   https://www.hiascend.com/document/detail/en/mindcluster/730/clustersched/schedulingug/dlug_api_039.html).
+# - nvidia.com/gpu.present=true: set by NVIDIA's GPU feature discovery (part of k8s-device-plugin and the GPU
+#   Operator).
+NODE_LABELS: Dict[str, Dict[str, str]] = {
+    "cuda": {"nvidia.com/gpu.present": "true"},
+    "A2": {"accelerator": "huawei-Ascend910"},
+    "A3": {"accelerator": "huawei-Ascend910"},
+    "300I Duo": {"accelerator": "huawei-Ascend310P"},
+}
+
+# kubernetes.io/arch values (Go's GOARCH) of the plan's wheel architecture; Kunpeng nodes are arm64.
+K8S_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
+
+# The variable that lets an image without a digest through (the role's and the playbook's name).
+UNPINNED_VARIABLE = "vllm_k8s_allow_unpinned_image"
+
+# Where the pieces live inside the container.
+CONFIG_DIR = "/etc/vllm"
+CONFIG_KEY = "config.yaml"
+API_KEY_KEY = "api-key"
+CACHE_DIR = "/var/cache/vllm"
+TMP_DIR = "/tmp"
+SHM_DIR = "/dev/shm"
+
+# vLLM's OpenAI server answers GET /health with 200 once the engine is up, without the API key (the key guards
+# the /v1 routes; vLLM docs, "OpenAI-Compatible Server", API key; the collection's readiness gate polls the same
+# path, plugins/module_utils/verify/vllm_http.py).
+HEALTH_PATH = "/health"
+
+# A digest pin: name@sha256:<64 hex> (OCI image spec, descriptor digests).
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+# RFC 1123 label (Service and Deployment names, at most 63 characters).
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+# Kubernetes quantities (resource.Quantity): a decimal number with an optional binary or decimal suffix.
+_SUFFIX = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+           "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60}
+_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+
+GIB = 2 ** 30
+
+DEFAULTS: Dict[str, Any] = {
+    "name": "",
+    "namespace": "default",
+    "image": "",
+    "allow_unpinned_image": False,
+    "image_pull_policy": "IfNotPresent",
+    "replicas": 1,
+    "port": 8000,
+    "service_type": "ClusterIP",
+    "model_volume": {"type": "hostPath", "path": "", "claim": "", "sub_path": ""},
+    "model_mount": "/model",
+    "api_key": "",
+    "api_key_secret": "",
+    "allow_unauthenticated": False,
+    "resource_names": {},
+    "node_selector": {},
+    "accelerator_node_labels": True,
+    "tolerations": [],
+    "cpu_request": "",
+    "cpu_limit": "",
+    "memory_request": "",
+    "memory_limit": "",
+    "shm_gib": 0,
+    "run_as_user": 1000,
+    "run_as_group": 1000,
+    "supplemental_groups": [],
+    "read_only_root_filesystem": True,
+    "startup_timeout_s": 1800,
+    "labels": {},
+}
+
+
+class ExportError(ValueError):
+    """A request the export cannot render; the message names the variable and the fix."""
+
+
+def quantity(value: Any) -> float:
+    """The value of a Kubernetes quantity (``"16"``, ``"500m"``, ``"128Gi"``, ``4``); raises on anything else."""
+    match = _QUANTITY.match(str(value).strip())
+    if not match:
+        raise ExportError(f"{value!r} is not a Kubernetes quantity (for example 8, 500m, 64Gi)")
+    return float(match.group(1)) * _SUFFIX[match.group(2) or ""]
+
+
+def check_image(image: str, allow_unpinned: bool) -> None:
+    """Refuse an image reference without a ``@sha256:`` digest unless the opt-out is set."""
+    if not image:
+        raise ExportError("vllm_k8s_image is empty: name the engine image by digest, for example "
+                          "quay.io/ascend/vllm-ascend@sha256:<64 hex digits>")
+    if not DIGEST.search(image) and not allow_unpinned:
+        raise ExportError(f"vllm_k8s_image {image} has no digest: a tag can move under a running Deployment. Pin it "
+                          f"(docker buildx imagetools inspect {image} or skopeo inspect print the digest; write "
+                          f"<name>@sha256:<digest>), or set {UNPINNED_VARIABLE}: true to accept the tag")
+
+
+def instance_name(plan: Mapping[str, Any], name: str) -> str:
+    """The objects' base name: ``name`` as given, else ``vllm-<served model name>`` made an RFC 1123 label."""
+    if name:
+        if len(name) > 47 or not DNS_LABEL.match(name):
+            raise ExportError(f"vllm_k8s_name {name!r} is not a Kubernetes name: lower-case letters, digits and dashes, "
+                              "at most 47 characters, starting and ending with a letter or digit")
+        return name
+    served = (plan.get("engine_config") or {}).get("served-model-name") or (plan.get("model") or {}).get("name") or ""
+    if isinstance(served, list):
+        served = served[0] if served else ""
+    label = re.sub(r"[^a-z0-9]+", "-", str(served).lower()).strip("-")[:42].strip("-")
+    if not label:
+        raise ExportError("the plan names no served model: set vllm_k8s_name")
+    return f"vllm-{label}"
+
+
+def device_count(plan: Mapping[str, Any]) -> int:
+    """Accelerators one pod needs: tensor x pipeline x data parallel sizes of the plan's engine args."""
+    args = plan.get("engine_args") or {}
+    count = 1
+    for key in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+        count *= int(args.get(key) or 1)
+    return count
+
+
+def accelerator(plan: Mapping[str, Any], overrides: Mapping[str, str]) -> Tuple[Optional[str], Dict[str, str]]:
+    """The extended resource name and the accelerator's node labels for the plan (None, {} on cpu)."""
+    backend = plan["backend"]
+    if backend == "cpu":
+        return None, {}
+    key = backend if backend == "cuda" else plan.get("atlas_series")
+    names = dict(RESOURCE_NAMES, **(overrides or {}))
+    if key not in names:
+        raise ExportError(f"no device plugin resource is known for the {backend} plan (Atlas series {key!r}): set "
+                          f"vllm_k8s_resource_names, for example {{'{key}': 'huawei.com/Ascend910'}}")
+    return names[key], dict(NODE_LABELS.get(key) or {})
+
+
+def shm_gib(plan: Mapping[str, Any], requested: float) -> float:
+    """Size of the memory-backed /dev/shm: ``requested``, else 1 GiB per accelerator worker (at least 1 GiB).
+
+    vLLM's worker processes exchange tensors through shared memory (PyTorch's multiprocessing, NCCL/HCCL buffers
+    within a node); vLLM's container guide runs the image with ``--ipc=host`` or ``--shm-size``.  Container
+    runtimes give 64 MiB by default.  A memory-backed emptyDir counts against the pod's memory limit.
+    """
+    if requested:
+        return float(requested)
+    return float(max(1, device_count(plan) if plan["backend"] != "cpu" else 1))
+
+
+def engine_config(plan: Mapping[str, Any], port: int) -> Dict[str, Any]:
+    """The plan's engine config for the pod: listening on every address of the pod at ``port``, no key in it.
+
+    The key is refused here for the same reason as on a host (plan/endpoint_security.py): an ``api-key`` in the
+    config would sit in a ConfigMap and beat ``VLLM_API_KEY``.  The role's route guard middleware is a file on
+    the host, not in the image, so it is dropped; vLLM's own key check guards the /v1 routes.
+    """
+    config = dict(plan.get("engine_config") or {})
+    if not config:
+        raise ExportError("the plan has no engine_config: run kunpeng.vllm.vllm_plan with a request (the export "
+                          "playbook does), or pass the kunpeng_vllm_plan fact of a vllm role run")
+    if "api-key" in config:
+        raise ExportError("the plan's engine config sets api-key, which would land in the ConfigMap: remove it "
+                          "from vllm_engine_args and set vllm_k8s_api_key (a Secret)")
+    config.pop("middleware", None)
+    # The model is the positional argument, as in the role's unit (vllm serve <model> --config <file>).
+    config.update(host="0.0.0.0", port=int(port))  # nosec B104 - the pod's own network namespace
+    normalized, problems = engine_options.normalize_engine_args(config, plan.get("release"))
+    if problems:
+        raise ExportError("the engine config does not fit vLLM {}:\n- {}".format(plan.get("release"), "\n- ".join(problems)))
+    return normalized
+
+
+def environment(plan: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The container's environment: the plan's service environment less what the device plugin decides.
+
+    The visible-devices variable names host device ids; in a pod the device plugin mounts the allocated devices
+    and the runtime numbers them from 0, so it is left out.  The CPU engine's OpenMP binding names host CPU ids
+    the pod's cpuset may not hold, so vLLM's own ``auto`` is kept.  The caches go to the cache volume, since the
+    root file system is read-only.
+    """
+    service = plan.get("service") or {}
+    env = dict(service.get("environment") or {})
+    for variable in ("CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "VLLM_CPU_OMP_THREADS_BIND"):
+        env.pop(variable, None)
+    env.update(HOME=f"{CACHE_DIR}/home", XDG_CACHE_HOME=CACHE_DIR, VLLM_CACHE_ROOT=f"{CACHE_DIR}/vllm",
+               HF_HOME=f"{CACHE_DIR}/huggingface", HF_HUB_OFFLINE="1", TRITON_CACHE_DIR=f"{CACHE_DIR}/triton",
+               TMPDIR=TMP_DIR, ASCEND_PROCESS_LOG_PATH=f"{CACHE_DIR}/ascend-log")
+    if plan["backend"] != "ascend":
+        env.pop("ASCEND_PROCESS_LOG_PATH")
+    return [{"name": key, "value": str(value)} for key, value in sorted(env.items())]
+
+
+def resources(options: Mapping[str, Any], resource: Optional[str], devices: int) -> Dict[str, Dict[str, Any]]:
+    """requests/limits: cpu and memory as the options give them, the accelerator from the plan.
+
+    The accelerator's request always equals its limit.  Extended resources cannot be overcommitted: the API server
+    rejects a container whose request and limit of one differ (Kubernetes docs, "Resource Management for Pods and
+    Containers", section "Extended resources": "request and limit must be equal if both are present in a container
+    spec"; "Schedule GPUs": "you can specify GPU in both limits and requests but these two values must be equal").
+    """
+    requests: Dict[str, Any] = {}
+    limits: Dict[str, Any] = {}
+    for kind in ("cpu", "memory"):
+        request, limit = str(options[f"{kind}_request"] or ""), str(options[f"{kind}_limit"] or "")
+        if request:
+            requests[kind] = request
+        if limit:
+            limits[kind] = limit
+        if request and limit and quantity(request) > quantity(limit):
+            raise ExportError(f"vllm_k8s_{kind}_request {request} is above vllm_k8s_{kind}_limit {limit}; the API server "
+                              "refuses a request above its limit")
+        for value in (request, limit):
+            if value:
+                quantity(value)
+    if resource:
+        requests[resource] = devices
+        limits[resource] = devices
+    return {key: value for key, value in (("limits", limits), ("requests", requests)) if value}
+
+
+def check_resources(manifests: List[Mapping[str, Any]]) -> List[str]:
+    """What the API server would refuse in the containers' resources (the schemas do not say it).
+
+    A request above its limit, and an extended resource (a name with a domain other than kubernetes.io) whose
+    request differs from its limit.
+    """
+    problems = []
+    for manifest in manifests:
+        pod = ((manifest.get("spec") or {}).get("template") or {}).get("spec") or {}
+        for container in pod.get("containers") or []:
+            res = container.get("resources") or {}
+            requests, limits = res.get("requests") or {}, res.get("limits") or {}
+            for name in sorted(set(requests) | set(limits)):
+                where = f"{manifest.get('kind')} {container.get('name')}: {name}"
+                extended = "/" in name and not name.split("/")[0].endswith("kubernetes.io")
+                if name in requests and name in limits and quantity(requests[name]) > quantity(limits[name]):
+                    problems.append(f"{where} request {requests[name]} is above its limit {limits[name]}")
+                elif extended and name in requests and name in limits and quantity(requests[name]) != quantity(limits[name]):
+                    problems.append(f"{where} request {requests[name]} differs from its limit {limits[name]}; an extended "
+                                    "resource cannot be overcommitted")
+                elif extended and name in requests and name not in limits:
+                    problems.append(f"{where} has a request without a limit; an extended resource needs its limit")
+    return problems
+
+
+def model_volume(spec: Mapping[str, Any]) -> Dict[str, Any]:
+    """The volume holding the model: a hostPath directory on the node or a PersistentVolumeClaim, read-only."""
+    kind = spec.get("type") or "hostPath"
+    if kind == "hostPath":
+        if not spec.get("path"):
+            raise ExportError("vllm_k8s_model_volume.path is empty: name the model's directory on the nodes (the "
+                              "vllm role's vllm_model_dir), or use type: pvc with a claim")
+        return {"name": "model", "hostPath": {"path": spec["path"], "type": "Directory"}}
+    if kind == "pvc":
+        if not spec.get("claim"):
+            raise ExportError("vllm_k8s_model_volume.claim is empty: name the PersistentVolumeClaim holding the model")
+        return {"name": "model", "persistentVolumeClaim": {"claimName": spec["claim"], "readOnly": True}}
+    raise ExportError(f"vllm_k8s_model_volume.type {kind!r} is not hostPath or pvc")
+
+
+def probes(port_name: str, startup_timeout_s: int) -> Dict[str, Dict[str, Any]]:
+    """startup, readiness and liveness on /health; the startup probe allows ``startup_timeout_s`` for the load."""
+    def http(period: int, failures: int, timeout: int) -> Dict[str, Any]:
+        return {"httpGet": {"path": HEALTH_PATH, "port": port_name}, "periodSeconds": period,
+                "failureThreshold": failures, "timeoutSeconds": timeout}
+    return {
+        "startupProbe": http(10, max(1, -(-int(startup_timeout_s) // 10)), 5),
+        "readinessProbe": http(10, 3, 5),
+        "livenessProbe": http(30, 3, 10),
+    }
+
+
+def _meta(name: str, namespace: str, labels: Mapping[str, str]) -> Dict[str, Any]:
+    return {"name": name, "namespace": namespace, "labels": dict(labels)}
+
+
+def render(plan: Mapping[str, Any], options: Optional[Mapping[str, Any]] = None) -> List[Dict[str, Any]]:
+    """The manifests of the planned instance: [Secret], ConfigMap, Deployment, Service (apply order)."""
+    opts = dict(DEFAULTS, **{k: v for k, v in (options or {}).items() if v is not None})
+    if (plan.get("nodes_needed") or 1) > 1:
+        raise ExportError(f"the plan spans {plan['nodes_needed']} nodes: the export renders one pod per instance on one "
+                          "node (a multi-node instance needs a leader/worker StatefulSet, not rendered); plan for one node")
+    check_image(opts["image"], opts["allow_unpinned_image"])
+    config = engine_config(plan, opts["port"])
+    name = instance_name(plan, opts["name"])
+    namespace = opts["namespace"]
+    if not DNS_LABEL.match(str(namespace)):
+        raise ExportError(f"vllm_k8s_namespace {namespace!r} is not a Kubernetes name")
+    api_key, key_secret = str(opts["api_key"] or ""), str(opts["api_key_secret"] or "")
+    if api_key and key_secret:
+        raise ExportError("set vllm_k8s_api_key (a Secret is rendered) or vllm_k8s_api_key_secret (an existing Secret), not both")
+    if not api_key and not key_secret and not opts["allow_unauthenticated"]:
+        raise ExportError("the Service serves the API on the cluster network without a key: set vllm_k8s_api_key, or "
+                          "vllm_k8s_api_key_secret (an existing Secret with the key under 'api-key'); "
+                          "vllm_k8s_allow_unauthenticated: true is the explicit opt-out")
+    labels = dict(opts["labels"], **{"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": name,
+                                     "app.kubernetes.io/managed-by": "kunpeng.vllm"})
+    selector = {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": name}
+    model_path = opts["model_mount"]
+    config_text = json.dumps(config, indent=2, sort_keys=True) + "\n"  # JSON is YAML: vllm serve --config reads it
+    resource, accel_labels = accelerator(plan, opts["resource_names"])
+    devices = device_count(plan)
+    node_selector = {"kubernetes.io/arch": K8S_ARCH[plan["arch"]]}
+    if opts["accelerator_node_labels"]:
+        node_selector.update(accel_labels)
+    node_selector.update(opts["node_selector"])
+
+    manifests: List[Dict[str, Any]] = []
+    secret_name = key_secret or f"{name}-api-key"
+    if api_key:
+        manifests.append({"apiVersion": "v1", "kind": "Secret", "metadata": _meta(secret_name, namespace, labels),
+                          "type": "Opaque", "stringData": {API_KEY_KEY: api_key}})
+    manifests.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(f"{name}-config", namespace, labels),
+                      "data": {CONFIG_KEY: config_text}})
+    env = environment(plan)
+    if api_key or key_secret:
+        env.append({"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": secret_name, "key": API_KEY_KEY}}})
+    security = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": bool(opts["read_only_root_filesystem"]),
+                "capabilities": {"drop": ["ALL"]}}
+    pod_security: Dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
+    if opts["run_as_user"]:
+        # No fsGroup: the model volume is read-only (a recursive chown of a large claim takes minutes) and
+        # emptyDir volumes are writable by any user.
+        pod_security.update(runAsNonRoot=True, runAsUser=int(opts["run_as_user"]), runAsGroup=int(opts["run_as_group"]))
+    if opts["supplemental_groups"]:
+        pod_security["supplementalGroups"] = [int(gid) for gid in opts["supplemental_groups"]]
+    mount = {"name": "model", "mountPath": model_path, "readOnly": True}
+    if opts["model_volume"].get("sub_path"):
+        mount = {"name": "model", "mountPath": model_path, "subPath": opts["model_volume"]["sub_path"], "readOnly": True}
+    container = {
+        "name": "vllm",
+        "image": opts["image"],
+        "imagePullPolicy": opts["image_pull_policy"],
+        "command": ["vllm"],
+        "args": ["serve", model_path, "--config", f"{CONFIG_DIR}/{CONFIG_KEY}"],
+        "ports": [{"name": "http", "containerPort": int(opts["port"]), "protocol": "TCP"}],
+        "env": env,
+        "securityContext": security,
+        "volumeMounts": [
+            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+            mount,
+            {"name": "shm", "mountPath": SHM_DIR},
+            {"name": "cache", "mountPath": CACHE_DIR},
+            {"name": "tmp", "mountPath": TMP_DIR},
+        ],
+    }
+    container.update(probes("http", opts["startup_timeout_s"]))
+    res = resources(opts, resource, devices)
+    if res:
+        container["resources"] = res
+    shm = shm_gib(plan, opts["shm_gib"])
+    pod_spec: Dict[str, Any] = {
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "securityContext": pod_security,
+        "nodeSelector": node_selector,
+        "containers": [container],
+        "volumes": [
+            {"name": "config", "configMap": {"name": f"{name}-config", "defaultMode": 0o444}},
+            model_volume(opts["model_volume"]),
+            {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{int(shm * 1024)}Mi"}},
+            {"name": "cache", "emptyDir": {}},
+            {"name": "tmp", "emptyDir": {}},
+        ],
+    }
+    if opts["tolerations"]:
+        pod_spec["tolerations"] = list(opts["tolerations"])
+    checksum = hashlib.sha256(config_text.encode()).hexdigest()
+    manifests.append({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, namespace, labels),
+        "spec": {
+            "replicas": int(opts["replicas"]),
+            "selector": {"matchLabels": selector},
+            # With accelerators the old pod frees its devices before the new one starts: a rolling update's new pod
+            # would wait for devices a node of the exact size does not have spare.
+            "strategy": {"type": "Recreate"} if resource else {"type": "RollingUpdate"},
+            "template": {
+                "metadata": {"labels": labels, "annotations": {"kunpeng.vllm/config-sha256": checksum,
+                                                               "kunpeng.vllm/engine": f"{plan['backend']} {plan.get('engine_version')}"}},
+                "spec": pod_spec,
+            },
+        },
+    })
+    manifests.append({
+        "apiVersion": "v1", "kind": "Service", "metadata": _meta(name, namespace, labels),
+        "spec": {"type": opts["service_type"], "selector": selector,
+                 "ports": [{"name": "http", "port": int(opts["port"]), "targetPort": "http", "protocol": "TCP"}]},
+    })
+    problems = check_resources(manifests)
+    if problems:
+        raise ExportError("; ".join(problems))
+    return manifests
+
+
+def summary(manifests: List[Mapping[str, Any]]) -> List[str]:
+    """``Kind/name`` of each manifest, for messages."""
+    return [f"{m['kind']}/{m['metadata']['name']}" for m in manifests]

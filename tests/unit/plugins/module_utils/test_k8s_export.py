@@ -1,0 +1,238 @@
+"""The Kubernetes export: manifests of real plans (replayed fixture hosts), validated offline against the
+Kubernetes schemas of the versions the README states, and the refusals."""
+
+import copy
+import json
+import os
+import sys
+
+import kubernetes_validate
+import pytest
+import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "modules"))
+
+import plan_hosts  # noqa: E402
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import k8s_export  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.k8s_export import ExportError  # noqa: E402
+
+# The Kubernetes minors the README states (the newest three kubernetes-validate 1.37.0 bundles).
+K8S_VERSIONS = ["1.35.0", "1.36.0", "1.37.0"]
+
+IMAGE = "quay.io/ascend/vllm-ascend@sha256:" + "0123456789abcdef" * 4
+KEY = "sk-test-key-0123456789"
+# The seed's CCE resource shape: cpu 8/16 and memory 64Gi/128Gi (request/limit).  Its NPU line (request 2,
+# limit 4) is one the API server rejects, so the NPU count comes from the plan, request equal to limit.
+SEED = {"cpu_request": "8", "cpu_limit": "16", "memory_request": "64Gi", "memory_limit": "128Gi"}
+BASE = {"image": IMAGE, "api_key": KEY, "model_volume": {"type": "hostPath", "path": "/var/lib/vllm/models/smollm2"}}
+
+
+# Request fields a host needs beyond the defaults: the 300I Duo runs only a vllm-ascend built for its chip, which
+# the planner takes from a wheelhouse (in a container, the image carries that build).
+REQUESTS = {"atlas-300i-duo-cann8.3": {"wheelhouse_requirements": "/srv/wheelhouse/requirements.txt"}}
+
+
+def plan(host, **engine_args):
+    """The vllm role's plan of a replayed host (the real planner), listening on the network."""
+    return plan_hosts.role_plan(host, engine_args=engine_args or None, host="0.0.0.0", **REQUESTS.get(host, {}))
+
+
+def by_kind(manifests):
+    return {m["kind"]: m for m in manifests}
+
+
+def container(manifests):
+    return by_kind(manifests)["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+
+
+# host, engine args, options, expected: resources, nodeSelector, shm size, selected env entries
+CASES = {
+    "cpu": ("cpu-x86", {}, {},
+            {"resources": None, "node_selector": {"kubernetes.io/arch": "amd64"}, "shm": "1024Mi",
+             "env_has": ["VLLM_TARGET_DEVICE", "VLLM_CPU_KVCACHE_SPACE"], "env_lacks": ["VLLM_CPU_OMP_THREADS_BIND"]}),
+    "nvidia": ("hgx-h100", {"tensor_parallel_size": 2}, {"memory_request": "64Gi", "memory_limit": "64Gi"},
+               {"resources": {"limits": {"memory": "64Gi", "nvidia.com/gpu": 2}, "requests": {"memory": "64Gi", "nvidia.com/gpu": 2}},
+                "node_selector": {"kubernetes.io/arch": "amd64", "nvidia.com/gpu.present": "true"}, "shm": "2048Mi",
+                "env_has": [], "env_lacks": ["CUDA_VISIBLE_DEVICES"]}),
+    # The seed's CCE shape: Kunpeng (arm64) Atlas 800I A2, 4 NPUs, cpu 8/16, memory 64Gi/128Gi.
+    "ascend-a2-seed": ("atlas-800i-a2-64g-cann8.3", {"tensor_parallel_size": 4}, SEED,
+                       {"resources": {"limits": {"cpu": "16", "memory": "128Gi", "huawei.com/Ascend910": 4},
+                                      # NPU request == limit: an extended resource cannot be overcommitted.
+                                      "requests": {"cpu": "8", "memory": "64Gi", "huawei.com/Ascend910": 4}},
+                        "node_selector": {"kubernetes.io/arch": "arm64", "accelerator": "huawei-Ascend910"}, "shm": "4096Mi",
+                        "env_has": ["ASCEND_PROCESS_LOG_PATH"], "env_lacks": ["ASCEND_RT_VISIBLE_DEVICES"]}),
+    "ascend-300i-duo": ("atlas-300i-duo-cann8.3", {}, {"shm_gib": 2},
+                        {"resources": {"limits": {"huawei.com/Ascend310P": 1}, "requests": {"huawei.com/Ascend310P": 1}},
+                         "node_selector": {"kubernetes.io/arch": "arm64", "accelerator": "huawei-Ascend310P"}, "shm": "2048Mi",
+                         "env_has": [], "env_lacks": []}),
+    # A cluster whose device plugin reports another name, and its own node label instead of the plugin's.
+    "ascend-own-plugin": ("atlas-800i-a2-64g-cann8.3", {"tensor_parallel_size": 2},
+                          {"resource_names": {"A2": "example.com/npu"}, "accelerator_node_labels": False,
+                           "node_selector": {"pool": "npu"}},
+                          {"resources": {"limits": {"example.com/npu": 2}, "requests": {"example.com/npu": 2}},
+                           "node_selector": {"kubernetes.io/arch": "arm64", "pool": "npu"}, "shm": "2048Mi",
+                           "env_has": [], "env_lacks": []}),
+}
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    out = {}
+    for case, (host, args, options, _expected) in CASES.items():
+        out[case] = k8s_export.render(plan(host, **args), dict(BASE, **options))
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_shape(rendered, case):
+    expected = CASES[case][3]
+    manifests = rendered[case]
+    assert [m["kind"] for m in manifests] == ["Secret", "ConfigMap", "Deployment", "Service"]
+    pod = by_kind(manifests)["Deployment"]["spec"]["template"]["spec"]
+    main = container(manifests)
+    assert main.get("resources") == expected["resources"]
+    assert pod["nodeSelector"] == expected["node_selector"]
+    shm = [v for v in pod["volumes"] if v["name"] == "shm"][0]
+    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": expected["shm"]}
+    assert {"name": "shm", "mountPath": "/dev/shm"} in main["volumeMounts"]
+    names = [e["name"] for e in main["env"]]
+    assert set(expected["env_has"]) <= set(names)
+    assert not set(expected["env_lacks"]) & set(names)
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert main[probe]["httpGet"] == {"path": "/health", "port": "http"}
+    assert main["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                       "capabilities": {"drop": ["ALL"]}}
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert {"name": "model", "mountPath": "/model", "readOnly": True} in main["volumeMounts"]
+    assert {"name": "config", "mountPath": "/etc/vllm", "readOnly": True} in main["volumeMounts"]
+    assert main["args"] == ["serve", "/model", "--config", "/etc/vllm/config.yaml"]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_config_is_the_plans(rendered, case):
+    """The ConfigMap holds the plan's engine config (re-decided nowhere), listening in the pod, without the key."""
+    host, args, dummy, dummy2 = CASES[case]
+    planned = plan(host, **args)
+    config = yaml.safe_load(by_kind(rendered[case])["ConfigMap"]["data"]["config.yaml"])
+    assert config == dict(planned["engine_config"], host="0.0.0.0", port=8000)
+    assert config.get("tensor-parallel-size") == planned["engine_args"].get("tensor_parallel_size")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_api_key_only_in_the_secret(rendered, case):
+    kinds = by_kind(rendered[case])
+    assert kinds["Secret"]["stringData"] == {"api-key": KEY}
+    for kind in ("ConfigMap", "Deployment", "Service"):
+        assert KEY not in json.dumps(kinds[kind])
+    env = {e["name"]: e for e in container(rendered[case])["env"]}
+    assert env["VLLM_API_KEY"] == {"name": "VLLM_API_KEY",
+                                   "valueFrom": {"secretKeyRef": {"name": kinds["Secret"]["metadata"]["name"], "key": "api-key"}}}
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_validates_against_the_stated_kubernetes_versions(rendered, case, version):
+    # Through YAML and back, as the playbook writes and kubectl reads them.
+    for manifest in yaml.safe_load_all(yaml.safe_dump_all(rendered[case])):
+        kubernetes_validate.validate(manifest, version, strict=True)
+    assert k8s_export.check_resources(rendered[case]) == []
+
+
+BROKEN = {
+    # a misspelt field: the strict schema has no readinesProbe
+    "unknown field": lambda d: d["spec"]["template"]["spec"]["containers"][0].update(
+        readinesProbe=d["spec"]["template"]["spec"]["containers"][0].pop("readinessProbe")),
+    "probe port of the wrong type": lambda d: d["spec"]["template"]["spec"]["containers"][0]["startupProbe"]["httpGet"].update(port=[8000]),
+    "replicas as text": lambda d: d["spec"].update(replicas="one"),
+}
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+@pytest.mark.parametrize("broken", sorted(BROKEN))
+def test_a_broken_manifest_is_rejected(rendered, broken, version):
+    deployment = copy.deepcopy(by_kind(rendered["ascend-a2-seed"])["Deployment"])
+    BROKEN[broken](deployment)
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, version, strict=True)
+
+
+def test_the_seeds_npu_request_is_what_the_api_server_refuses(rendered):
+    """The seed's literal resources (NPU request 2, limit 4) pass the schema, but not the API server's rule."""
+    deployment = copy.deepcopy(by_kind(rendered["ascend-a2-seed"])["Deployment"])
+    deployment["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"huawei.com/Ascend910": 4, "cpu": "16", "memory": "128Gi"},
+        "requests": {"huawei.com/Ascend910": 2, "cpu": "8", "memory": "64Gi"}}
+    kubernetes_validate.validate(deployment, K8S_VERSIONS[-1], strict=True)
+    problems = k8s_export.check_resources([deployment])
+    assert len(problems) == 1 and "huawei.com/Ascend910 request 2 differs from its limit 4" in problems[0]
+
+
+@pytest.mark.parametrize("requests, limits, fragment", [
+    ({"cpu": "16"}, {"cpu": "8"}, "cpu request 16 is above its limit 8"),
+    ({"memory": "129Gi"}, {"memory": "128Gi"}, "memory request 129Gi is above"),
+    ({"nvidia.com/gpu": 1}, {}, "nvidia.com/gpu has a request without a limit"),
+    ({"cpu": "1500m", "memory": "1G"}, {"cpu": "2", "memory": "1Gi"}, None),
+])
+def test_check_resources(requests, limits, fragment):
+    deployment = {"kind": "Deployment", "spec": {"template": {"spec": {"containers": [
+        {"name": "vllm", "resources": {"requests": requests, "limits": limits}}]}}}}
+    problems = k8s_export.check_resources([deployment])
+    assert (fragment in problems[0]) if fragment else problems == []
+
+
+@pytest.mark.parametrize("change, fragment", [
+    ({"image": "vllm/vllm-openai:v0.11.0"}, "set vllm_k8s_allow_unpinned_image: true"),
+    ({"image": "vllm/vllm-openai@sha256:abc"}, "has no digest"),
+    ({"image": ""}, "vllm_k8s_image is empty"),
+    ({"api_key": ""}, "vllm_k8s_allow_unauthenticated: true is the explicit opt-out"),
+    ({"api_key_secret": "existing"}, "not both"),
+    ({"cpu_request": "16", "cpu_limit": "8"}, "vllm_k8s_cpu_request 16 is above vllm_k8s_cpu_limit 8"),
+    ({"memory_limit": "lots"}, "'lots' is not a Kubernetes quantity"),
+    ({"model_volume": {"type": "hostPath", "path": ""}}, "vllm_k8s_model_volume.path is empty"),
+    ({"model_volume": {"type": "pvc"}}, "vllm_k8s_model_volume.claim is empty"),
+    ({"model_volume": {"type": "nfs", "path": "/x"}}, "is not hostPath or pvc"),
+    ({"name": "Bad_Name"}, "vllm_k8s_name 'Bad_Name' is not a Kubernetes name"),
+    ({"namespace": "Prod"}, "vllm_k8s_namespace 'Prod'"),
+])
+def test_refusals(change, fragment):
+    with pytest.raises(ExportError) as info:
+        k8s_export.render(plan("cpu-x86"), dict(BASE, **change))
+    assert fragment in str(info.value)
+
+
+def test_opt_outs():
+    """An unpinned image with its opt-out, an open endpoint with its opt-out, an existing Secret, a PVC."""
+    manifests = k8s_export.render(plan("cpu-x86"), dict(BASE, image="vllm/vllm-openai:v0.11.0", allow_unpinned_image=True,
+                                                        api_key="", allow_unauthenticated=True))
+    assert [m["kind"] for m in manifests] == ["ConfigMap", "Deployment", "Service"]
+    assert "VLLM_API_KEY" not in [e["name"] for e in container(manifests)["env"]]
+    manifests = k8s_export.render(plan("cpu-x86"), dict(BASE, api_key="", api_key_secret="team-key",
+                                                        model_volume={"type": "pvc", "claim": "models", "sub_path": "smollm2"}))
+    assert [m["kind"] for m in manifests] == ["ConfigMap", "Deployment", "Service"]
+    env = {e["name"]: e for e in container(manifests)["env"]}
+    assert env["VLLM_API_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "team-key", "key": "api-key"}
+    pod = by_kind(manifests)["Deployment"]["spec"]["template"]["spec"]
+    assert {"name": "model", "persistentVolumeClaim": {"claimName": "models", "readOnly": True}} in pod["volumes"]
+    assert {"name": "model", "mountPath": "/model", "subPath": "smollm2", "readOnly": True} in container(manifests)["volumeMounts"]
+    for manifest in manifests:
+        kubernetes_validate.validate(manifest, K8S_VERSIONS[-1], strict=True)
+
+
+def test_refuses_what_the_plan_does_not_allow():
+    """A multi-node plan, a key in the engine args, a plan without its execution fields."""
+    multi = dict(plan("hgx-h100"), nodes_needed=2)
+    with pytest.raises(ExportError, match="spans 2 nodes"):
+        k8s_export.render(multi, BASE)
+    keyed = plan("cpu-x86")
+    keyed["engine_config"] = dict(keyed["engine_config"], **{"api-key": "inline"})
+    with pytest.raises(ExportError, match="would land in the ConfigMap"):
+        k8s_export.render(keyed, BASE)
+    bare = {k: v for k, v in plan("cpu-x86").items() if k != "engine_config"}
+    with pytest.raises(ExportError, match="the plan has no engine_config"):
+        k8s_export.render(bare, BASE)
+
+
+@pytest.mark.parametrize("value, expected", [("16", 16), ("500m", 0.5), ("64Gi", 64 * 2 ** 30), ("1G", 1e9), (4, 4), (".5", 0.5)])
+def test_quantity(value, expected):
+    assert k8s_export.quantity(value) == expected
