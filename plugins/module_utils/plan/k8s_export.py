@@ -218,6 +218,15 @@ def engine_config(plan: Mapping[str, Any], port: int) -> Dict[str, Any]:
     return normalized
 
 
+def config_yaml(config: Mapping[str, Any]) -> str:
+    """The engine config as the YAML file ``vllm serve --config`` reads: one ``name: value`` line per option.
+
+    Each value is written as JSON, which YAML reads as the same scalar, list or mapping (flow style), so the file
+    needs no YAML library here.
+    """
+    return "".join(f"{name}: {json.dumps(config[name], sort_keys=True)}\n" for name in sorted(config))
+
+
 def environment(plan: Mapping[str, Any]) -> List[Dict[str, Any]]:
     """The container's environment: the plan's service environment less what the device plugin decides.
 
@@ -322,9 +331,26 @@ def _meta(name: str, namespace: str, labels: Mapping[str, str]) -> Dict[str, Any
     return {"name": name, "namespace": namespace, "labels": dict(labels)}
 
 
+BOOLEANS = ("allow_unpinned_image", "allow_unauthenticated", "accelerator_node_labels", "read_only_root_filesystem")
+
+
+def _options(options: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """``options`` over the defaults; unknown names are refused, booleans given as text (a playbook's) read."""
+    given = {k: v for k, v in (options or {}).items() if v is not None}
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise ExportError(f"unknown export settings {', '.join(unknown)}; known: {', '.join(sorted(DEFAULTS))}")
+    opts = dict(DEFAULTS, **given)
+    for key in BOOLEANS:
+        if isinstance(opts[key], str):
+            opts[key] = opts[key].strip().lower() in ("1", "true", "yes", "on")
+    opts["model_volume"] = dict(DEFAULTS["model_volume"], **(opts["model_volume"] or {}))
+    return opts
+
+
 def render(plan: Mapping[str, Any], options: Optional[Mapping[str, Any]] = None) -> List[Dict[str, Any]]:
     """The manifests of the planned instance: [Secret], ConfigMap, Deployment, Service (apply order)."""
-    opts = dict(DEFAULTS, **{k: v for k, v in (options or {}).items() if v is not None})
+    opts = _options(options)
     if (plan.get("nodes_needed") or 1) > 1:
         raise ExportError(f"the plan spans {plan['nodes_needed']} nodes: the export renders one pod per instance on one "
                           "node (a multi-node instance needs a leader/worker StatefulSet, not rendered); plan for one node")
@@ -345,7 +371,7 @@ def render(plan: Mapping[str, Any], options: Optional[Mapping[str, Any]] = None)
                                      "app.kubernetes.io/managed-by": "kunpeng.vllm"})
     selector = {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": name}
     model_path = opts["model_mount"]
-    config_text = json.dumps(config, indent=2, sort_keys=True) + "\n"  # JSON is YAML: vllm serve --config reads it
+    config_text = config_yaml(config)
     resource, accel_labels = accelerator(plan, opts["resource_names"])
     devices = device_count(plan)
     node_selector = {"kubernetes.io/arch": K8S_ARCH[plan["arch"]]}

@@ -194,6 +194,7 @@ def test_check_resources(requests, limits, fragment):
     ({"model_volume": {"type": "nfs", "path": "/x"}}, "is not hostPath or pvc"),
     ({"name": "Bad_Name"}, "vllm_k8s_name 'Bad_Name' is not a Kubernetes name"),
     ({"namespace": "Prod"}, "vllm_k8s_namespace 'Prod'"),
+    ({"replica": 2}, "unknown export settings replica"),
 ])
 def test_refusals(change, fragment):
     with pytest.raises(ExportError) as info:
@@ -203,7 +204,7 @@ def test_refusals(change, fragment):
 
 def test_opt_outs():
     """An unpinned image with its opt-out, an open endpoint with its opt-out, an existing Secret, a PVC."""
-    manifests = k8s_export.render(plan("cpu-x86"), dict(BASE, image="vllm/vllm-openai:v0.11.0", allow_unpinned_image=True,
+    manifests = k8s_export.render(plan("cpu-x86"), dict(BASE, image="vllm/vllm-openai:v0.11.0", allow_unpinned_image="true",
                                                         api_key="", allow_unauthenticated=True))
     assert [m["kind"] for m in manifests] == ["ConfigMap", "Deployment", "Service"]
     assert "VLLM_API_KEY" not in [e["name"] for e in container(manifests)["env"]]
@@ -236,3 +237,39 @@ def test_refuses_what_the_plan_does_not_allow():
 @pytest.mark.parametrize("value, expected", [("16", 16), ("500m", 0.5), ("64Gi", 64 * 2 ** 30), ("1G", 1e9), (4, 4), (".5", 0.5)])
 def test_quantity(value, expected):
     assert k8s_export.quantity(value) == expected
+
+
+@pytest.mark.parametrize("config", [
+    {"host": "0.0.0.0", "port": 8000, "served-model-name": "smollm2"},
+    # YAML 1.1 would read yes/on/null/08 unquoted as other types; quotes, a newline, unicode, nested values
+    {"chat-template": 'a "quoted"\nline \\ ü', "tokenizer-mode": "yes", "revision": "08", "model-impl": "null",
+     "enforce-eager": True, "gpu-memory-utilization": 0.9, "served-model-name": ["a", "b"],
+     "hf-overrides": {"rope_scaling": {"factor": 4.0, "type": "yarn"}}, "seed": None},
+])
+def test_config_yaml_reads_back(config):
+    assert yaml.safe_load(k8s_export.config_yaml(config)) == config
+
+
+def test_filter_reports_the_refusal():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.kunpeng.vllm.plugins.filter.vllm_k8s_manifests import FilterModule
+
+    render = FilterModule().filters()["vllm_k8s_manifests"]
+    assert [m["kind"] for m in render(plan("cpu-x86"), BASE)] == ["Secret", "ConfigMap", "Deployment", "Service"]
+    with pytest.raises(AnsibleFilterError, match="vllm_k8s_manifests: vllm_k8s_image vllm:latest has no digest"):
+        render(plan("cpu-x86"), dict(BASE, image="vllm:latest"))
+
+
+def test_documented_settings_are_the_renderers():
+    """The filter's documented options and the playbook's settings are exactly the renderer's, with its defaults."""
+    from ansible_collections.kunpeng.vllm.plugins.filter import vllm_k8s_manifests
+
+    documented = yaml.safe_load(vllm_k8s_manifests.DOCUMENTATION)["options"]["options"]["suboptions"]
+    assert sorted(documented) == sorted(k8s_export.DEFAULTS)
+    for name, spec in documented.items():
+        if "default" in spec:
+            assert spec["default"] == k8s_export.DEFAULTS[name], name
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    with open(os.path.join(root, "playbooks", "k8s_export.yml")) as handle:
+        play = yaml.safe_load(handle)[0]
+    assert sorted(play["vars"]["__vllm_k8s_options"]) == sorted(k8s_export.DEFAULTS)
