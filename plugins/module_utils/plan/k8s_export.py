@@ -73,9 +73,10 @@ CACHE_DIR = "/var/cache/vllm"
 TMP_DIR = "/tmp"
 SHM_DIR = "/dev/shm"
 
-# vLLM's OpenAI server answers GET /health with 200 once the engine is up, without the API key (the key guards
-# the /v1 routes; vLLM docs, "OpenAI-Compatible Server", API key; the collection's readiness gate polls the same
-# path, plugins/module_utils/verify/vllm_http.py).
+# vLLM's OpenAI server answers GET /health with 200 once the engine is up, and without the API key: its
+# AuthenticationMiddleware (vllm/entrypoints/openai/api_server.py, in later releases server_utils.py) takes the
+# key from --api-key or VLLM_API_KEY and checks only paths that start with /v1.  The collection's readiness gate
+# polls the same path (plugins/module_utils/verify/vllm_http.py).
 HEALTH_PATH = "/health"
 
 # A digest pin: name@sha256:<64 hex> (OCI image spec, descriptor digests).
@@ -186,9 +187,10 @@ def accelerator(plan: Mapping[str, Any], overrides: Mapping[str, str]) -> Tuple[
 def shm_gib(plan: Mapping[str, Any], requested: float) -> float:
     """Size of the memory-backed /dev/shm: ``requested``, else 1 GiB per accelerator worker (at least 1 GiB).
 
-    vLLM's worker processes exchange tensors through shared memory (PyTorch's multiprocessing, NCCL/HCCL buffers
-    within a node); vLLM's container guide runs the image with ``--ipc=host`` or ``--shm-size``.  Container
-    runtimes give 64 MiB by default.  A memory-backed emptyDir counts against the pod's memory limit.
+    vLLM uses PyTorch, which shares data between the worker processes through shared memory, above all for tensor
+    parallel inference (vLLM docs, deployment/docker.md: run the image with ``--ipc=host`` or ``--shm-size``;
+    deployment/k8s.md mounts an emptyDir of medium Memory at /dev/shm, 2 GiB in its example).  Container runtimes
+    give 64 MiB by default.  A memory-backed emptyDir counts against the pod's memory limit.
     """
     if requested:
         return float(requested)
@@ -252,8 +254,10 @@ def resources(options: Mapping[str, Any], resource: Optional[str], devices: int)
 
     The accelerator's request always equals its limit.  Extended resources cannot be overcommitted: the API server
     rejects a container whose request and limit of one differ (Kubernetes docs, "Resource Management for Pods and
-    Containers", section "Extended resources": "request and limit must be equal if both are present in a container
-    spec"; "Schedule GPUs": "you can specify GPU in both limits and requests but these two values must be equal").
+    Containers", section "Consuming extended resources", kubernetes/website
+    content/en/docs/concepts/configuration/manage-resources-containers.md: "Extended resources cannot be
+    overcommitted, so request and limit must be equal if both are present in a container spec").  The schemas do
+    not encode this rule, so :func:`check_resources` does.
     """
     requests: Dict[str, Any] = {}
     limits: Dict[str, Any] = {}
