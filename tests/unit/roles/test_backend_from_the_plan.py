@@ -4,8 +4,8 @@
 resolve_backend) turns it, with the probe's ``summary.backend`` for ``auto``,
 into ``kunpeng_vllm_plan.backend``.  A task, template or vars file that read
 either of them again would decide the backend a second time, and disagree with
-the plan when the backend is forced.  Only the preflight's call of the plan may
-read ``vllm_backend``; the probe's ``summary.backend`` may only be printed by
+the plan when the backend is forced.  Only the calls of the plan (the preflight's,
+playbooks/k8s_export.yml's) may read ``vllm_backend``; the probe's ``summary.backend`` may only be printed by
 the playbooks that report the probe and plan nothing.
 """
 
@@ -17,8 +17,10 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 REQUEST = re.compile(r"(?<![\w.])vllm_backend\b")
 PROBED = re.compile(r"\bsummary\.backend\b")
-# The one read of the request: the plan call.
-REQUEST_READERS = {"roles/vllm/tasks/preflight.yml"}
+# The reads of the request: the plan calls.
+REQUEST_READERS = {"roles/vllm/tasks/preflight.yml",
+                   # the export's own plan call, with the role's request as its default
+                   "playbooks/k8s_export.yml"}
 # Playbooks that print the probe and run no plan.
 PROBE_REPORTS = {"playbooks/probe.yml", "playbooks/nvidia_adopt.yml"}
 SKIP_DIRS = ("meta", "defaults")
