@@ -192,7 +192,7 @@ def shm_gib(plan: Mapping[str, Any], requested: float) -> float:
     deployment/k8s.md mounts an emptyDir of medium Memory at /dev/shm, 2 GiB in its example).  Container runtimes
     give 64 MiB by default.  A memory-backed emptyDir counts against the pod's memory limit.
     """
-    if requested:
+    if float(requested or 0) > 0:
         return float(requested)
     return float(max(1, device_count(plan) if plan["backend"] != "cpu" else 1))
 
@@ -396,7 +396,7 @@ def render(plan: Mapping[str, Any], options: Optional[Mapping[str, Any]] = None)
     security = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": bool(opts["read_only_root_filesystem"]),
                 "capabilities": {"drop": ["ALL"]}}
     pod_security: Dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
-    if opts["run_as_user"]:
+    if int(opts["run_as_user"] or 0):
         # No fsGroup: the model volume is read-only (a recursive chown of a large claim takes minutes) and
         # emptyDir volumes are writable by any user.
         pod_security.update(runAsNonRoot=True, runAsUser=int(opts["run_as_user"]), runAsGroup=int(opts["run_as_group"]))

