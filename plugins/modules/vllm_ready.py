@@ -94,7 +94,7 @@ options:
     type: str
   rehearsal:
     description:
-      - The server runs random weights (C(vllm serve --load-format dummy)): check with a completion that must generate
+      - The server runs random weights (C(vllm serve --load-format dummy)). Check with a completion that must generate
         tokens, and ignore O(expect) and O(expect_regex), since the answer is noise.
     type: bool
     default: false
