@@ -6,6 +6,7 @@ and what the role must do - refuse before any change, or run with or without ski
 
 import pytest
 
+from ansible_collections.kunpeng.vllm.plugins.filter.vllm_rehearsal import FilterModule
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import rehearsal
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
 
@@ -89,8 +90,6 @@ def test_listing_may_be_the_install_state_scan():
     (None, False, None),
 ])
 def test_filter_on_an_engine_config(config, enabled, token_ids):
-    from ansible_collections.kunpeng.vllm.plugins.filter.vllm_rehearsal import FilterModule
-
     got = FilterModule().filters()["vllm_rehearsal"](config)
     assert (got["enabled"], got["prompt_token_ids"]) == (enabled, token_ids)
     assert got["weights"] is None and got["tokenizer"] is None
