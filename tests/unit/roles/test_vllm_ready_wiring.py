@@ -37,7 +37,6 @@ def test_role_gate_follows_vllm_ready_host():
     assert defaults["vllm_ready_host"] == "{{ vllm_host }}"
 
 
-
 @pytest.mark.parametrize("path, decision", [
     # the role's gate: the plan's decision
     ("roles/vllm/tasks/verify.yml", "kunpeng_vllm_plan.rehearsal"),
