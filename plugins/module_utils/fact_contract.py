@@ -329,6 +329,11 @@ VLLM_PLAN = {
         "environment": _f(DICT, open_keys=True),
         "environment_files": _strs(),
     }, optional=True),
+    # Rehearsal with vLLM's dummy weights (plan/rehearsal.py): weights and tokenizer are null when the model
+    # directory was not listed; prompt_token_ids is the readiness prompt when the server cannot tokenize.
+    "rehearsal": _f(DICT, keys=dict(enabled=_bool(), weights=_bool(nullable=True), tokenizer=_bool(nullable=True),
+                                    skip_tokenizer_init=_bool(), prompt_token_ids=_f(LIST, nullable=True, elements=INT),
+                                    reason=_str())),
     "notes": _strs(),
     # What the vllm role executes (plugins/module_utils/plan/deployment.py execution); present when the
     # module was given the role's request.

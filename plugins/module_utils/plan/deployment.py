@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import ascend_plan, capacity, compat_matrix, cpu_runtime, service, engine_args as engine_options
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.rehearsal import rehearsal
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
 
@@ -232,6 +233,7 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     if problems:
         raise PlanError("vllm_engine_args does not fit vLLM {}:\n- {}".format(release, "\n- ".join(problems)))
     requested = _normalized(params["requested_engine_args"])
+    plan["rehearsal"] = rehearsal(requested, params.get("model_files"))
     model = load_model(params)
     plan["fp8_mode"] = fp8_mode(backend, model["weight_dtype"] if model else None, caps)
     plan["atlas_series"] = params["atlas_series"]
@@ -291,6 +293,10 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
         engine_args["dtype"] = limits["dtype"]
         notes.append(f"Atlas {params['atlas_series']} has no bf16: the engine runs with dtype {limits['dtype']}, as "
                      "vllm-ascend's recipes for it do.")
+    if plan["rehearsal"]["skip_tokenizer_init"] and "skip_tokenizer_init" not in requested:
+        engine_args["skip_tokenizer_init"] = True
+    if plan["rehearsal"]["enabled"]:
+        notes.append(f"Rehearsal without weights: {plan['rehearsal']['reason']}.")
     plan["engine_args"] = dict(engine_args, **requested)
     plan["notes"] = notes
     return plan

@@ -335,16 +335,21 @@ def api_key_message(result, url, path):
             "give api_key the value of the server's --api-key / VLLM_API_KEY")
 
 
+def require_answer(result, url, path):
+    """Raise VllmNotReady unless the POST to ``path`` answered 200 (a refused API key says so)."""
+    if result.status in (401, 403):
+        raise VllmNotReady(api_key_message(result, url, path))
+    if result.status != 200:
+        raise VllmNotReady(f"POST {join_url(url, path)} failed: {result.describe()}")
+
+
 def check_chat(result, url, expect=None, expect_regex=None, prompt=None):
     """Return ``(answer, completion_tokens)`` or raise VllmNotReady.
 
     ``expect`` / ``expect_regex`` / ``prompt`` are as for ``answer_problem``.
     """
     path = "/v1/chat/completions"
-    if result.status in (401, 403):
-        raise VllmNotReady(api_key_message(result, url, path))
-    if result.status != 200:
-        raise VllmNotReady(f"POST {join_url(url, path)} failed: {result.describe()}")
+    require_answer(result, url, path)
     try:
         answer, tokens = parse_chat_completion(result.json())
     except ValueError as exc:
@@ -353,3 +358,67 @@ def check_chat(result, url, expect=None, expect_regex=None, prompt=None):
     if problem:
         raise VllmNotReady(f"{problem} (from {url})", answer=answer)
     return answer, tokens
+
+
+# --- rehearsal: a server with random weights (load_format dummy) ------------------------------------
+#
+# Random weights answer noise, so the answer's text is never judged; the check proves that the engine
+# schedules a request and generates tokens.  It uses /v1/completions (no chat template is needed) and,
+# when the server skips the tokenizer (skip_tokenizer_init), a prompt of token ids: vLLM's CompletionRequest
+# takes ``prompt`` as a list of token ids, and ``return_token_ids`` adds ``token_ids`` to each choice
+# (vllm/entrypoints/openai/completion/protocol.py, CompletionRequest; completion/serving.py,
+# request_output_to_completion_response).  Without a tokenizer nothing is detokenized, so ``text`` is
+# empty (vLLM's tests/engine/test_skip_tokenizer_init.py: text == "" and token_ids set).
+
+
+def completion_payload(model, prompt, max_tokens, prompt_token_ids=None):
+    """Greedy completion request of a rehearsal: token ids when given, else the text prompt.
+
+    ``ignore_eos`` makes random weights generate ``max_tokens`` tokens instead of stopping on an early
+    end-of-sequence token, so the token count and rate mean something.
+    """
+    return {
+        "model": model,
+        "prompt": list(prompt_token_ids) if prompt_token_ids else prompt,
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "ignore_eos": True,
+        "return_token_ids": True,
+        "stream": False,
+    }
+
+
+def parse_completion(document):
+    """Return ``(text, token_ids, completion_tokens)`` from an OpenAI ``text_completion`` document.
+
+    ``token_ids`` is None when the server did not send them (a vLLM before ``return_token_ids``);
+    ``completion_tokens`` comes from ``usage``, else from the token ids.
+    """
+    try:
+        choice = document["choices"][0]
+    except (KeyError, IndexError, TypeError):
+        raise ValueError("no choices[0] in the completion answer") from None
+    if not isinstance(choice, dict):
+        raise ValueError("choices[0] of the completion answer is not an object")
+    token_ids = choice.get("token_ids")
+    token_ids = [t for t in token_ids if isinstance(t, int)] if isinstance(token_ids, list) else None
+    tokens = (document.get("usage") or {}).get("completion_tokens")
+    if not isinstance(tokens, int):
+        tokens = len(token_ids) if token_ids is not None else None
+    return choice.get("text") or "", token_ids, tokens
+
+
+def check_completion(result, url):
+    """Return ``(text, token_ids, completion_tokens)`` of a rehearsal's completion, or raise VllmNotReady.
+
+    The text is not judged (random weights); the answer must carry at least one generated token.
+    """
+    path = "/v1/completions"
+    require_answer(result, url, path)
+    try:
+        text, token_ids, tokens = parse_completion(result.json())
+    except ValueError as exc:
+        raise VllmNotReady(f"POST {join_url(url, path)}: {exc}") from None
+    if not tokens:
+        raise VllmNotReady(f"POST {join_url(url, path)} generated no tokens: {result.describe()}")
+    return text, token_ids, tokens

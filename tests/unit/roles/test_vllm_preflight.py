@@ -18,10 +18,13 @@ from conftest import FIXTURES
 from playbook_run import run_playbook
 
 
-def preflight(collections_path, tmp_path, model, **extra):
+def preflight(collections_path, tmp_path, model, weights=True, **extra):
+    """Run the preflight on a model directory with ``model``'s config.json and, with ``weights``, a (tiny) weights file."""
     model_dir = tmp_path / "model"
     model_dir.mkdir()
     shutil.copy(os.path.join(FIXTURES, "models", model), model_dir / "config.json")
+    if weights:
+        (model_dir / "model.safetensors").write_bytes(b"\0" * 8)
     tools = tmp_path / "bin"
     tools.mkdir()
     out = tmp_path / "plan.json"
@@ -89,3 +92,29 @@ def test_bad_input_fails_first_with_the_variable_named(collections_path, tmp_pat
     assert failed.startswith(task), proc.stdout[-3000:]
     assert needle in proc.stdout and "DEBUG" not in proc.stdout.split("fatal: [localhost]")[1]
     assert "changed=0" in proc.stdout and "failed=1" in proc.stdout
+
+
+# Rehearsal mode (plugins/module_utils/plan/rehearsal.py): a directory holding only config.json is served with
+# random weights when vllm_engine_args.load_format is dummy, and refused before any change otherwise.
+@pytest.mark.parametrize("source", ["controller", "local"])
+def test_weightless_model_without_dummy_stops_in_the_plan(collections_path, tmp_path, source):
+    proc, dummy = preflight(collections_path, tmp_path, "smollm2-135m.json", weights=False, vllm_model_source=source)
+    assert proc.returncode != 0
+    failed = proc.stdout.split("fatal: [localhost]")[0].rsplit("TASK [", 1)[1]
+    assert failed.startswith("kunpeng.vllm.vllm : Plan the engine install"), proc.stdout[-3000:]
+    assert "holds no model weights" in proc.stdout
+    assert "set vllm_engine_args.load_format: dummy" in proc.stdout
+    assert "changed=0" in proc.stdout and "failed=1" in proc.stdout
+
+
+@pytest.mark.parametrize("source", ["controller", "local"])
+def test_weightless_model_with_dummy_is_a_rehearsal(collections_path, tmp_path, source):
+    proc, plan = preflight(collections_path, tmp_path, "smollm2-135m.json", weights=False, vllm_model_source=source,
+                           vllm_engine_args={"load_format": "dummy", "enforce_eager": True, "max_model_len": 2048})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert plan["rehearsal"]["enabled"] is True
+    assert plan["rehearsal"]["weights"] is False and plan["rehearsal"]["tokenizer"] is False
+    assert plan["rehearsal"]["prompt_token_ids"]
+    assert plan["engine_args"]["skip_tokenizer_init"] is True
+    assert plan["engine_config"]["load-format"] == "dummy"
+    assert plan["engine_config"]["skip-tokenizer-init"] is True

@@ -40,6 +40,50 @@ class FakeVllm:
         self.chat = fixture("chat_completion.json")
         self.version = fixture("version.json")
         self.requests = []
+        # A rehearsal server (vllm serve --load-format dummy): random weights; with --skip-tokenizer-init
+        # it has no tokenizer, so it takes token ids only and answers with token ids and empty text.
+        self.skip_tokenizer = False
+        self.vocab_size = 102400  # DeepSeek-V2-Lite's config.json
+        self.generate = None  # tokens a completion generates (None: max_tokens)
+
+
+def bad_request(message):
+    """vLLM's ErrorResponse body (vllm/entrypoints/serve/engine/protocol.py: error.message/type/param/code)."""
+    return {"error": {"message": message, "type": "BadRequestError", "param": None, "code": 400}}
+
+
+def completion(fake, body):
+    """``(status, document)`` of POST /v1/completions, shaped as vLLM's CompletionResponse.
+
+    vllm/entrypoints/openai/completion/protocol.py (CompletionRequest.prompt: token ids or text,
+    return_token_ids) and completion/serving.py (request_output_to_completion_response: choices carry
+    text, finish_reason, stop_reason, prompt_token_ids and token_ids when return_token_ids, usage counts
+    the generated ids).  Without a tokenizer nothing is detokenized: text is "" (vLLM's
+    tests/engine/test_skip_tokenizer_init.py).
+    """
+    prompt = body.get("prompt")
+    if isinstance(prompt, str):
+        if fake.skip_tokenizer:
+            return 400, bad_request("Unable to get tokenizer because `skip_tokenizer_init=True`")
+        prompt_ids = list(range(100, 100 + len(prompt.split())))
+    else:
+        prompt_ids = prompt
+        bad = [t for t in prompt_ids if not isinstance(t, int) or not 0 <= t < fake.vocab_size]
+        if bad:
+            return 400, bad_request(f"Token id {bad[0]} is out of vocabulary")
+    count = body.get("max_tokens", 16) if fake.generate is None else fake.generate
+    ids = [(7919 * (i + 1)) % fake.vocab_size for i in range(count)]  # noise, as random weights give
+    text = "" if fake.skip_tokenizer else " ".join(f"tok{t}" for t in ids)
+    wants_ids = bool(body.get("return_token_ids"))
+    return 200, {
+        "id": "cmpl-8d1f0c2a6e3b4f57", "object": "text_completion", "created": 1796000000, "model": body["model"],
+        "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "length", "stop_reason": None,
+                     "prompt_logprobs": None, "prompt_token_ids": prompt_ids if wants_ids else None,
+                     "token_ids": ids if wants_ids else None, "routed_experts": None}],
+        "usage": {"prompt_tokens": len(prompt_ids), "total_tokens": len(prompt_ids) + count, "completion_tokens": count,
+                  "prompt_tokens_details": None},
+        "system_fingerprint": None, "kv_transfer_params": None, "ec_transfer_params": None, "metrics": None,
+    }
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -85,9 +129,15 @@ class Handler(BaseHTTPRequestHandler):
         fake = self.server.fake
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         fake.requests.append(("POST", self.path, body))
-        if self.path != "/v1/chat/completions":
+        if self.path not in ("/v1/chat/completions", "/v1/completions"):
             self._send(404, {"detail": "Not Found"})
-        elif self._authorized():
+        elif not self._authorized():
+            return
+        elif self.path == "/v1/completions":
+            self._send(*completion(fake, body))
+        elif fake.skip_tokenizer:  # no tokenizer, no chat template
+            self._send(400, bad_request("Unable to get tokenizer because `skip_tokenizer_init=True`"))
+        else:
             self._send(200, fake.chat)
 
 
@@ -467,3 +517,72 @@ def test_parse_unit_show():
     text = "ActiveState=activating\nSubState=auto-restart\nNRestarts=3\nExecMainStatus=1\n"
     assert vllm_http.parse_unit_show(text) == {"ActiveState": "activating", "SubState": "auto-restart",
                                                "NRestarts": 3, "ExecMainStatus": 1}
+
+
+# --- rehearsal: random weights (load_format dummy), perhaps without a tokenizer ---------------------------------
+
+IDS = [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_rehearsal_without_tokenizer_sends_token_ids(server):
+    server.fake.skip_tokenizer = True
+    failed, result = run({"url": server.url, "model": "smollm2", "rehearsal": True, "prompt_token_ids": IDS,
+                          "expect": "paris", "expect_regex": "Paris"})
+    # noise passes: the text is never judged in a rehearsal
+    assert not failed, result
+    assert result["answer"] == ""
+    assert len(result["token_ids"]) == 16 and all(isinstance(t, int) for t in result["token_ids"])
+    assert result["completion_tokens"] == 16 and result["tokens_per_s"] > 0
+    method, path, body = server.fake.requests[-1]
+    assert (method, path) == ("POST", "/v1/completions")
+    assert body["prompt"] == IDS
+    assert body["return_token_ids"] is True and body["ignore_eos"] is True and body["temperature"] == 0
+
+
+def test_rehearsal_with_tokenizer_sends_the_text_prompt(server):
+    failed, result = run({"url": server.url, "model": "smollm2", "rehearsal": True, "expect": "paris"})
+    assert not failed, result
+    assert result["answer"].startswith("tok") and "paris" not in result["answer"].lower()
+    assert server.fake.requests[-1][2]["prompt"] == "What is the capital of France?"
+
+
+def test_text_prompt_fails_on_a_server_without_tokenizer(server):
+    """Why the plan hands the gate token ids: the server cannot tokenize text."""
+    server.fake.skip_tokenizer = True
+    failed, result = run({"url": server.url, "model": "smollm2", "rehearsal": True})
+    assert failed
+    assert "POST " + server.url + "/v1/completions failed: HTTP 400" in result["msg"]
+    assert "skip_tokenizer_init" in result["msg"]
+
+
+def test_chat_check_cannot_pass_a_server_without_tokenizer(server):
+    server.fake.skip_tokenizer = True
+    failed, result = run({"url": server.url, "model": "smollm2"})
+    assert failed and "/v1/chat/completions failed: HTTP 400" in result["msg"]
+
+
+def test_rehearsal_needs_generated_tokens(server):
+    server.fake.skip_tokenizer = True
+    server.fake.generate = 0
+    failed, result = run({"url": server.url, "model": "smollm2", "rehearsal": True, "prompt_token_ids": IDS})
+    assert failed and "generated no tokens" in result["msg"]
+
+
+def test_out_of_vocabulary_ids_are_the_servers_400(server):
+    server.fake.skip_tokenizer = True
+    failed, result = run({"url": server.url, "model": "smollm2", "rehearsal": True, "prompt_token_ids": [200000]})
+    assert failed and "out of vocabulary" in result["msg"]
+
+
+@pytest.mark.parametrize("args", [{"prompt_token_ids": IDS}, {"rehearsal": True, "prompt_token_ids": [-1]}])
+def test_token_ids_need_rehearsal_and_valid_ids(server, args):
+    failed, result = run(dict({"url": server.url, "model": "smollm2"}, **args))
+    assert failed and "prompt_token_ids needs rehearsal=true" in result["msg"]
+    assert server.fake.requests == []
+
+
+def test_parse_completion_without_token_ids_counts_usage():
+    document = {"choices": [{"index": 0, "text": "x y"}], "usage": {"completion_tokens": 2}}
+    assert vllm_http.parse_completion(document) == ("x y", None, 2)
+    with pytest.raises(ValueError):
+        vllm_http.parse_completion({"choices": []})
