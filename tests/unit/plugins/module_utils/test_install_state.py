@@ -110,3 +110,43 @@ def test_free_space_is_measured_where_a_new_directory_goes(tmp_path):
     (staging / "b").write_bytes(b"y" * 5)
     os.symlink(str(staging / "b"), str(staging / "link"))
     assert state.tree_bytes(str(staging)) == 15
+
+
+def _tree(root):
+    os.makedirs(os.path.join(root, "lib", "site-packages", "pkg"))
+    with open(os.path.join(root, "lib", "site-packages", "pkg", "mod.py"), "w") as f:
+        f.write("x = 1\n")
+    os.symlink("lib", os.path.join(root, "lib64"))
+
+
+@pytest.mark.parametrize("earlier_aside, fails, left", [
+    (False, 0, False),   # the plain case: renamed aside and removed
+    (True, 0, False),    # a tree an earlier run left aside goes first
+    (False, 2, False),   # two failed passes, the third removes it
+    (False, 3, True),    # every pass fails: reported, the path is free anyway
+    (True, 6, True),     # the earlier tree stays: this one goes beside it, the path is free anyway
+])
+def test_set_aside_frees_the_path_and_removes_the_tree(tmp_path, monkeypatch, earlier_aside, fails, left):
+    venv = str(tmp_path / "0.32.0-cpu")
+    _tree(venv)
+    if earlier_aside:
+        _tree(venv + state.SET_ASIDE_SUFFIX)
+    real, calls = state.shutil.rmtree, []
+
+    def flaky(path):
+        calls.append(path)
+        if len(calls) <= fails:
+            raise OSError(39, "Directory not empty", "site-packages")
+        real(path)
+
+    monkeypatch.setattr(state.shutil, "rmtree", flaky)
+    left_behind = state.set_aside(venv)
+    assert not os.path.lexists(venv)
+    aside = venv + state.SET_ASIDE_SUFFIX
+    expected = {(False, True): [aside], (True, True): [aside, aside + "-1"]}.get((earlier_aside, left), [])
+    assert left_behind == expected
+    assert sorted(str(p) for p in tmp_path.iterdir()) == expected
+
+
+def test_set_aside_of_a_missing_path_does_nothing(tmp_path):
+    assert state.set_aside(str(tmp_path / "absent")) == []
