@@ -258,4 +258,48 @@ def plan(request: Dict[str, Any], probe: Dict[str, Any]) -> Dict[str, Any]:
         "argv": run_argv(runtime["runtime"], run),
         "commands": unit_commands(runtime["runtime"], request["name"]),
         "shm_mib": run["shm_mib"],
+        "environment_drop": environment_drop(request["backend"]),
+    }
+
+
+def visible_indexes(backend: str, visible_devices: str, accelerators: Dict[str, Any]) -> List[str]:
+    """The device indexes the container gets: vllm_visible_devices, else every device the probe found.
+
+    The ids are the backend's first id key (index for NVIDIA, logic_id for Ascend); a backend without
+    device selection (cpu) gets none.
+    """
+    record = backends.field(backend, "visible")
+    if not record:
+        return []
+    if str(visible_devices or "").strip():
+        return [part.strip() for part in str(visible_devices).split(",") if part.strip()]
+    section = (accelerators or {}).get(record["section"]) or {}
+    key = record["id_keys"][0]
+    return [str(device[key]) for device in section.get(record["devices"]) or [] if key in device]
+
+
+def environment_drop(backend: str) -> List[str]:
+    """Service variables the container's environment leaves out.
+
+    The visible-devices variable names host indexes; inside the container only the visible devices
+    exist, renumbered from 0, so the host's numbers would select the wrong devices or none.
+    """
+    record = backends.field(backend, "visible")
+    return [record["variable"]] if record else []
+
+
+def inspected_image(inspect_output: str) -> Dict[str, Any]:
+    """``<runtime> image inspect`` JSON -> id, architecture, labels, digest (the registry's, '' when none)."""
+    entries = json.loads(inspect_output or "[]")
+    if not entries:
+        return {}
+    entry = entries[0]
+    config = entry.get("Config") or {}
+    digests = entry.get("RepoDigests") or []
+    return {
+        "id": entry["Id"] if entry["Id"].startswith("sha256:") else "sha256:" + entry["Id"],
+        "architecture": entry.get("Architecture", ""),
+        "os": entry.get("Os", ""),
+        "labels": config.get("Labels") or entry.get("Labels") or {},
+        "digest": entry.get("Digest") or (digests[0].split("@", 1)[1] if digests and "@" in digests[0] else ""),
     }

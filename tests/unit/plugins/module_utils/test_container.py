@@ -241,3 +241,62 @@ def test_plan_sizes_shm_by_the_tensor_parallel_size():
     result = container.plan(request, {"podman_version": "podman version 5.2.2", "docker_version": ""})
     assert result["shm_mib"] == 2048 and ("--shm-size", "2048m") in _pairs(result["argv"])
     assert result["quadlet"] is True and "/dev/davinci1" in result["argv"]
+
+
+ACCELERATORS = {"nvidia": {"gpus": [{"index": 0, "uuid": "GPU-a"}, {"index": 1, "uuid": "GPU-b"}]},
+                "ascend": {"devices": [{"logic_id": 0}, {"logic_id": 1}, {"npu_id": 9}]}}
+
+
+@pytest.mark.parametrize("backend, visible, expected", [
+    ("cpu", "", []),
+    ("cpu", "0,1", []),
+    ("cuda", "", ["0", "1"]),
+    ("cuda", "1", ["1"]),
+    ("cuda", " 2, 3 ", ["2", "3"]),
+    ("ascend", "", ["0", "1"]),        # a device without a logic_id is not selectable
+    ("ascend", "4,5", ["4", "5"]),
+])
+def test_visible_indexes(backend, visible, expected):
+    assert container.visible_indexes(backend, visible, ACCELERATORS) == expected
+
+
+@pytest.mark.parametrize("backend, expected", [
+    ("cpu", []), ("cuda", ["CUDA_VISIBLE_DEVICES"]), ("ascend", ["ASCEND_RT_VISIBLE_DEVICES"]),
+])
+def test_environment_drop(backend, expected):
+    assert container.environment_drop(backend) == expected
+
+
+# `podman image inspect` of the archive molecule/images/engine-oci.sh builds, loaded by podman 4.3.1
+# (the keys the function reads, as podman wrote them).
+PODMAN_INSPECT = json.dumps([{
+    "Id": "7f86af6e747e6aa1ea70b9777a4f8172b205b64650723aaded68ea46d4085fd8",
+    "Digest": "sha256:ccf6cb8572284180bae965652c7e8aebc045c2be3d1ac4fec8561f8e1cdf816b",
+    "RepoTags": ["localhost/kvllm/engine-cpu-oci:amd64"],
+    "RepoDigests": ["localhost/kvllm/engine-cpu-oci@sha256:ccf6cb8572284180bae965652c7e8aebc045c2be3d1ac4fec8561f8e1cdf816b"],
+    "Architecture": "amd64", "Os": "linux",
+    "Config": {"Labels": {"io.kunpeng.vllm.backend": "cpu", "io.kunpeng.vllm.engine-version": "0.32.0"}},
+}])
+
+
+@pytest.mark.parametrize("output, expected", [
+    (PODMAN_INSPECT, {"id": "sha256:7f86af6e747e6aa1ea70b9777a4f8172b205b64650723aaded68ea46d4085fd8",
+                      "architecture": "amd64", "os": "linux",
+                      "labels": {"io.kunpeng.vllm.backend": "cpu", "io.kunpeng.vllm.engine-version": "0.32.0"},
+                      "digest": "sha256:ccf6cb8572284180bae965652c7e8aebc045c2be3d1ac4fec8561f8e1cdf816b"}),
+    # docker: the Id carries its prefix, no Digest key, RepoDigests empty for a loaded image
+    (json.dumps([{"Id": DIGEST, "RepoDigests": [], "Architecture": "arm64", "Os": "linux", "Config": {"Labels": None}}]),
+     {"id": DIGEST, "architecture": "arm64", "os": "linux", "labels": {}, "digest": ""}),
+    ("[]", {}),
+    ("", {}),
+])
+def test_inspected_image(output, expected):
+    assert container.inspected_image(output) == expected
+
+
+def test_the_plan_has_the_declared_shape():
+    from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
+
+    request = dict(REQUEST, image="", archive_image={"id": DIGEST}, backend="cuda", visible=["0"], runtime="docker")
+    result = container.plan(request, {"podman_version": "", "docker_version": "Docker version 28.2.2"})
+    assert fact_contract.check("kunpeng_vllm_container", result) == []

