@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: vllm_container_image
 short_description: Read an OCI image archive, or an image in a container runtime's store
-version_added: "0.1.0"
+version_added: "0.3.0"
 description:
   - With O(archive), reads the archive C(docker save) or C(podman save) wrote (its manifest.json and the image
     config it names; the layers are skipped) and returns the image ID, architecture and labels. The vllm role

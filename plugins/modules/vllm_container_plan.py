@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: vllm_container_plan
 short_description: Plan a vLLM instance that runs from an OCI image (vllm_install_method container)
-version_added: "0.1.0"
+version_added: "0.3.0"
 description:
   - Reads the container runtimes installed on the node (C(podman --version), C(docker --version)) and decides,
     with the functions of C(plugins/module_utils/plan/container.py), which runtime runs the image, whether
@@ -82,6 +82,7 @@ options:
     default: {}
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
+  - kunpeng.vllm.attributes.facts
 """
 
 EXAMPLES = r"""
