@@ -10,7 +10,7 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 
 # Scenarios, in the order they run; those also run on arm64 (qemu) below.
-SCENARIOS ?= smoke base nvidia ascend default reliability monitoring gateway multinode artifact
+SCENARIOS ?= smoke base nvidia ascend default reliability monitoring gateway multinode artifact container
 ARM64_SCENARIOS ?= smoke base
 # Scenarios with several hosts (every platform runs; they share the engine
 # image that molecule/images/engine.sh builds).

@@ -42,6 +42,9 @@ FIELDS = {
     "multinode_moe": "None (one replica over the nodes, tensor x pipeline parallel) or how a mixture-of-experts model "
                      "spans nodes as data parallel replicas with expert parallelism: replicas_per_node (the order the "
                      "planner tries, first fitting wins) and env (what every member's engine adds)",
+    "container": "what a container of the engine gets (vllm_install_method container, plan/container.py): "
+                 "per_device (runtime -> flag and value per visible device index, or joined: one flag for all), "
+                 "devices (shared device nodes), mounts (host driver files, mounted read-only at the same path)",
 }
 
 BACKENDS: Dict[str, Dict[str, Any]] = {
@@ -65,6 +68,7 @@ BACKENDS: Dict[str, Dict[str, Any]] = {
         # vLLM pins no Ray release; this is the one on PyPI the units are rendered for.
         "ray_version": "2.60.0",
         "multinode_moe": None,
+        "container": {"per_device": {}, "devices": [], "mounts": []},
     },
     "cuda": {
         "label": "NVIDIA GPU",
@@ -89,6 +93,17 @@ BACKENDS: Dict[str, Dict[str, Any]] = {
         "ray_version": "2.60.0",
         # vLLM's multi-node guide runs a replica larger than a node as tensor x pipeline parallel over Ray.
         "multinode_moe": None,
+        # podman: the CDI spec nvidia-container-toolkit generates (nvidia-ctk cdi generate, or its
+        # nvidia-cdi-refresh service from 1.18.0) names one device per GPU, nvidia.com/gpu=<index>, and
+        # brings the driver's device nodes and libraries itself (docs.nvidia.com/datacenter/cloud-native/
+        # container-toolkit/latest/cdi-support.html).  docker: --gpus "device=<i,j>" through the NVIDIA
+        # runtime (docs.docker.com/engine/containers/resource_constraints/#gpu).  No mounts of our own.
+        "container": {
+            "per_device": {"podman": {"flag": "--device", "value": "nvidia.com/gpu={index}"},
+                           "docker": {"flag": "--gpus", "joined": "\"device={ids}\""}},
+            "devices": [],
+            "mounts": [],
+        },
     },
     "ascend": {
         "label": "Ascend NPU",
@@ -125,6 +140,17 @@ BACKENDS: Dict[str, Dict[str, Any]] = {
             "replicas_per_node": [2, 1, 4, 8],
             # The environment both nodes export in DeepSeek-R1.md (v0.13.0 and later).
             "env": {"HCCL_BUFFSIZE": "200", "OMP_PROC_BIND": "false", "OMP_NUM_THREADS": "1"},
+        },
+        # vllm-ascend's quick start and installation guide run the image with --device /dev/davinci<N> per
+        # NPU, the three shared nodes below and these driver files (docs.vllm.ai/projects/ascend, v0.13.0
+        # quick_start.html "Setup environment using container"; latest getting_started/installation.html).
+        # The guides mount them read-write; they are read-only here (the engine only reads them).
+        "container": {
+            "per_device": {"podman": {"flag": "--device", "value": "/dev/davinci{index}"},
+                           "docker": {"flag": "--device", "value": "/dev/davinci{index}"}},
+            "devices": ["/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"],
+            "mounts": ["/usr/local/dcmi", "/usr/local/bin/npu-smi", "/usr/local/Ascend/driver/lib64",
+                       "/usr/local/Ascend/driver/version.info", "/etc/ascend_install.info"],
         },
     },
 }

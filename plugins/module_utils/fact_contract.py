@@ -478,12 +478,31 @@ MONITORING = {
     "server": _bool(),
 }
 
+# --- kunpeng_vllm_container (vllm_install_method container) ----------------
+
+VLLM_CONTAINER = {
+    # plugins/module_utils/plan/container.py plan(): the runtime, the package to install for it (or None),
+    # whether podman could use Quadlet, the image the unit runs (archive image ID or pinned reference).
+    "runtime": _str(),
+    "install_package": _nstr(),
+    "quadlet": _bool(),
+    "image": _str(),
+    "image_id": _str(),
+    "archive": _bool(),
+    "name": _str(),
+    "argv": _strs(),
+    "commands": _f(DICT, keys={"pre": _f(LIST), "stop": _f(LIST)}),
+    "shm_mib": _int(),
+    "environment_drop": _strs(),
+}
+
 #: fact name -> (declared shape, where it is produced)
 FACTS = {
     "kunpeng_accelerators": (ACCELERATORS, "plugins/modules/accelerator_facts.py"),
     "kunpeng_vllm_plan": (VLLM_PLAN, "plugins/modules/vllm_plan.py"),
     "kunpeng_vllm_converged": (VLLM_CONVERGED, "roles/vllm/tasks/converged.yml"),
     "kunpeng_vllm_cluster": (VLLM_CLUSTER, "plugins/modules/vllm_cluster.py"),
+    "kunpeng_vllm_container": (VLLM_CONTAINER, "plugins/modules/vllm_container_plan.py"),
     "kunpeng_base": (BASE, "roles/base/tasks/preflight.yml"),
     "kunpeng_nvidia": (NVIDIA, "plugins/modules/nvidia_plan.py"),
     "kunpeng_ascend": (ASCEND, "plugins/modules/ascend_plan.py"),

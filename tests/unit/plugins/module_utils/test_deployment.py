@@ -100,6 +100,11 @@ def test_refused_before_any_change(host, backend, request_, message):
         plan(host, backend, **request_)
 
 
+def test_container_mode_needs_no_torch_source_on_aarch64():
+    # The image carries its engine and torch: the wheel-only refusal does not apply.
+    assert plan("cpu-x86", "cpu", architecture="aarch64", install_method="container")["install_method"] == "container"
+
+
 def test_engine_args_host_is_the_final_bind():
     # vllm_host says loopback, vllm_engine_args opens the instance: the key is decided on 0.0.0.0.
     config = plan_hosts.role_plan("hgx-h100", engine_args={"host": "0.0.0.0"}, host="127.0.0.1")["engine_config"]
@@ -123,6 +128,7 @@ def test_key_overrides_are_refused(config, environment, variable):
     ({"service_manager": "none"}, False),          # launcher mode: no unit to ask
     ({"cluster_group": "r1"}, False),              # a multi-node instance converges as a group
     ({"ready_check": False}, False),               # nothing asks the endpoint
+    ({"install_method": "container"}, False),      # no virtualenv for the converged check to read
 ])
 def test_fast_path(request_, expected):
     assert deployment.fast_path(dict(deployment.REQUEST_DEFAULTS, **request_)) is expected

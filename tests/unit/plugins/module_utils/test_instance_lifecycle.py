@@ -169,7 +169,8 @@ def test_removal_plan(only, models, instances, units, engines, model_dirs):
     for name in instances:
         for path in (f"/etc/vllm/{name}.yaml", f"/etc/vllm/{name}.env", f"/etc/vllm/{name}.api-key",
                      f"/etc/vllm/{name}.ray-token", f"/var/cache/vllm/{name}", f"/opt/vllm/current-{name}",
-                     f"/opt/vllm/verified-{name}"):
+                     f"/opt/vllm/verified-{name}", f"/etc/vllm/{name}.container.env",
+                     f"/opt/vllm/verified-{name}.image"):
             assert path in paths
     shared = {"/opt/vllm/0.32.0-cpu", "/opt/vllm/wheelhouse"}  # the engine and the wheelhouse, not a link
     assert set(ENTRIES) <= set(paths) if engines else not shared & set(paths)

@@ -49,6 +49,6 @@ def test_facts_attribute_matches_what_the_module_returns(docs, module):
         assert facts is None
 
 
-def test_the_four_planners_and_the_probe_set_facts():
+def test_the_five_planners_and_the_probe_set_facts():
     assert [m for m in MODULES if _returns_facts(m)] == [
-        "accelerator_facts", "monitoring_plan", "nvidia_plan", "vllm_cluster", "vllm_plan"]
+        "accelerator_facts", "monitoring_plan", "nvidia_plan", "vllm_cluster", "vllm_container_plan", "vllm_plan"]

