@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Print one field of the backend registry: backend_field.py BACKEND FIELD.
 
 For the shell scripts of the test bed (the engine image, the wheelhouse):

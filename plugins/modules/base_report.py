@@ -64,7 +64,7 @@ options:
         description: C(vllm_install_method).
         type: str
         default: wheel
-        choices: [wheel, source]
+        choices: [wheel, source, container]
   firewall:
     description: The firewall question.
     type: dict

@@ -74,7 +74,7 @@ def _set_aside_trees(base):
 
 
 def _remove(path, attempts):
-    for _ in range(attempts):
+    for _attempt in range(attempts):
         try:
             shutil.rmtree(path)
             return
