@@ -509,8 +509,8 @@ def fast_path(request: Dict[str, Any]) -> bool:
     as one group, in lockstep).  Not in container mode: the converged check reads the engine virtualenv, and
     the container's install steps are lookups that change nothing on a re-run.
     """
-    return bool(request["service_manager"] == "systemd" and not request["cluster_group"] and request["ready_check"]
-                and request["install_method"] != "container")
+    askable = request["service_manager"] == "systemd" and not request["cluster_group"] and request["ready_check"]
+    return bool(askable and request["install_method"] != "container")
 
 
 def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
