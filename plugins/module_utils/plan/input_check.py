@@ -522,6 +522,8 @@ RULES = {
         "vllm_pip_no_index": None,
         "vllm_pip_timeout": _int_range(1, 86400),
         "vllm_wheelhouse_requirements": _opt_name,
+        "vllm_wheelhouse_cache_dir": _opt_controller_path,
+        "vllm_installer": None,
         "vllm_reuse_host_torch": None,
         "vllm_host_torch_python": _opt_path,
         "vllm_engine_artifact_mode": None,

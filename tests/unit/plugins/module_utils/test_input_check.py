@@ -64,6 +64,8 @@ CASES = [
     ("vllm", "vllm_host_torch_python", MISSING, "missing_path"),
     ("vllm", "vllm_engine_artifact_mode", "nfs", "argument_spec"),
     ("vllm", "vllm_engine_artifact_dir", "artifacts", "characters"),
+    ("vllm", "vllm_wheelhouse_cache_dir", "cache", "characters"),
+    ("vllm", "vllm_installer", "conda", "argument_spec"),
     ("vllm", "vllm_engine_artifact_url", "https://mirror/artifacts\n--evil", "characters"),
     ("vllm", "vllm_engine_artifact_url", "file:///srv/artifacts", "characters"),
     ("vllm", "vllm_engine_artifact_url", "http://mirror/artifacts", "privilege"),
