@@ -46,7 +46,9 @@ left() { echo $(( DEADLINE - $(date +%s) )); }
 gpu_pids() { nvidia-smi --query-compute-apps=pid --format=csv,noheader; }
 wait_gpu_free() { for _ in $(seq 1 60); do [ -z "$(gpu_pids)" ] && return 0; sleep 1; done; return 1; }
 stop_group() {  # leader pid
+  local _
   kill -TERM -- "-$1" 2>/dev/null
+  for _ in $(seq 1 60); do kill -0 -- "-$1" 2>/dev/null || break; sleep 1; done
   wait_gpu_free || { for pid in $(gpu_pids); do kill -KILL "$pid"; done; wait_gpu_free; }
   kill -KILL -- "-$1" 2>/dev/null
   return 0
@@ -102,6 +104,7 @@ YML
 phase_setup() {
   local t; t=$(now)
   if compgen -G "$WH/part.*" >/dev/null; then
+    (cd "$WH" && md5sum -c --quiet parts.md5) || { say "carried parts damaged or missing"; return 1; }
     cat "$WH"/part.* | tar -x -C "$WH" && rm -f "$WH"/part.*
   fi
   ls "$WH/wheels" | grep -c '\.whl$' | sed 's/^/wheels: /' | tee -a "$SUMMARY"
@@ -245,7 +248,7 @@ phase_serve() {  # variant
 }
 
 case ${1:-} in
-  setup) phase_setup ;;
+  setup) phase_setup || exit 1 ;;
   plays) phase_plays ;;
   install) phase_install ;;
   serve) phase_serve "${2:?variant: bf16, fp8 or kvfp8}" ;;
