@@ -296,7 +296,7 @@ def main():
             expect=dict(type="str"),
             expect_regex=dict(type="str"),
             rehearsal=dict(type="bool", default=False),
-            prompt_token_ids=dict(type="list", elements="int"),
+            prompt_token_ids=dict(type="list", elements="int", no_log=False),
             service=dict(type="str"),
             validate_certs=dict(type="bool", default=True),
         ),

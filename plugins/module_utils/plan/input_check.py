@@ -749,6 +749,7 @@ RULES = {
         "wheelhouse_leave_out": _list_of(_requirement),
         "wheelhouse_uv": _regex(re.compile(r"^[A-Za-z0-9/][A-Za-z0-9._/+-]*$"), "a command name or an absolute path"),
         "wheelhouse_python": _controller_path,
+        "wheelhouse_uv_wheel": _opt_requirement,
         "wheelhouse_index_url": _url,
     },
 }

@@ -16,7 +16,9 @@ its command line:
   (a source build, a vendor index);
 - with the host's torch (``vllm_reuse_host_torch``), only a ``--no-deps``
   step: uv reads the virtualenv's own site-packages, not the folders a
-  ``.pth`` file adds, so it would install torch again;
+  ``.pth`` file adds, so it would install torch again ("We don't read
+  arbitrary locations from sys.path": github.com/astral-sh/uv issues 16541
+  and 2500);
 - a uv binary is on the node (from the wheelhouse's uv wheel, or on PATH).
 
 Otherwise pip, which also stays when ``vllm_installer`` is ``pip``.
@@ -27,7 +29,9 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 CHOICES = ("auto", "pip", "uv")
-# Options of a step uv takes as they are (uv pip install --help: --no-deps).
+# Options of a step uv takes as they are.  uv pip install --help (uv 0.13.9):
+# --no-deps, --no-index, --offline, --no-config, --find-links, --compile-bytecode
+# ("Compile Python files to bytecode after installation"; pip compiles by default).
 _UV_STEP_OPTIONS = ("--no-deps",)
 
 

@@ -100,8 +100,9 @@ def rehearsal(engine_args: Optional[Dict[str, Any]], files: Optional[Iterable[st
     if not enabled:
         reason = "not a rehearsal: load_format is not dummy"
     else:
-        reason = ("rehearsal: load_format dummy fills the model with random weights; the answers are not real"
-                  + (" (the directory's own weights are not read)" if weights else "") + (f"; {why}" if why else ""))
+        unread = " (the directory's own weights are not read)" if weights else ""
+        skipped = f"; {why}" if why else ""
+        reason = f"rehearsal: load_format dummy fills the model with random weights; the answers are not real{unread}{skipped}"
     return {
         "enabled": enabled,
         "weights": weights,

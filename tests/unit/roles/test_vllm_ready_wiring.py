@@ -35,3 +35,16 @@ def test_role_gate_follows_vllm_ready_host():
     defaults = load("roles/vllm/defaults/main.yml")
     # The module turns a wildcard bind address into loopback (test_vllm_ready.test_base_url).
     assert defaults["vllm_ready_host"] == "{{ vllm_host }}"
+
+
+@pytest.mark.parametrize("path, decision", [
+    # the role's gate: the plan's decision
+    ("roles/vllm/tasks/verify.yml", "kunpeng_vllm_plan.rehearsal"),
+    # a restored instance: the decision on the engine config it is restored with
+    ("roles/vllm/tasks/rollback.yml", "kunpeng_vllm_snapshot.config | default({}) | kunpeng.vllm.vllm_rehearsal"),
+])
+def test_gate_checks_a_rehearsal_as_one(path, decision):
+    """A rehearsal (load_format dummy) answers noise, perhaps without a tokenizer: the gate must know."""
+    for args in _ready_calls(path):
+        assert decision in args["rehearsal"] and args["rehearsal"].endswith(".enabled }}"), args
+        assert decision in args["prompt_token_ids"] and "prompt_token_ids | default(omit, true) }}" in args["prompt_token_ids"], args

@@ -295,6 +295,7 @@ CASES = [
     ("wheelhouse", "wheelhouse_target_freeze", "freeze.txt", "characters"),
     ("wheelhouse", "wheelhouse_leave_out", ["torch triton"], "characters"),
     ("wheelhouse", "wheelhouse_uv", "uv; id", "characters"),
+    ("wheelhouse", "wheelhouse_uv_wheel", "uv --index-url http://evil", "characters"),
     ("wheelhouse", "wheelhouse_python", "python3", "characters"),
     ("wheelhouse", "wheelhouse_index_url", "pypi.org/simple", "characters"),
 ]

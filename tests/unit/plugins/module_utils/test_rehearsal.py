@@ -6,6 +6,7 @@ and what the role must do - refuse before any change, or run with or without ski
 
 import pytest
 
+from ansible_collections.kunpeng.vllm.plugins.filter.vllm_rehearsal import FilterModule
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import rehearsal
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
 
@@ -78,3 +79,17 @@ def test_listing_may_be_the_install_state_scan():
     scan = {"config.json": [1530, 1764000000], "tokenizer.json": [4600000, 1764000000]}
     got = rehearsal.rehearsal(DUMMY, scan)
     assert (got["weights"], got["tokenizer"], got["skip_tokenizer_init"]) == (False, True, False)
+
+
+# The filter the role's rollback uses on a recorded engine config (dashed names, as vllm serve --config reads it).
+@pytest.mark.parametrize("config, enabled, token_ids", [
+    ({"load-format": "dummy", "skip-tokenizer-init": True, "host": "127.0.0.1"}, True, rehearsal.PROMPT_TOKEN_IDS),
+    ({"load-format": "dummy"}, True, None),
+    ({"max-model-len": 4096}, False, None),
+    ({}, False, None),
+    (None, False, None),
+])
+def test_filter_on_an_engine_config(config, enabled, token_ids):
+    got = FilterModule().filters()["vllm_rehearsal"](config)
+    assert (got["enabled"], got["prompt_token_ids"]) == (enabled, token_ids)
+    assert got["weights"] is None and got["tokenizer"] is None
