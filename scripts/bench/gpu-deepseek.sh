@@ -202,6 +202,7 @@ phase_serve() {  # variant
   local v=$1 inst=dsv2-$1 t rc leader flags
   flags=$(variant_flags "$v") || return 1
   wait_gpu_free
+  if [ "${DEPLOYED:-1}" = 1 ]; then
   if [ "$v" != bf16 ]; then
     t=$(now)
     ansible-playbook -i localhost, "$RESULTS/deploy-$v.yml" -v >"$RESULTS/role-full-$v.log" 2>&1
@@ -219,25 +220,28 @@ phase_serve() {  # variant
     ps -eo pid,user,rss,args | grep -E "[v]llm serve|[E]ngineCore"; } >"$RESULTS/nvidia-smi-$inst.txt" 2>&1
   [ "$rc" = 0 ] && [ "$BENCH_RUNS" -gt 0 ] && bench_runs "$inst" "$inst"
   stop_group "$leader"
+  fi
   [ "$DEFAULT" = 1 ] || { say "default vllm serve of $v skipped (DEFAULT=0)"; return 0; }
   if [ "$(left)" -lt 240 ]; then say "default vllm serve of $v skipped: $(left) s left"; return 0; fi
   # A default `vllm serve` with the same model flags.  It starts from a copy of the
   # deployed instance's compile caches (torch.compile, inductor, triton): that
   # saves start time only; the kernels served are compiled from the same code.
   rm -rf "/tmp/defcache-$inst" && cp -a "/var/cache/vllm/$inst" "/tmp/defcache-$inst"
-  # The benchmark playbook reads an instance's port, served name and (no) API key from these.
+  # The benchmark playbook reads an instance's engine (its own current-<instance> link), port,
+  # served name and (no) API key from these.
+  ln -sfn "$(readlink "/opt/vllm/current-$inst")" "/opt/vllm/current-$inst-default"
   printf 'port: 8001\nserved-model-name: %s\n' "$inst" >"/etc/vllm/$inst-default.yaml"
-  printf '#!/bin/sh\nexec /opt/vllm/current/bin/vllm serve %s --port 8001 --served-model-name %s\n' "$MODEL" "$inst" \
+  printf '#!/bin/sh\nexec /opt/vllm/current-%s-default/bin/vllm serve %s --port 8001 --served-model-name %s\n' "$inst" "$MODEL" "$inst" \
     >"/etc/vllm/$inst-default.launch.sh"
   : >"/etc/vllm/$inst-default.env"
   t=$(now)
   # shellcheck disable=SC2086  # the flags are words on purpose
   (cd /tmp && VLLM_CACHE_ROOT=/tmp/defcache-$inst/vllm \
      TORCHINDUCTOR_CACHE_DIR=/tmp/defcache-$inst/inductor TRITON_CACHE_DIR=/tmp/defcache-$inst/triton \
-     exec setsid /opt/vllm/current/bin/vllm serve "$MODEL" --port 8001 --served-model-name "$inst" \
+     exec setsid /opt/vllm/current-$inst/bin/vllm serve "$MODEL" --port 8001 --served-model-name "$inst" \
        --load-format dummy $flags >"$RESULTS/default-serve-$inst.log" 2>&1 </dev/null) &
   leader=$!
-  echo "VLLM_CACHE_ROOT=/tmp/defcache-$inst/vllm TORCHINDUCTOR_CACHE_DIR=/tmp/defcache-$inst/inductor TRITON_CACHE_DIR=/tmp/defcache-$inst/triton /opt/vllm/current/bin/vllm serve $MODEL --port 8001 --served-model-name $inst --load-format dummy $flags" \
+  echo "VLLM_CACHE_ROOT=/tmp/defcache-$inst/vllm TORCHINDUCTOR_CACHE_DIR=/tmp/defcache-$inst/inductor TRITON_CACHE_DIR=/tmp/defcache-$inst/triton /opt/vllm/current-$inst/bin/vllm serve $MODEL --port 8001 --served-model-name $inst --load-format dummy $flags" \
     >"$RESULTS/default-serve-$inst.cmd"
   ready http://127.0.0.1:8001 "$inst" "$RESULTS/default-ready-$inst.log"
   rc=$?; say "vllm_ready default $inst rc=$rc seconds_since_launch=$(since "$t")"
