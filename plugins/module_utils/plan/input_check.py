@@ -532,6 +532,8 @@ RULES = {
         "vllm_pip_no_index": None,
         "vllm_pip_timeout": _int_range(1, 86400),
         "vllm_wheelhouse_requirements": _opt_name,
+        "vllm_wheelhouse_cache_dir": _opt_controller_path,
+        "vllm_installer": None,
         "vllm_reuse_host_torch": None,
         "vllm_host_torch_python": _opt_path,
         "vllm_engine_artifact_mode": None,
@@ -757,6 +759,7 @@ RULES = {
         "wheelhouse_leave_out": _list_of(_requirement),
         "wheelhouse_uv": _regex(re.compile(r"^[A-Za-z0-9/][A-Za-z0-9._/+-]*$"), "a command name or an absolute path"),
         "wheelhouse_python": _controller_path,
+        "wheelhouse_uv_wheel": _opt_requirement,
         "wheelhouse_index_url": _url,
     },
 }

@@ -135,7 +135,7 @@ def test_pip_conf_with_credentials_is_root_only(urls, mode):
     assert _render(task["ansible.builtin.template"]["mode"], variables) == mode
 
 
-@pytest.mark.parametrize("path", ["roles/vllm/tasks/install.yml", "roles/vllm/tasks/model_modelscope.yml"])
+@pytest.mark.parametrize("path", ["roles/vllm/tasks/install_step.yml", "roles/vllm/tasks/model_modelscope.yml"])
 @pytest.mark.parametrize("pip_args, hidden", [
     (["--index-url", "https://mirror.example/simple"], False),
     (["--index-url", "https://user:s3cret@mirror.example/simple"], True),
@@ -144,3 +144,22 @@ def test_pip_conf_with_credentials_is_root_only(urls, mode):
 def test_pip_output_is_hidden_when_an_index_holds_credentials(path, pip_args, hidden):
     (task,) = [t for t in tasks(load(path)) if "ansible.builtin.pip" in t and "virtualenv" in t["ansible.builtin.pip"]]
     assert _render(task["no_log"], {"kunpeng_vllm_plan": {"pip_args": pip_args}}) is hidden
+
+
+@pytest.mark.parametrize("pip_args, tool", [
+    (["--index-url", "https://user:s3cret@mirror.example/simple", "--find-links=/opt/vllm/wheelhouse"], "pip"),
+    (["--no-index", "--find-links=https://token@wheels.example/", "--find-links=/opt/vllm/wheelhouse"], "pip"),
+    # --no-index: pip ignores the index too; uv is given only the local folder.
+    (["--no-index", "--extra-index-url=https://token@pypi.example/simple", "--find-links=/opt/vllm/wheelhouse"], "uv"),
+])
+def test_no_credential_reaches_uv_command_line(pip_args, tool):
+    """install_step.yml's uv task runs the argv kunpeng.vllm.vllm_install_steps built; an index or find-links URL
+    (where a credential can be) never reaches it: such an install goes to pip, whose output no_log hides."""
+    (task,) = [t for t in tasks(load("roles/vllm/tasks/install_step.yml")) if "ansible.builtin.command" in t
+               and "installer.argv" in str(t["ansible.builtin.command"])]
+    step = {"name": "wheelhouse", "packages": [], "pip_args": ["--no-deps"], "env": {}, "requirements": "/r.txt"}
+    from ansible_collections.kunpeng.vllm.plugins.filter.vllm_install_steps import vllm_install_steps
+    (chosen,) = vllm_install_steps([step], pip_args, "auto", False, "/usr/bin/uv", "/opt/vllm/venv")
+    argv = _render(task["ansible.builtin.command"]["argv"], {"__vllm_step": chosen})
+    assert not any("@" in arg or "://" in arg for arg in argv)
+    assert chosen["installer"]["tool"] == tool

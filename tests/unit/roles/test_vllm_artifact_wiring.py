@@ -25,7 +25,7 @@ import plan_hosts  # noqa: E402
 INSTALL = "roles/vllm/tasks/install.yml"
 STEPS = {
     "plan": "Decide who builds, publishes and unpacks the engine artifact",
-    "wheelhouse": "Push the controller's wheelhouse to the node",
+    "wheelhouse": "Push the controller's wheelhouse to the node as one archive",
     "pip": "Install the planned packages, step by step",
     "marker": "Mark the engine virtualenv complete (the last step of its install)",
     "publish": "Pack this host's engine and publish it to the controller",

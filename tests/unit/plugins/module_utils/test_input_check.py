@@ -71,6 +71,8 @@ CASES = [
     ("vllm", "vllm_host_torch_python", MISSING, "missing_path"),
     ("vllm", "vllm_engine_artifact_mode", "nfs", "argument_spec"),
     ("vllm", "vllm_engine_artifact_dir", "artifacts", "characters"),
+    ("vllm", "vllm_wheelhouse_cache_dir", "cache", "characters"),
+    ("vllm", "vllm_installer", "conda", "argument_spec"),
     ("vllm", "vllm_engine_artifact_url", "https://mirror/artifacts\n--evil", "characters"),
     ("vllm", "vllm_engine_artifact_url", "file:///srv/artifacts", "characters"),
     ("vllm", "vllm_engine_artifact_url", "http://mirror/artifacts", "privilege"),
@@ -300,6 +302,7 @@ CASES = [
     ("wheelhouse", "wheelhouse_target_freeze", "freeze.txt", "characters"),
     ("wheelhouse", "wheelhouse_leave_out", ["torch triton"], "characters"),
     ("wheelhouse", "wheelhouse_uv", "uv; id", "characters"),
+    ("wheelhouse", "wheelhouse_uv_wheel", "uv --index-url http://evil", "characters"),
     ("wheelhouse", "wheelhouse_python", "python3", "characters"),
     ("wheelhouse", "wheelhouse_index_url", "pypi.org/simple", "characters"),
 ]

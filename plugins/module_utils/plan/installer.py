@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""Which installer runs an install step of the engine virtualenv: uv or pip.
+
+uv installs the same wheels in 0.56x of pip's time with ``--compile-bytecode``
+(README, Performance, "uv vs pip for the engine virtualenv").  It is used only
+where it installs exactly what pip would, from local files, with no secret on
+its command line:
+
+- the install reads no index (``vllm_pip_no_index``) and every find-links
+  location is a local folder: uv resolves several indexes differently from
+  pip (``--index-strategy first-index``), and an index URL or a find-links URL
+  may carry credentials;
+- the step adds no pip option but ``--no-deps`` and sets no environment
+  (a source build, a vendor index);
+- with the host's torch (``vllm_reuse_host_torch``), only a ``--no-deps``
+  step: uv reads the virtualenv's own site-packages, not the folders a
+  ``.pth`` file adds, so it would install torch again ("We don't read
+  arbitrary locations from sys.path": github.com/astral-sh/uv issues 16541
+  and 2500);
+- a uv binary is on the node (from the wheelhouse's uv wheel, or on PATH).
+
+Otherwise pip, which also stays when ``vllm_installer`` is ``pip``.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+CHOICES = ("auto", "pip", "uv")
+# Options of a step uv takes as they are.  uv pip install --help (uv 0.13.9):
+# --no-deps, --no-index, --offline, --no-config, --find-links, --compile-bytecode
+# ("Compile Python files to bytecode after installation"; pip compiles by default).
+_UV_STEP_OPTIONS = ("--no-deps",)
+
+
+def _local(link):
+    return "://" not in link or link.startswith("file://")
+
+
+def uv_refusal(step, no_index, find_links, reuse_host_torch, uv):
+    """Why uv cannot run ``step`` ('' when it can)."""
+    if not uv:
+        return "no uv on the node (no uv wheel in the wheelhouse, none on PATH)"
+    if not no_index:
+        return "the install reads a package index (vllm_pip_no_index is false)"
+    if not all(_local(link) for link in find_links):
+        return "a find-links location is a URL"
+    other = [arg for arg in step.get("pip_args") or [] if arg not in _UV_STEP_OPTIONS]
+    if other:
+        return f"the step passes pip options uv is not given ({' '.join(other)})"
+    if step.get("env"):
+        return "the step sets environment variables (a source build or a vendor index)"
+    if reuse_host_torch and "--no-deps" not in (step.get("pip_args") or []):
+        return "the host's torch is reused and the step resolves dependencies (uv does not read the .pth file)"
+    return ""
+
+
+def uv_argv(uv, venv, step, find_links):
+    """``uv pip install`` of ``step`` into ``venv``: offline, from ``find_links``, bytecode compiled (as pip does)."""
+    argv = [uv, "pip", "install", "--python", f"{venv}/bin/python", "--no-index", "--offline", "--no-config",
+            "--compile-bytecode"]
+    for link in find_links:
+        argv += ["--find-links", link]
+    argv += [arg for arg in step.get("pip_args") or [] if arg in _UV_STEP_OPTIONS]
+    if step.get("requirements"):
+        argv += ["--requirement", step["requirements"]]
+    return argv + list(step.get("packages") or [])
+
+
+def choose(step, installer, no_index, find_links, reuse_host_torch, uv, venv):
+    """``{"tool": "uv"|"pip", "argv": [...] (uv only, else []), "reason"}`` for one install step.
+
+    ``installer``: ``vllm_installer`` (auto, pip or uv); ``uv`` the node's uv binary ('' when none).  With ``uv``
+    a step uv cannot run is an error (``tool`` is '' and ``reason`` says why): the operator asked for uv.
+    """
+    if installer not in CHOICES:
+        raise ValueError(f"installer must be one of {', '.join(CHOICES)}, not {installer!r}")
+    if installer == "pip":
+        return {"tool": "pip", "argv": [], "reason": "vllm_installer is pip"}
+    refusal = uv_refusal(step, no_index, find_links, reuse_host_torch, uv)
+    if refusal:
+        return {"tool": "pip" if installer == "auto" else "", "argv": [], "reason": refusal}
+    return {"tool": "uv", "argv": uv_argv(uv, venv, step, find_links), "reason": "offline install from local wheels"}
+
+
+def find_links(pip_args):
+    """The ``--find-links=`` locations of the plan's pip options, in order."""
+    prefix = "--find-links="
+    return [arg[len(prefix):] for arg in pip_args if arg.startswith(prefix)]
+
+
+def plan_steps(steps, pip_args, installer, reuse_host_torch, uv, venv):
+    """:func:`choose` for each of the plan's ``role_steps``, from its shared ``pip_args``; each step comes back
+    with ``installer`` added."""
+    no_index = "--no-index" in pip_args
+    links = find_links(pip_args)
+    return [dict(step, installer=choose(step, installer, no_index, links, reuse_host_torch, uv, venv)) for step in steps]

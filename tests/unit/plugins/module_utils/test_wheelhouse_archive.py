@@ -1,0 +1,154 @@
+"""The wheelhouse as one archive (plugins/module_utils/execute/wheelhouse_archive.py): packed once and
+deterministically on the controller, unpacked safely on the node, with the uv binary of a fitting uv wheel."""
+
+import io
+import os
+import tarfile
+import zipfile
+
+import pytest
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import safe_extract
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import wheelhouse_archive as wa
+
+UV_X86 = "uv-0.9.5-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+UV_ARM = "uv-0.9.5-py3-none-manylinux_2_17_aarch64.manylinux2014_aarch64.whl"
+UV_MUSL = "uv-0.9.5-py3-none-musllinux_1_1_x86_64.whl"
+UV_NEW = "uv-0.10.0-py3-none-manylinux_2_28_x86_64.whl"
+UV_OLD = "uv-0.8.0-py3-none-manylinux_2_17_x86_64.whl"
+
+
+def _uv_wheel(path, version="0.9.5", payload=b"#!uv binary\n"):
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(f"uv-{version}.data/scripts/uv", payload)
+        archive.writestr(f"uv-{version}.dist-info/METADATA", "Name: uv\n")
+
+
+def _wheelhouse(root, uv=True):
+    os.makedirs(root)
+    for name, data in (("a-1.0-py3-none-any.whl", b"a" * 3000), ("b-2.0-py3-none-any.whl", b"b" * 10),
+                       ("requirements.txt", b"a==1.0\nb==2.0\n")):
+        with open(os.path.join(root, name), "wb") as handle:
+            handle.write(data)
+    os.makedirs(os.path.join(root, "sub"))
+    with open(os.path.join(root, "sub", "c.txt"), "wb") as handle:
+        handle.write(b"c")
+    if uv:
+        _uv_wheel(os.path.join(root, UV_X86))
+    return root
+
+
+@pytest.mark.parametrize("names,arch,glibc,expected", [
+    ([UV_X86, UV_ARM, UV_MUSL], "x86_64", (2, 36), UV_X86),
+    ([UV_X86, UV_ARM, UV_MUSL], "aarch64", (2, 36), UV_ARM),
+    ([UV_MUSL], "x86_64", (2, 36), ""),
+    ([UV_X86], "x86_64", (0, 0), ""),            # not glibc
+    ([UV_X86, UV_NEW], "x86_64", (2, 36), UV_NEW),  # the newest that fits
+    ([UV_X86, UV_NEW], "x86_64", (2, 17), UV_X86),  # manylinux_2_28 needs glibc 2.28
+    ([UV_OLD, UV_X86], "x86_64", (2, 31), UV_X86),
+    (["uvicorn-0.30.0-py3-none-any.whl", "a-1.0-py3-none-any.whl"], "x86_64", (2, 36), ""),
+])
+def test_uv_wheel_for(names, arch, glibc, expected):
+    assert wa.uv_wheel_for(names, arch, glibc) == expected
+
+
+def test_pack_is_deterministic_and_cached(tmp_path):
+    src = _wheelhouse(str(tmp_path / "wh"))
+    first = wa.pack(src, str(tmp_path / "cache1"))
+    second = wa.pack(src, str(tmp_path / "cache2"))
+    assert first["packed"] and second["packed"]
+    assert first["sha256"] == second["sha256"] and first["name"] == second["name"]
+    again = wa.pack(src, str(tmp_path / "cache1"))
+    assert not again["packed"] and again["sha256"] == first["sha256"]
+    with tarfile.open(first["archive"]) as archive:
+        members = archive.getmembers()
+    assert [m.name for m in members] == ["a-1.0-py3-none-any.whl", "b-2.0-py3-none-any.whl", "requirements.txt",
+                                         "sub", "sub/c.txt", UV_X86]
+    assert {(m.uid, m.gid, m.mtime) for m in members} == {(0, 0, 0)}
+    assert first["files"] == 5
+
+
+def test_a_changed_wheelhouse_gets_another_digest(tmp_path):
+    src = _wheelhouse(str(tmp_path / "wh"))
+    before = wa.pack(src, str(tmp_path / "cache"))
+    with open(os.path.join(src, "d-1.0-py3-none-any.whl"), "wb") as handle:
+        handle.write(b"d")
+    after = wa.pack(src, str(tmp_path / "cache"))
+    assert after["digest"] != before["digest"] and after["packed"]
+
+
+def test_unpack_writes_the_tree_the_uv_binary_and_the_marker_last(tmp_path):
+    src = _wheelhouse(str(tmp_path / "wh"))
+    packed = wa.pack(src, str(tmp_path / "cache"))
+    dest = str(tmp_path / "node" / "wheelhouse")
+    assert wa.read_marker(dest) == ""
+    done = wa.unpack(packed["archive"], dest, packed["digest"], packed["sha256"], "x86_64", (2, 36))
+    assert done == {"files": 6, "uv_wheel": UV_X86}  # 5 files and the sub directory
+    assert wa.read_marker(dest) == packed["digest"]
+    with open(os.path.join(dest, "requirements.txt"), "rb") as handle:
+        assert handle.read() == b"a==1.0\nb==2.0\n"
+    uv = wa.node_uv(dest, search_path="")
+    assert uv == os.path.join(dest, ".bin", "uv") and os.stat(uv).st_mode & 0o777 == 0o755
+    # the unpacked tree lists as the controller's, so it packs to the same digest's files
+    assert [entry[0] for entry in wa.listing(dest)] == [entry[0] for entry in wa.listing(src)]
+
+
+def test_unpack_replaces_an_older_wheelhouse(tmp_path):
+    src = _wheelhouse(str(tmp_path / "wh"), uv=False)
+    dest = tmp_path / "node" / "wheelhouse"
+    dest.mkdir(parents=True)
+    (dest / "stale-0.1-py3-none-any.whl").write_bytes(b"old")
+    packed = wa.pack(src, str(tmp_path / "cache"))
+    done = wa.unpack(packed["archive"], str(dest), packed["digest"], packed["sha256"], "x86_64", (2, 36))
+    assert done["uv_wheel"] == "" and not (dest / "stale-0.1-py3-none-any.whl").exists()
+    assert wa.node_uv(str(dest), search_path="") == ""
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["wheelhouse"]
+
+
+def test_a_damaged_copy_is_refused_and_leaves_the_old_wheelhouse(tmp_path):
+    src = _wheelhouse(str(tmp_path / "wh"))
+    packed = wa.pack(src, str(tmp_path / "cache"))
+    dest = tmp_path / "node" / "wheelhouse"
+    dest.mkdir(parents=True)
+    (dest / "kept.whl").write_bytes(b"k")
+    with pytest.raises(wa.ArchiveError, match="damaged"):
+        wa.unpack(packed["archive"], str(dest), packed["digest"], "0" * 64, "x86_64", (2, 36))
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["wheelhouse"]
+    assert (dest / "kept.whl").exists() and wa.read_marker(str(dest)) == ""
+
+
+def test_an_archive_with_a_link_out_of_the_tree_is_refused(tmp_path):
+    bad = tmp_path / "bad.tar"
+    with tarfile.open(bad, "w") as archive:
+        info = tarfile.TarInfo("evil.whl")
+        info.type, info.linkname = tarfile.SYMTYPE, "/etc/shadow"
+        archive.addfile(info)
+        archive.addfile(tarfile.TarInfo("x.whl"), io.BytesIO(b""))
+    with pytest.raises(safe_extract.Refused):
+        wa.unpack(str(bad), str(tmp_path / "node" / "wheelhouse"), "d", "0" * 64, "x86_64", (2, 36))
+    assert not (tmp_path / "node" / "wheelhouse").exists()
+
+
+def test_a_uv_wheel_without_its_binary_is_an_error(tmp_path):
+    wheel = tmp_path / UV_X86
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("uv-0.9.5.dist-info/METADATA", "Name: uv\n")
+    with pytest.raises(wa.ArchiveError, match="no uv binary"):
+        wa.extract_uv(str(wheel), str(tmp_path / "bin"))
+
+
+def test_listing_skips_the_marker_and_the_uv_folder(tmp_path):
+    root = tmp_path / "wh"
+    (root / ".bin").mkdir(parents=True)
+    (root / ".bin" / "uv").write_bytes(b"x")
+    (root / wa.MARKER).write_text("{}")
+    (root / "a.whl").write_bytes(b"a")
+    assert [entry[0] for entry in wa.listing(str(root))] == ["a.whl"]
+
+
+def test_an_empty_or_missing_wheelhouse_is_an_error(tmp_path):
+    with pytest.raises(wa.ArchiveError, match="not a directory"):
+        wa.pack(str(tmp_path / "none"), str(tmp_path / "cache"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(wa.ArchiveError, match="no files"):
+        wa.pack(str(tmp_path / "empty"), str(tmp_path / "cache"))
