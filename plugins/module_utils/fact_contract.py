@@ -348,6 +348,8 @@ VLLM_PLAN = {
     "role_steps": _dicts(dict(_STEP, requirements=_str()), optional=True),
     "install_hooks": _f(DICT, optional=True, keys=dict(before=_strs(), after=_strs())),
     "fast_path": _bool(optional=True),
+    # The fast path also asks the unit and the endpoint (systemd); launcher mode compares the record alone.
+    "fast_path_live": _bool(optional=True),
     # vllm serve --config content (dashed names): data, not contract.
     "engine_config": _f(DICT, optional=True, open_keys=True),
     "cpu_runtime": _f(DICT, optional=True, nullable=True, keys=dict(

@@ -467,7 +467,14 @@ role_steps:
 fast_path:
   description:
     - Whether a re-run may skip the install and configure steps when kunpeng.vllm.vllm_converged finds the host
-      still holding what this plan put there - a systemd unit, the readiness gate on, a single-node instance.
+      still holding what this plan put there - a single-node instance that is not in container mode, with a
+      systemd unit and the readiness gate on, or in launcher mode (O(request.service_manager=none)).
+  returned: with O(request)
+  type: bool
+fast_path_live:
+  description:
+    - Whether that check also asks the unit (C(systemctl is-active)) and the endpoint (C(/v1/models)).
+    - False in launcher mode, where the role starts nothing and a full converge checks no liveness either.
   returned: with O(request)
   type: bool
 install_hooks:

@@ -504,13 +504,26 @@ def venv_path(install_dir: str, engine_version: str, backend: str, extra_package
 def fast_path(request: Dict[str, Any]) -> bool:
     """May a re-run skip the install and configure steps when the host still holds what this plan put there?
 
-    Only where the converged state can be asked in full: a systemd unit whose activity is known, an endpoint
-    the readiness gate asks (so the check can too), and a single-node instance (a multi-node instance converges
-    as one group, in lockstep).  Not in container mode: the converged check reads the engine virtualenv, and
-    the container's install steps are lookups that change nothing on a re-run.
+    Only where the converged state can be asked in full, and where skipping gives what a full converge gives:
+
+    - a systemd unit whose activity is known and an endpoint the readiness gate asks (so the check can too);
+    - launcher mode (``service_manager: none``): the role writes the launcher and starts nothing, so a full
+      converge checks no liveness either; the record's inputs, files, virtualenv and model decide alone
+      (:func:`fast_path_live` is false there);
+    - a single-node instance (a multi-node instance converges as one group, in lockstep);
+    - not container mode: the converged check reads the engine virtualenv, and the container's install steps
+      are lookups that change nothing on a re-run.
     """
-    askable = request["service_manager"] == "systemd" and not request["cluster_group"] and request["ready_check"]
-    return bool(askable and request["install_method"] != "container")
+    if request["cluster_group"] or request["install_method"] == "container":
+        return False
+    if request["service_manager"] == "none":
+        return True
+    return bool(request["service_manager"] == "systemd" and request["ready_check"])
+
+
+def fast_path_live(request: Dict[str, Any]) -> bool:
+    """Does the fast path also ask the unit and the endpoint?  Only where a full converge starts and checks them."""
+    return fast_path(request) and request["service_manager"] == "systemd"
 
 
 def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
@@ -534,6 +547,7 @@ def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, An
         "role_steps": role_steps(backend, plan["install_steps"], request),
         "install_hooks": install_hooks(backend, request),
         "fast_path": fast_path(request),
+        "fast_path_live": fast_path_live(request),
         "engine_config": engine_config(plan, request, request["instance_name"] or (plan["model"] or {}).get("name") or ""),
     }
     return fields

@@ -123,15 +123,20 @@ def test_key_overrides_are_refused(config, environment, variable):
         endpoint_security.final_bind(config, environment)
 
 
-@pytest.mark.parametrize("request_, expected", [
-    ({}, True),
-    ({"service_manager": "none"}, False),          # launcher mode: no unit to ask
-    ({"cluster_group": "r1"}, False),              # a multi-node instance converges as a group
-    ({"ready_check": False}, False),               # nothing asks the endpoint
-    ({"install_method": "container"}, False),      # no virtualenv for the converged check to read
+@pytest.mark.parametrize("request_, expected, live", [
+    ({}, True, True),
+    ({"service_manager": "none"}, True, False),      # launcher mode: the record alone, no unit to ask
+    ({"service_manager": "none", "ready_check": False}, True, False),  # nothing is started or asked anyway
+    ({"service_manager": "none", "cluster_group": "r1"}, False, False),
+    ({"service_manager": "none", "install_method": "container"}, False, False),
+    ({"cluster_group": "r1"}, False, False),         # a multi-node instance converges as a group
+    ({"ready_check": False}, False, False),          # a started unit nothing asks
+    ({"install_method": "container"}, False, False),  # no virtualenv for the converged check to read
 ])
-def test_fast_path(request_, expected):
-    assert deployment.fast_path(dict(deployment.REQUEST_DEFAULTS, **request_)) is expected
+def test_fast_path(request_, expected, live):
+    request = dict(deployment.REQUEST_DEFAULTS, **request_)
+    assert deployment.fast_path(request) is expected
+    assert deployment.fast_path_live(request) is live
 
 
 GIB = deployment.GIB
