@@ -11,8 +11,9 @@
 #                  ansible-core in a venv that sees the host's site-packages,
 #                  what the base role would make, the model directory, the plays
 #   install        role install from the wheelhouse (--tags vllm_install) vs the
-#                  same wheels installed by hand with pip and with uv; the full
-#                  converge of the bf16 instance; its idempotent re-run
+#                  same wheels installed by hand with pip and with uv (HAND=0
+#                  skips the hand installs); the full converge of the bf16
+#                  instance; three idempotent re-runs (the converged fast path)
 #   serve VARIANT  (bf16 | fp8 | kvfp8) converge that instance through the role
 #                  (bf16 was converged by install), start its launcher as a
 #                  supervisor would, kunpeng.vllm.vllm_ready (rehearsal), nvidia-smi,
@@ -29,7 +30,7 @@ set -uo pipefail
 
 : "${WH:=/root/wh}" "${RESULTS:=/root/res}" "${HOST_PYTHON:=/opt/torch/.venv/bin/python3}"
 : "${MODEL:=/srv/models/deepseek-v2-lite}" "${BENCH_RUNS:=3}" "${DEFAULT:=1}" "${DEADLINE:=$(( $(date +%s) + 580 ))}"
-: "${NUM_PROMPTS:=256}" "${CONCURRENCY:=16}" "${API_KEY:=h200-bench-key}"
+: "${NUM_PROMPTS:=256}" "${HAND:=1}" "${CONCURRENCY:=16}" "${API_KEY:=h200-bench-key}"
 REPO=$WH/repo
 COLLECTIONS=/root/collections
 COLL=$COLLECTIONS/ansible_collections/kunpeng/vllm
@@ -134,13 +135,10 @@ phase_setup() {
 
 phase_plays() { local v; for v in bf16 fp8 kvfp8; do write_play "$v"; done; }
 
-phase_install() {
+hand_installs() {  # the same wheels by hand, pip then uv, each into a fresh virtualenv
   local t site pyver rc
   site=$("$HOST_PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   pyver=$("$HOST_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-  t=$(now)
-  ansible-playbook -i localhost, "$RESULTS/deploy-bf16.yml" --tags vllm_install -v >"$RESULTS/role-install.log" 2>&1
-  rc=$?; say "role install rc=$rc seconds=$(since "$t") $(recap "$RESULTS/role-install.log")"
   t=$(now)
   { "$HOST_PYTHON" -m venv /tmp/hand && echo "$site" >"/tmp/hand/lib/python$pyver/site-packages/zz-host.pth" \
     && /tmp/hand/bin/pip install -q --no-index --no-deps --find-links "$WH/wheels" -r "$WH/wheels/requirements.txt"; } \
@@ -154,12 +152,22 @@ phase_install() {
       --compile-bytecode --find-links "$WH/wheels" -r "$WH/wheels/requirements.txt"; } >"$RESULTS/hand-install-uv.log" 2>&1
   rc=$?; say "hand install (uv --compile-bytecode) rc=$rc seconds=$(since "$t")"
   rm -rf /tmp/hand
+}
+
+phase_install() {
+  local t rc i
+  t=$(now)
+  ansible-playbook -i localhost, "$RESULTS/deploy-bf16.yml" --tags vllm_install -v >"$RESULTS/role-install.log" 2>&1
+  rc=$?; say "role install rc=$rc seconds=$(since "$t") $(recap "$RESULTS/role-install.log")"
+  [ "$HAND" = 1 ] && hand_installs
   t=$(now)
   ansible-playbook -i localhost, "$RESULTS/deploy-bf16.yml" -v >"$RESULTS/role-full-bf16.log" 2>&1
   rc=$?; say "role full converge (bf16) rc=$rc seconds=$(since "$t") $(recap "$RESULTS/role-full-bf16.log")"
-  t=$(now)
-  ansible-playbook -i localhost, "$RESULTS/deploy-bf16.yml" >"$RESULTS/role-rerun-bf16.log" 2>&1
-  rc=$?; say "role re-run (bf16) rc=$rc seconds=$(since "$t") $(recap "$RESULTS/role-rerun-bf16.log")"
+  for i in 1 2 3; do
+    t=$(now)
+    ansible-playbook -i localhost, "$RESULTS/deploy-bf16.yml" >"$RESULTS/role-rerun-bf16-$i.log" 2>&1
+    rc=$?; say "role re-run $i (bf16) rc=$rc seconds=$(since "$t") $(recap "$RESULTS/role-rerun-bf16-$i.log")"
+  done
   cp /etc/vllm/dsv2-bf16.yaml "$RESULTS/etc-vllm-dsv2-bf16.yaml.txt"
   cp /etc/vllm/dsv2-bf16.launch.sh "$RESULTS/dsv2-bf16.launch.sh.txt"
 }
