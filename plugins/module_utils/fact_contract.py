@@ -350,6 +350,8 @@ VLLM_PLAN = {
     "fast_path": _bool(optional=True),
     # The fast path also asks the unit and the endpoint (systemd); launcher mode compares the record alone.
     "fast_path_live": _bool(optional=True),
+    # The directory the instance serves (a local source where it is, else vllm_model_dir).
+    "model_dir": _str(optional=True),
     # vllm serve --config content (dashed names): data, not contract.
     "engine_config": _f(DICT, optional=True, open_keys=True),
     "cpu_runtime": _f(DICT, optional=True, nullable=True, keys=dict(

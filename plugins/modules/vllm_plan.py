@@ -471,6 +471,12 @@ fast_path:
       systemd unit and the readiness gate on, or in launcher mode (O(request.service_manager=none)).
   returned: with O(request)
   type: bool
+model_dir:
+  description:
+    - The directory the instance serves - O(request.model_src) for a C(local) source, else O(request.model_dir).
+    - The converged-state check and its record name this directory.
+  returned: with O(request)
+  type: str
 fast_path_live:
   description:
     - Whether that check also asks the unit (C(systemctl is-active)) and the endpoint (C(/v1/models)).

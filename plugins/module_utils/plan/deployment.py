@@ -327,6 +327,7 @@ REQUEST_DEFAULTS: Dict[str, Any] = {
     "cpu_kvcache_space_gib": 0,
     "model_dir": "",
     "model_source": "local",
+    "model_src": "",
     "service_manager": "systemd",
     "cluster_group": "",
     "ready_check": True,
@@ -501,6 +502,17 @@ def venv_path(install_dir: str, engine_version: str, backend: str, extra_package
     return f"{base}-x{hashlib.sha256(chr(10).join(extras).encode()).hexdigest()[:10]}"
 
 
+def served_model_dir(request: Dict[str, Any]) -> str:
+    """The directory the instance serves: a ``local`` source is served where it is, any other is put in model_dir.
+
+    The converged-state check runs before the model step, so it must name the same directory the step serves
+    and the record names; this is the one place that says which.
+    """
+    if request["model_source"] == "local":
+        return request["model_src"]
+    return request["model_dir"]
+
+
 def fast_path(request: Dict[str, Any]) -> bool:
     """May a re-run skip the install and configure steps when the host still holds what this plan put there?
 
@@ -548,6 +560,7 @@ def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, An
         "install_hooks": install_hooks(backend, request),
         "fast_path": fast_path(request),
         "fast_path_live": fast_path_live(request),
+        "model_dir": served_model_dir(request),
         "engine_config": engine_config(plan, request, request["instance_name"] or (plan["model"] or {}).get("name") or ""),
     }
     return fields

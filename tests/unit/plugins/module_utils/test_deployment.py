@@ -214,3 +214,15 @@ def test_arm64_cuda12_torch_comes_from_the_cu128_index(host, vllm_version, steps
         assert torch["packages"] == torch_packages
         assert torch["pip_args"] == ["--extra-index-url=https://download.pytorch.org/whl/cu128"]
         assert set(torch["vendor_index"]) == {"torch", "torchvision", "torchaudio"}
+
+
+@pytest.mark.parametrize("request_, expected", [
+    ({"model_source": "local", "model_src": "/srv/models/ds", "model_dir": "/var/lib/vllm/models/ds"}, "/srv/models/ds"),
+    ({"model_source": "controller", "model_src": "files/ds", "model_dir": "/var/lib/vllm/models/ds"},
+     "/var/lib/vllm/models/ds"),
+    ({"model_source": "huggingface", "model_src": "org/ds", "model_dir": "/data/ds"}, "/data/ds"),
+    ({"model_source": "url", "model_src": "https://m/ds.tar", "model_dir": "/data/ds"}, "/data/ds"),
+])
+def test_served_model_dir(request_, expected):
+    # the converged-state check runs before the model step: it must name the directory the step serves
+    assert deployment.served_model_dir(dict(deployment.REQUEST_DEFAULTS, **request_)) == expected
