@@ -15,7 +15,7 @@ version_added: "0.3.0"
 description:
   - Reads the container runtimes installed on the node (C(podman --version), C(docker --version)) and decides,
     with the functions of C(plugins/module_utils/plan/container.py), which runtime runs the image, whether
-    Quadlet could start it (podman 4.4 or later), the image the unit runs (the archive's image ID, or the
+    a Quadlet file starts it (podman 4.8 or later) and its keys, the image the unit runs (the archive's image ID, or the
     pinned registry reference), the devices and driver files of the backend and the full argv of the
     container.
   - Refuses, before anything changes, an image reference without a C(@sha256:) digest unless
