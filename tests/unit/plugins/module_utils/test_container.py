@@ -45,7 +45,9 @@ def test_choose_runtime_refuses_an_unknown_runtime():
 
 @pytest.mark.parametrize("runtime, version, expected", [
     ("podman", "podman version 4.3.1", False),   # Debian 12
-    ("podman", "podman version 4.4.0", True),
+    ("podman", "podman version 4.4.0", False),   # its generator forces --runtime /usr/bin/crun
+    ("podman", "podman version 4.7.2", False),   # ReadOnly= adds --read-only-tmpfs=false
+    ("podman", "podman version 4.8.0", True),
     ("podman", "podman version 4.9.3", True),    # Ubuntu 24.04
     ("podman", "podman version 5.2.2", True),
     ("podman", "", False),                        # not installed yet: the plain unit
@@ -227,6 +229,7 @@ def test_plan_runs_an_archive_by_its_image_id():
     assert result["image"] == DIGEST and result["archive"] and result["runtime"] == "podman"
     assert result["quadlet"] is False and result["install_package"] is None
     assert DIGEST in result["argv"]
+    assert result["quadlet_keys"] == [] and result["unit_file"]["path"] == "/etc/systemd/system/vllm-demo.service"
 
 
 def test_plan_refuses_an_unpinned_tag_before_anything_else():
@@ -241,6 +244,8 @@ def test_plan_sizes_shm_by_the_tensor_parallel_size():
     result = container.plan(request, {"podman_version": "podman version 5.2.2", "docker_version": ""})
     assert result["shm_mib"] == 2048 and ("--shm-size", "2048m") in _pairs(result["argv"])
     assert result["quadlet"] is True and "/dev/davinci1" in result["argv"]
+    assert ["AddDevice", "/dev/davinci1"] in result["quadlet_keys"] and ["ShmSize", "2048m"] in result["quadlet_keys"]
+    assert result["unit_file"]["path"] == "/etc/containers/systemd/vllm-demo.container"
 
 
 ACCELERATORS = {"nvidia": {"gpus": [{"index": 0, "uuid": "GPU-a"}, {"index": 1, "uuid": "GPU-b"}]},
@@ -294,9 +299,106 @@ def test_inspected_image(output, expected):
     assert container.inspected_image(output) == expected
 
 
+# What podman's Quadlet generator makes of each [Container] key used here (containers/podman
+# pkg/systemd/quadlet/quadlet.go ConvertContainer, tags v4.8.0 and v5.0.0): the ``podman run`` arguments,
+# as --flag=value tokens.  The generator adds --replace and --rm itself.
+_GENERATED = {
+    "ContainerName": lambda v: [f"--name={v}"],
+    "Pull": lambda v: [f"--pull={v}"],
+    "Network": lambda v: [f"--network={v}"],
+    "NoNewPrivileges": lambda v: ["--security-opt=no-new-privileges"] if v == "true" else [],
+    "DropCapability": lambda v: [f"--cap-drop={v.lower()}"],
+    "ShmSize": lambda v: [f"--shm-size={v}"],
+    "EnvironmentFile": lambda v: [f"--env-file={v}"],
+    "ReadOnly": lambda v: ["--read-only"] if v == "true" else [],
+    "Tmpfs": lambda v: [f"--tmpfs={v}"],
+    "Volume": lambda v: [f"--volume={v}"],
+    "AddDevice": lambda v: [f"--device={v}"],
+    "Entrypoint": lambda v: [f"--entrypoint={v}"],
+    "StopTimeout": lambda v: [f"--stop-timeout={v}"],
+}
+
+
+def _generated_flags(keys):
+    """The run flags, the image and the exec args the generator writes for these rows."""
+    rows = dict((key, value) for key, value in keys if key in ("User", "Group", "Image", "Exec"))
+    flags = [f"--user={rows['User']}:{rows['Group']}", "--replace", "--rm"]
+    for key, value in keys:
+        if key in _GENERATED:
+            flags += _GENERATED[key](value)
+        elif key == "PodmanArgs":
+            flags += value if len(value) == 1 else [f"{value[0]}={value[1]}"]
+    return sorted(flags), [rows["Image"]] + rows["Exec"]
+
+
+def _argv_flags(argv, stop):
+    """run_argv as --flag=value tokens (plus the ExecStop timeout), the image and what follows it."""
+    flags, rest, index = [], argv[2:], 0
+    booleans = {"--rm", "--replace", "--read-only"}
+    while rest[index].startswith("--"):
+        if rest[index] in booleans:
+            flags.append(rest[index])
+            index += 1
+        else:
+            flags.append(f"{rest[index]}={rest[index + 1]}")
+            index += 2
+    flags.append(f"--stop-timeout={stop[0][3]}")
+    flags = [flag.lower() if flag.startswith("--cap-drop=") else flag for flag in flags]
+    return sorted(flags), rest[index:]
+
+
+QUADLET_CASES = [
+    ("podman version 4.8.0", dict(REQUEST)),
+    ("podman version 4.9.3", dict(REQUEST, read_only=False)),
+    ("podman version 5.0.0", dict(REQUEST, devices=["--device", "nvidia.com/gpu=0", "--device", "nvidia.com/gpu=1"])),
+    ("podman version 5.2.2", dict(REQUEST, devices=container.device_args("ascend", "podman", ["0", "3"]))),
+]
+
+
+@pytest.mark.parametrize("version, request_", QUADLET_CASES)
+def test_the_quadlet_file_runs_the_container_of_the_plain_unit(version, request_):
+    generated = _generated_flags(container.quadlet_keys(request_, version))
+    assert generated == _argv_flags(container.run_argv("podman", request_), container.unit_commands("podman", "n")["stop"])
+
+
+@pytest.mark.parametrize("version, native", [
+    ("podman version 4.8.0", False), ("podman version 4.9.3", False), ("podman version 5.0.0", True),
+    ("podman version 5.4.1", True),
+])
+def test_quadlet_keys_newer_than_the_podman_go_through_podman_args(version, native):
+    keys = container.quadlet_keys(REQUEST, version)
+    names = [key for key, dummy in keys]
+    assert ("Entrypoint" in names) is native and ("StopTimeout" in names) is native
+    assert (["PodmanArgs", ["--entrypoint=vllm"]] in keys) is not native
+    assert (["PodmanArgs", ["--stop-timeout=50"]] in keys) is not native
+    assert keys[-1] == ["Exec", ["serve", "/srv/models/demo", "--config", "/etc/vllm/demo.yaml"]]
+
+
+@pytest.mark.parametrize("devices, expected", [
+    (["--device", "nvidia.com/gpu=0"], [["AddDevice", "nvidia.com/gpu=0"]]),
+    (["--device", "/dev/davinci0", "--volume", "/usr/local/dcmi:/usr/local/dcmi:ro"],
+     [["AddDevice", "/dev/davinci0"], ["Volume", "/usr/local/dcmi:/usr/local/dcmi:ro"]]),
+    (["--gpus", "device=0"], [["PodmanArgs", ["--gpus", "device=0"]]]),
+])
+def test_quadlet_keys_pass_the_devices(devices, expected):
+    keys = container.quadlet_keys(dict(REQUEST, devices=devices), "podman version 5.2.2")
+    # the devices come last before Entrypoint, StopTimeout and Exec, in device_args' order
+    assert keys[-len(expected) - 3:-3] == expected
+
+
+@pytest.mark.parametrize("quadlet, path, other, enable", [
+    (True, "/etc/containers/systemd/vllm-a.container", "/etc/systemd/system/vllm-a.service", False),
+    (False, "/etc/systemd/system/vllm-a.service", "/etc/containers/systemd/vllm-a.container", True),
+])
+def test_unit_file(quadlet, path, other, enable):
+    assert container.unit_file("vllm-a", quadlet) == {"path": path, "other": other, "enable": enable}
+
+
 def test_the_plan_has_the_declared_shape():
     from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
 
     request = dict(REQUEST, image="", archive_image={"id": DIGEST}, backend="cuda", visible=["0"], runtime="docker")
     result = container.plan(request, {"podman_version": "", "docker_version": "Docker version 28.2.2"})
     assert fact_contract.check("kunpeng_vllm_container", result) == []
+    result = container.plan(dict(request, runtime="podman"), {"podman_version": "podman version 5.2.2", "docker_version": ""})
+    assert result["quadlet_keys"] and fact_contract.check("kunpeng_vllm_container", result) == []
