@@ -153,6 +153,26 @@ def device_args(backend: str, runtime: str, visible: List[str]) -> List[str]:
     return args
 
 
+def group_args(backend: str, groups: List[str], gids: Dict[str, int]) -> List[str]:
+    """``--group-add <gid>`` for each device group the backend's container joins.
+
+    ``groups``: the driver's device groups the service joins (the venv unit's SupplementaryGroups=, empty
+    when the driver is installed for all users); ``gids``: their GIDs on the host.  The runtimes look a
+    group name up in the image's /etc/group, so the host's GID is passed.  A backend whose row has no
+    ``group_add`` joins none.  Raises ContainerPlanError when a group is missing on the host.
+    """
+    if not backends.field(backend, "container").get("group_add"):
+        return []
+    args: List[str] = []
+    for name in groups:
+        if name not in gids:
+            raise ContainerPlanError(
+                f"vllm: the {backends.field(backend, 'label')} driver's group {name!r} is not on this host, so the "
+                "container could not open the device nodes; run the driver role first (it creates the group).")
+        args += ["--group-add", str(gids[name])]
+    return args
+
+
 def shm_size_mib(tensor_parallel: int, pipeline_parallel: int = 1) -> int:
     """The container's /dev/shm: 1 GiB, plus 1 GiB per worker beyond the first.
 
@@ -168,7 +188,7 @@ def run_argv(runtime: str, request: Dict[str, Any]) -> List[str]:
     """The argv of ``<runtime> run`` for the engine's container, in the order it is written to the unit.
 
     ``request``: name, image (the pinned reference or image ID), uid, gid, env_file, model_dir,
-    config_file, python_dir, cache_dir, shm_mib, devices (device_args), read_only (vLLM writes only
+    config_file, python_dir, cache_dir, shm_mib, devices (device_args), group_add (group_args), read_only (vLLM writes only
     below its caches, which are a volume; a tmpfs takes /tmp), command (the entrypoint and its first
     arguments, e.g. ["vllm", "serve"]).
     """
@@ -179,6 +199,7 @@ def run_argv(runtime: str, request: Dict[str, Any]) -> List[str]:
     argv += [
         "--network", "host",
         "--user", f"{request['uid']}:{request['gid']}",
+        *(request.get("group_add") or []),
         "--security-opt", "no-new-privileges",
         "--cap-drop", "ALL",
         "--shm-size", f"{request['shm_mib']}m",
@@ -234,8 +255,8 @@ def plan(request: Dict[str, Any], probe: Dict[str, Any]) -> Dict[str, Any]:
     """The container plan of one instance (the fact kunpeng_vllm_container).
 
     ``request``: runtime (auto/podman/docker), image, archive_image (read_archive's result, {} without an
-    archive), allow_unpinned, backend, visible (device indexes), tensor_parallel, pipeline_parallel and
-    the run_argv fields but image, devices and shm_mib.  ``probe``: podman_version, docker_version (the
+    archive), allow_unpinned, backend, visible (device indexes), tensor_parallel, pipeline_parallel,
+    groups and group_ids (group_args) and the run_argv fields but image, devices, group_add and shm_mib.  ``probe``: podman_version, docker_version (the
     ``--version`` outputs, '' when missing).  Raises ContainerPlanError for a refused image reference.
     """
     archive = request.get("archive_image") or {}
@@ -246,6 +267,8 @@ def plan(request: Dict[str, Any], probe: Dict[str, Any]) -> Dict[str, Any]:
                              probe.get("docker_version", ""))
     image = archive["id"] if archive else request["image"]
     run = dict(request, image=image, devices=device_args(request["backend"], runtime["runtime"], request["visible"]),
+               group_add=group_args(request["backend"], list(request.get("groups") or []),
+                                    dict(request.get("group_ids") or {})),
                shm_mib=shm_size_mib(request.get("tensor_parallel", 1), request.get("pipeline_parallel", 1)))
     return {
         "runtime": runtime["runtime"],

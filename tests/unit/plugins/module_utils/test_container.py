@@ -300,3 +300,43 @@ def test_the_plan_has_the_declared_shape():
     request = dict(REQUEST, image="", archive_image={"id": DIGEST}, backend="cuda", visible=["0"], runtime="docker")
     result = container.plan(request, {"podman_version": "", "docker_version": "Docker version 28.2.2"})
     assert fact_contract.check("kunpeng_vllm_container", result) == []
+
+
+@pytest.mark.parametrize("backend, groups, gids, expected", [
+    # Ascend: the driver's group (kunpeng_ascend.device_group, the venv unit's SupplementaryGroups=) by its GID
+    ("ascend", ["HwHiAiUser"], {"HwHiAiUser": 1000}, ["--group-add", "1000"]),
+    ("ascend", ["ascend-drv"], {"ascend-drv": 1201, "HwHiAiUser": 1000}, ["--group-add", "1201"]),
+    # a driver installed for all users (--install-for-all): no group
+    ("ascend", [], {}, []),
+    # NVIDIA and CPU: no group, whatever is passed
+    ("cuda", ["video"], {"video": 44}, []),
+    ("cpu", ["HwHiAiUser"], {"HwHiAiUser": 1000}, []),
+])
+def test_group_args(backend, groups, gids, expected):
+    assert container.group_args(backend, groups, gids) == expected
+
+
+def test_group_args_refuses_a_group_the_host_lacks():
+    with pytest.raises(container.ContainerPlanError, match="'HwHiAiUser' is not on this host"):
+        container.group_args("ascend", ["HwHiAiUser"], {})
+
+
+@pytest.mark.parametrize("name", backends.NAMES)
+def test_every_backend_row_says_whether_the_container_joins_a_group(name):
+    assert backends.field(name, "container")["group_add"] in (None, "driver")
+    # a row that joins the driver's group needs a driver that names one
+    if backends.field(name, "container")["group_add"]:
+        assert backends.field(name, "driver")["group_key"]
+
+
+@pytest.mark.parametrize("backend, groups, gids, joined", [
+    ("ascend", ["HwHiAiUser"], {"HwHiAiUser": 1000}, ["--group-add", "1000"]),
+    ("cuda", ["HwHiAiUser"], {"HwHiAiUser": 1000}, []),
+])
+def test_the_plan_joins_the_group_next_to_the_user(backend, groups, gids, joined):
+    request = dict(REQUEST, image="quay.io/ascend/vllm-ascend@" + OTHER, backend=backend, visible=["0"],
+                   runtime="podman", groups=groups, group_ids=gids)
+    argv = container.plan(request, PROBE)["argv"]
+    at = argv.index("--user")
+    assert argv[at + 2:at + 2 + len(joined)] == joined
+    assert argv.count("--group-add") == len(joined) // 2
