@@ -77,6 +77,13 @@ options:
     type: list
     elements: str
     default: []
+  settings:
+    description:
+      - The role variables container mode does not carry out in every value - C(vllm_cluster_group),
+        C(vllm_service_manager), C(vllm_engine_artifact_mode), C(vllm_reuse_host_torch). A value other than the
+        supported one (empty, C(systemd), C(none), false) fails the plan before any change, naming the variable.
+    type: dict
+    default: {}
   check_only:
     description: Check O(image_info) against O(host) and return nothing else (no fact set).
     type: bool
@@ -213,6 +220,7 @@ def main():
             check_only=dict(type="bool", default=False),
             run=dict(type="dict", default={}),
             groups=dict(type="list", elements="str", default=[]),
+            settings=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -228,7 +236,7 @@ def main():
                    allow_unpinned=p["allow_unpinned"], backend=p["backend"],
                    visible=container.visible_indexes(p["backend"], p["visible_devices"], p["accelerators"]),
                    tensor_parallel=p["tensor_parallel"], pipeline_parallel=p["pipeline_parallel"],
-                   groups=p["groups"], group_ids=_gids(p["groups"]))
+                   groups=p["groups"], group_ids=_gids(p["groups"]), settings=p["settings"])
     probe = {"podman_version": _version(module, "podman"), "docker_version": _version(module, "docker")}
     try:
         result = container.plan(request, probe)

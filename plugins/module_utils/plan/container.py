@@ -39,6 +39,39 @@ class ContainerPlanError(ValueError):
     """A request the container mode refuses before anything changes; the message names the fix."""
 
 
+# What container mode does not carry out, as (variable, its value in a supported request, why).  Each would
+# otherwise be half-done without a word: the container unit has no Ray unit, cluster environment or member
+# ordering (multi-node), the launcher of vllm_service_manager none runs the virtualenv's engine, and the
+# engine artifacts and the host's torch are steps of the virtualenv install, which container mode skips.
+UNSUPPORTED = (
+    ("vllm_cluster_group", "",
+     "a multi-node instance (vllm_cluster_group {value!r}) is not run from containers: the container unit has no "
+     "Ray unit, cluster environment or member order. Serve it with vllm_install_method wheel or source, or leave "
+     "vllm_cluster_group empty to serve one node"),
+    ("vllm_service_manager", "systemd",
+     "vllm_service_manager {value!r}: the container runs under its systemd unit; the launcher of "
+     "vllm_service_manager none starts the virtualenv's engine"),
+    ("vllm_engine_artifact_mode", "none",
+     "vllm_engine_artifact_mode {value!r} packs or unpacks engine virtualenvs; the image is the artifact in "
+     "container mode (vllm_container_archive)"),
+    ("vllm_reuse_host_torch", False,
+     "vllm_reuse_host_torch {value!r} puts the host's torch into a virtualenv; the image brings its own"),
+)
+
+
+def unsupported(settings: Dict[str, Any]) -> List[str]:
+    """Why container mode refuses the request, one line per variable set to what it does not carry out.
+
+    ``settings``: variable name -> value (a variable left out has its supported value).
+    """
+    problems = []
+    for variable, supported, why in UNSUPPORTED:
+        value = settings.get(variable, supported)
+        if (value or supported) and value != supported:
+            problems.append(f"vllm: vllm_install_method container: {why.format(value=value)}.")
+    return problems
+
+
 def version_tuple(text: str) -> Tuple[int, ...]:
     """``podman version 4.3.1`` or ``4.9.3-dev`` -> (4, 3, 1); () when no version is in ``text``."""
     found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text or "")
@@ -256,9 +289,14 @@ def plan(request: Dict[str, Any], probe: Dict[str, Any]) -> Dict[str, Any]:
 
     ``request``: runtime (auto/podman/docker), image, archive_image (read_archive's result, {} without an
     archive), allow_unpinned, backend, visible (device indexes), tensor_parallel, pipeline_parallel,
-    groups and group_ids (group_args) and the run_argv fields but image, devices, group_add and shm_mib.  ``probe``: podman_version, docker_version (the
-    ``--version`` outputs, '' when missing).  Raises ContainerPlanError for a refused image reference.
+    groups and group_ids (group_args), settings (the role variables UNSUPPORTED names) and the run_argv
+    fields but image, devices, group_add and shm_mib.  ``probe``: podman_version, docker_version (the
+    ``--version`` outputs, '' when missing).  Raises ContainerPlanError for a combination container mode
+    does not carry out, or a refused image reference.
     """
+    refused = unsupported(request.get("settings") or {})
+    if refused:
+        raise ContainerPlanError(" ".join(refused))
     archive = request.get("archive_image") or {}
     problem = pin_problem(request.get("image", ""), archive.get("id", ""), request.get("allow_unpinned", False))
     if problem:

@@ -340,3 +340,43 @@ def test_the_plan_joins_the_group_next_to_the_user(backend, groups, gids, joined
     at = argv.index("--user")
     assert argv[at + 2:at + 2 + len(joined)] == joined
     assert argv.count("--group-add") == len(joined) // 2
+
+
+SUPPORTED = {"vllm_cluster_group": "", "vllm_service_manager": "systemd", "vllm_engine_artifact_mode": "none",
+             "vllm_reuse_host_torch": False}
+
+
+@pytest.mark.parametrize("changed, names", [
+    ({}, []),
+    ({"vllm_cluster_group": "ds_r1_ascend"}, ["vllm_install_method container", "vllm_cluster_group 'ds_r1_ascend'"]),
+    ({"vllm_service_manager": "none"}, ["vllm_service_manager 'none'"]),
+    ({"vllm_engine_artifact_mode": "controller"}, ["vllm_engine_artifact_mode 'controller'", "vllm_container_archive"]),
+    ({"vllm_engine_artifact_mode": "url"}, ["vllm_engine_artifact_mode 'url'"]),
+    ({"vllm_reuse_host_torch": True}, ["vllm_reuse_host_torch True"]),
+])
+def test_unsupported_combinations_are_named(changed, names):
+    problems = container.unsupported(dict(SUPPORTED, **changed))
+    assert len(problems) == len(changed)
+    for name in names:
+        assert any(name in problem for problem in problems), name
+    # a variable left out counts as its supported value
+    assert container.unsupported({}) == []
+
+
+@pytest.mark.parametrize("settings, match", [
+    # refused before the image is looked at: an unpinned tag and a cluster name the cluster first
+    ({"vllm_cluster_group": "ds_r1_ascend"}, "vllm_install_method container: a multi-node instance "
+                                             r"\(vllm_cluster_group 'ds_r1_ascend'\)"),
+    ({"vllm_service_manager": "none", "vllm_cluster_group": "g"}, "vllm_cluster_group 'g'.*vllm_service_manager 'none'"),
+])
+def test_the_plan_refuses_what_container_mode_does_not_carry_out(settings, match):
+    request = dict(REQUEST, image="vllm/vllm-openai:latest", backend="cuda", visible=["0"], runtime="auto",
+                   settings=settings)
+    with pytest.raises(container.ContainerPlanError, match=match):
+        container.plan(request, PROBE)
+
+
+def test_the_plan_runs_a_single_node_systemd_request():
+    request = dict(REQUEST, image="quay.io/ascend/vllm-ascend@" + OTHER, backend="ascend", visible=["0"],
+                   runtime="auto", settings=SUPPORTED)
+    assert container.plan(request, PROBE)["image"] == "quay.io/ascend/vllm-ascend@" + OTHER
