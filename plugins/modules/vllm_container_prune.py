@@ -118,10 +118,13 @@ def main():
     decision = container_images.images_to_remove(p["runtime"], p["images"], p["in_use"],
                                                   container_images.store_images(p["runtime"], out))
     if not module.check_mode:
+        done = []
         for image in decision["remove"]:
             rc, dummy, err = module.run_command([binary] + image["argv"][1:])
             if rc != 0:
-                module.fail_json(msg=f"vllm: {' '.join(image['argv'])} failed: {err.strip()}", rc=rc, **decision)
+                module.fail_json(msg=f"vllm: {' '.join(image['argv'])} failed: {err.strip()} ({decision['msg']})", rc=rc,
+                                 changed=bool(done), removed=done, kept=decision["kept"], absent=decision["absent"])
+            done.append(image)
     module.exit_json(changed=bool(decision["remove"]), removed=decision.pop("remove"), **decision)
 
 
