@@ -30,8 +30,12 @@ description:
   - The pod runs as a non-root user with a read-only root file system, no privilege escalation and no capabilities;
     the caches (C(HOME), C(VLLM_CACHE_ROOT), C(HF_HOME), C(TRITON_CACHE_DIR)) and C(/tmp) are emptyDir volumes,
     C(/dev/shm) a memory-backed emptyDir sized from the plan (1 GiB per accelerator, at least 1 GiB).
-  - A plan that spans several nodes is refused (a multi-node instance needs a leader/worker StatefulSet, which is not
-    rendered).
+  - "A plan that spans several nodes (C(nodes_needed) above 1) with one replica over them (tensor x pipeline parallel
+    on Ray) is rendered as a StatefulSet - one pod per node with the node's share of the accelerators, a headless
+    Service (O(options.headless_service_name)) for stable names, the Ray head and the API server at ordinal 0, the
+    workers joining it, Ray behind the cluster's token from a Secret (O(options.ray_token) or
+    O(options.ray_token_secret), read from the file C(RAY_AUTH_TOKEN_PATH) names), a NetworkPolicy admitting only the
+    set's pods to Ray, and the client Service selecting the head. Data parallel replicas spread over nodes are refused."
   - Fails with a message naming the variable and the fix - an image without a C(@sha256:) digest (unless
     O(options.allow_unpinned_image)), no API key (unless O(options.allow_unauthenticated)), a request above its limit,
     a model volume without its path or claim.
@@ -166,6 +170,30 @@ options:
         description: Extra labels of every object.
         type: dict
         default: {}
+      headless_service_name:
+        description: A multi-node plan's headless Service; empty gives C(<name>-nodes).
+        type: str
+        default: ""
+      ray_token:
+        description: A multi-node plan's Ray token; a Secret C(<name>-ray-token) is rendered with it.
+        type: str
+        default: ""
+      ray_token_secret:
+        description: An existing Secret holding a multi-node plan's Ray token under C(token) (instead of O(options.ray_token)).
+        type: str
+        default: ""
+      ray_version:
+        description: The Ray release in the image; empty takes the backend's (what the vllm role's Ray units install).
+        type: str
+        default: ""
+      ray_port:
+        description: The Ray head's GCS port.
+        type: int
+        default: 6379
+      ray_allow_unauthenticated:
+        description: Accept a Ray without token authentication (before 2.52.0, as vllm-ascend pins) in a multi-node plan.
+        type: bool
+        default: false
   as_files:
     description:
       - Return where each manifest goes instead of the bare list - dicts with C(file) (C(NN-<kind>-<name>.yaml), in

@@ -44,7 +44,8 @@ FIELDS = {
                      "planner tries, first fitting wins) and env (what every member's engine adds)",
     "container": "what a container of the engine gets (vllm_install_method container, plan/container.py): "
                  "per_device (runtime -> flag and value per visible device index, or joined: one flag for all), "
-                 "devices (shared device nodes), mounts (host driver files, mounted read-only at the same path)",
+                 "devices (shared device nodes), mounts (host driver files, mounted read-only at the same path), "
+                 "group_add (None, or driver: the container's user joins the driver's device group by its host GID)",
 }
 
 BACKENDS: Dict[str, Dict[str, Any]] = {
@@ -68,7 +69,7 @@ BACKENDS: Dict[str, Dict[str, Any]] = {
         # vLLM pins no Ray release; this is the one on PyPI the units are rendered for.
         "ray_version": "2.60.0",
         "multinode_moe": None,
-        "container": {"per_device": {}, "devices": [], "mounts": []},
+        "container": {"per_device": {}, "devices": [], "mounts": [], "group_add": None},
     },
     "cuda": {
         "label": "NVIDIA GPU",
@@ -103,6 +104,8 @@ BACKENDS: Dict[str, Dict[str, Any]] = {
                            "docker": {"flag": "--gpus", "joined": "\"device={ids}\""}},
             "devices": [],
             "mounts": [],
+            # The toolkit's device nodes are world-accessible (0666): no group to join.
+            "group_add": None,
         },
     },
     "ascend": {
@@ -151,6 +154,17 @@ BACKENDS: Dict[str, Dict[str, Any]] = {
             "devices": ["/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"],
             "mounts": ["/usr/local/dcmi", "/usr/local/bin/npu-smi", "/usr/local/Ascend/driver/lib64",
                        "/usr/local/Ascend/driver/version.info", "/etc/ascend_install.info"],
+            # A driver installed for a run user (not --install-for-all) leaves /dev/davinci*, davinci_manager,
+            # devmm_svm and hisi_hdc to its group, mode 0660 (HwHiAiUser:HwHiAiUser in vllm-ascend issue #9490).
+            # vllm-ascend's quick start and installation guide run the container as root and say nothing of
+            # a group; its non-root guide (docs/source/user_guide/deployment_guide/non_root_user.md,
+            # "Permissions Considerations": device access, "verify the user's group membership") and Huawei's
+            # MindEdge container notes (hiascend.com .../mindedge/500/mef/accdecsug/decs_118.html: a non-root
+            # container needs the host's HwHiAiUser UID and GID) name the driver's group without a
+            # --group-add of their own.  So the container joins the group the venv unit joins
+            # (SupplementaryGroups= from kunpeng_ascend.device_group), by its host GID (a name would be
+            # looked up in the image's /etc/group).
+            "group_add": "driver",
         },
     },
 }

@@ -69,6 +69,21 @@ options:
     description: The engine's pipeline parallel size (sizes /dev/shm).
     type: int
     default: 1
+  groups:
+    description:
+      - The driver's device groups the service joins (the venv unit's C(SupplementaryGroups=); empty when the
+        driver is installed for all users). A backend whose container row has C(group_add) (Ascend) joins them
+        with C(--group-add <gid>), the GID read from the node's group database; the others ignore them.
+    type: list
+    elements: str
+    default: []
+  settings:
+    description:
+      - The role variables container mode does not carry out in every value - C(vllm_cluster_group),
+        C(vllm_service_manager), C(vllm_engine_artifact_mode), C(vllm_reuse_host_torch). A value other than the
+        supported one (empty, C(systemd), C(none), false) fails the plan before any change, naming the variable.
+    type: dict
+    default: {}
   check_only:
     description: Check O(image_info) against O(host) and return nothing else (no fact set).
     type: bool
@@ -182,6 +197,8 @@ problems:
   elements: str
 """
 
+import grp  # noqa: E402
+
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import container  # noqa: E402
 
@@ -192,6 +209,17 @@ def _version(module, binary):
         return ""
     rc, out, dummy = module.run_command([path, "--version"])
     return out.strip() if rc == 0 else ""
+
+
+def _gids(names):
+    """The node's GID of each group in ``names`` that exists."""
+    gids = {}
+    for name in names:
+        try:
+            gids[name] = grp.getgrnam(name).gr_gid
+        except KeyError:
+            pass
+    return gids
 
 
 def main():
@@ -210,6 +238,8 @@ def main():
             pipeline_parallel=dict(type="int", default=1),
             check_only=dict(type="bool", default=False),
             run=dict(type="dict", default={}),
+            groups=dict(type="list", elements="str", default=[]),
+            settings=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -224,7 +254,8 @@ def main():
     request = dict(p["run"], runtime=p["runtime"], image=p["image"], archive_image=p["archive_image"],
                    allow_unpinned=p["allow_unpinned"], backend=p["backend"],
                    visible=container.visible_indexes(p["backend"], p["visible_devices"], p["accelerators"]),
-                   tensor_parallel=p["tensor_parallel"], pipeline_parallel=p["pipeline_parallel"])
+                   tensor_parallel=p["tensor_parallel"], pipeline_parallel=p["pipeline_parallel"],
+                   groups=p["groups"], group_ids=_gids(p["groups"]), settings=p["settings"])
     probe = {"podman_version": _version(module, "podman"), "docker_version": _version(module, "docker")}
     try:
         result = container.plan(request, probe)

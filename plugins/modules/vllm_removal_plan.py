@@ -18,6 +18,8 @@ description:
     cache and its engine link.
   - The engine virtualenvs may serve several instances, so they (with the links and the wheelhouse, everything in
     O(install_dir)) go only when no instance is left.
+  - An instance in container mode is found by its unit as well; the model directory is the model argument of
+    its C(<runtime> run) command line, and the images it used are returned in RV(container_images).
   - Models go only with O(remove_models), and only below O(model_root) - those the removed units serve, and on a
     full removal every directory in O(model_root). A model elsewhere on the host is never removed.
   - The vllm role's entry point C(remove) calls it; it changes nothing.
@@ -99,6 +101,15 @@ models_outside:
   type: list
   elements: str
   sample: []
+container_images:
+  description:
+    - Per container runtime, the image references the removed container-mode instances used (C(remove) - the
+      image their unit runs and those recorded as having passed the readiness gate) and those the instances
+      that stay use (C(in_use), each C(image) and C(instance)). kunpeng.vllm.vllm_container_prune decides
+      with the runtime's store which images go.
+  returned: always
+  type: dict
+  sample: {podman: {remove: ["quay.io/ascend/vllm-ascend@sha256:3f1c..."], in_use: []}}
 msg:
   description: What is removed and what is kept.
   returned: always

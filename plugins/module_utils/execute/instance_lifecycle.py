@@ -31,6 +31,7 @@ __metaclass__ = type  # noqa: UP001
 import hashlib
 import os
 import re
+import shlex
 
 #: Ray's session directory and its longest socket below the temporary directory, at their longest: the
 #: session is named session_<%Y-%m-%d_%H-%M-%S_%f>_<pid> (Ray's "Temporary Files" docs) and a Linux pid
@@ -156,10 +157,44 @@ def unit_instance(file_name, text):
     return base, "engine"
 
 
+#: The runtimes a container-mode unit runs (``/usr/bin/<runtime> run ...``, plan/container.py run_argv).
+CONTAINER_RUNTIMES = ("podman", "docker")
+#: The records of a container-mode instance in the install directory: the image that last passed the
+#: readiness gate (what a failed upgrade goes back to) and the one that passed before it (still in the
+#: runtime's store), written by the vllm role's tasks/converge.yml.
+IMAGE_RECORDS = ("verified-{name}.image", "previous-{name}.image")
+
+
+def container_run(text):
+    """runtime, image and model_dir of a container-mode unit (``ExecStart=/usr/bin/<runtime> run ...
+    --entrypoint <cmd> <image> <args> <model_dir> --config <file>``, the argv plan/container.py writes,
+    each argument JSON-quoted), or None for any other unit."""
+    match = re.search(r"(?m)^ExecStart=(.*)$", text or "")
+    if not match:
+        return None
+    try:
+        argv = shlex.split(match.group(1))
+    except ValueError:
+        return None
+    runtime = os.path.basename(argv[0]) if argv else ""
+    if runtime not in CONTAINER_RUNTIMES or "run" not in argv[1:2] or "--entrypoint" not in argv:
+        return None
+    at = argv.index("--entrypoint")
+    image = argv[at + 2] if len(argv) > at + 2 else ""
+    tail = argv[at + 3:]
+    config = len(tail) - 1 - tail[::-1].index("--config") if "--config" in tail else -1
+    model_dir = tail[config - 1].rstrip("/") if config > 0 else ""
+    return {"runtime": runtime, "image": image, "model_dir": model_dir or None}
+
+
 def served_model_dir(text):
-    """The model directory an engine unit or launcher serves (``<link>/bin/vllm serve <dir> ...``), or None."""
+    """The model directory an engine unit or launcher serves (``<link>/bin/vllm serve <dir> ...``, or the
+    model argument of a container-mode unit), or None."""
     match = _SERVE.search(text or "")
-    return (match.group(1).rstrip("/") or None) if match else None
+    if match:
+        return match.group(1).rstrip("/") or None
+    run = container_run(text)
+    return run["model_dir"] if run else None
 
 
 def _below(path, root):
@@ -202,8 +237,32 @@ def ray_socket_path(temp_dir):
     return temp_dir.rstrip("/") + RAY_SOCKET_TAIL
 
 
+def container_images(units, owners, names, image_records):
+    """The images the removed instances ``names`` used and those the others still use, per runtime.
+
+    ``owners``: instance -> its unit files; ``image_records``: instance -> the references its records in
+    the install directory name (IMAGE_RECORDS).  A record of an instance whose unit is not a container
+    unit counts under the runtime of no unit and is left out.  Returns runtime -> ``remove`` (references)
+    and ``in_use`` ({image, instance}); the runtime's store decides what they resolve to
+    (execute/container_images.py).
+    """
+    result = {}
+    for instance, files in sorted(owners.items()):
+        for file_name in files:
+            run = container_run(units[file_name])
+            if not run:
+                continue
+            refs = _unique([run["image"]] + [r for r in image_records.get(instance, []) if r])
+            entry = result.setdefault(run["runtime"], {"remove": [], "in_use": []})
+            if instance in names:
+                entry["remove"] = _unique(entry["remove"] + refs)
+            else:
+                entry["in_use"] += [{"image": r, "instance": instance} for r in refs]
+    return result
+
+
 def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, remove_models,
-                 engine_entries=(), model_root_dirs=()):
+                 engine_entries=(), model_root_dirs=(), image_records=None):
     """What playbooks/uninstall.yml removes on one host.
 
     ``units`` maps each ``vllm-*.service`` file name of the host to its text;
@@ -236,8 +295,8 @@ def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, re
     paths += [ray_temp_dir(cache_dir, n) for n in names if n in with_ray]
     paths += [engine_link(install_dir, n) for n in names]
     paths += [verified_link(install_dir, n) for n in names]
-    # The image that last passed the gate in container mode (roles/vllm/vars/main.yml __vllm_container_verified_file).
-    paths += [verified_link(install_dir, n) + ".image" for n in names]
+    # The images that passed the gate in container mode (roles/vllm/vars/main.yml __vllm_container_verified_file).
+    paths += [os.path.join(install_dir, record.format(name=n)) for n in names for record in IMAGE_RECORDS]
     if full:
         paths += sorted(engine_entries)
     if remove_models:
@@ -251,8 +310,10 @@ def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, re
     never = f"; never removed (outside {model_root}): {', '.join(outside)}" if outside else ""
     msg = (f"Removed instances: {', '.join(names) or 'none found'}. Engine virtualenvs: {engines}. "
            f"Models: {models}{never}.")
+    images = container_images(units, owners, names, image_records or {})
     return {"instances": names, "remaining": remaining, "units": unit_files, "paths": _unique(paths),
-            "remove_engines": full, "model_dirs": model_dirs, "models_outside": outside, "msg": msg}
+            "remove_engines": full, "model_dirs": model_dirs, "models_outside": outside,
+            "container_images": images, "msg": msg}
 
 
 def _unique(items):
@@ -318,8 +379,12 @@ def read_removal(only, install_dir, config_dir, cache_dir, model_root, remove_mo
     units = read_units(unit_dir)
     plan = removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, remove_models)
     full = plan["remove_engines"]
+    records = {}
+    for name in plan["instances"] + plan["remaining"]:
+        texts = [_read(os.path.join(install_dir, record.format(name=name))) for record in IMAGE_RECORDS]
+        records[name] = [text.strip() for text in texts if text and text.strip()]
     entries = [os.path.join(install_dir, e) for e in _listdir(install_dir)] if full else []
     roots = [os.path.join(model_root, d) for d in _listdir(model_root)
              if os.path.isdir(os.path.join(model_root, d))] if full and remove_models else []
     return removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, remove_models,
-                        engine_entries=entries, model_root_dirs=roots)
+                        engine_entries=entries, model_root_dirs=roots, image_records=records)

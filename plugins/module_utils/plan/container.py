@@ -63,6 +63,39 @@ class ContainerPlanError(ValueError):
     """A request the container mode refuses before anything changes; the message names the fix."""
 
 
+# What container mode does not carry out, as (variable, its value in a supported request, why).  Each would
+# otherwise be half-done without a word: the container unit has no Ray unit, cluster environment or member
+# ordering (multi-node), the launcher of vllm_service_manager none runs the virtualenv's engine, and the
+# engine artifacts and the host's torch are steps of the virtualenv install, which container mode skips.
+UNSUPPORTED = (
+    ("vllm_cluster_group", "",
+     "a multi-node instance (vllm_cluster_group {value!r}) is not run from containers: the container unit has no "
+     "Ray unit, cluster environment or member order. Serve it with vllm_install_method wheel or source, or leave "
+     "vllm_cluster_group empty to serve one node"),
+    ("vllm_service_manager", "systemd",
+     "vllm_service_manager {value!r}: the container runs under its systemd unit; the launcher of "
+     "vllm_service_manager none starts the virtualenv's engine"),
+    ("vllm_engine_artifact_mode", "none",
+     "vllm_engine_artifact_mode {value!r} packs or unpacks engine virtualenvs; the image is the artifact in "
+     "container mode (vllm_container_archive)"),
+    ("vllm_reuse_host_torch", False,
+     "vllm_reuse_host_torch {value!r} puts the host's torch into a virtualenv; the image brings its own"),
+)
+
+
+def unsupported(settings: Dict[str, Any]) -> List[str]:
+    """Why container mode refuses the request, one line per variable set to what it does not carry out.
+
+    ``settings``: variable name -> value (a variable left out has its supported value).
+    """
+    problems = []
+    for variable, supported, why in UNSUPPORTED:
+        value = settings.get(variable, supported)
+        if (value or supported) and value != supported:
+            problems.append(f"vllm: vllm_install_method container: {why.format(value=value)}.")
+    return problems
+
+
 def version_tuple(text: str) -> Tuple[int, ...]:
     """``podman version 4.3.1`` or ``4.9.3-dev`` -> (4, 3, 1); () when no version is in ``text``."""
     found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text or "")
@@ -177,6 +210,26 @@ def device_args(backend: str, runtime: str, visible: List[str]) -> List[str]:
     return args
 
 
+def group_args(backend: str, groups: List[str], gids: Dict[str, int]) -> List[str]:
+    """``--group-add <gid>`` for each device group the backend's container joins.
+
+    ``groups``: the driver's device groups the service joins (the venv unit's SupplementaryGroups=, empty
+    when the driver is installed for all users); ``gids``: their GIDs on the host.  The runtimes look a
+    group name up in the image's /etc/group, so the host's GID is passed.  A backend whose row has no
+    ``group_add`` joins none.  Raises ContainerPlanError when a group is missing on the host.
+    """
+    if not backends.field(backend, "container").get("group_add"):
+        return []
+    args: List[str] = []
+    for name in groups:
+        if name not in gids:
+            raise ContainerPlanError(
+                f"vllm: the {backends.field(backend, 'label')} driver's group {name!r} is not on this host, so the "
+                "container could not open the device nodes; run the driver role first (it creates the group).")
+        args += ["--group-add", str(gids[name])]
+    return args
+
+
 def shm_size_mib(tensor_parallel: int, pipeline_parallel: int = 1) -> int:
     """The container's /dev/shm: 1 GiB, plus 1 GiB per worker beyond the first.
 
@@ -192,7 +245,7 @@ def run_argv(runtime: str, request: Dict[str, Any]) -> List[str]:
     """The argv of ``<runtime> run`` for the engine's container, in the order it is written to the unit.
 
     ``request``: name, image (the pinned reference or image ID), uid, gid, env_file, model_dir,
-    config_file, python_dir, cache_dir, shm_mib, devices (device_args), read_only (vLLM writes only
+    config_file, python_dir, cache_dir, shm_mib, devices (device_args), group_add (group_args), read_only (vLLM writes only
     below its caches, which are a volume; a tmpfs takes /tmp), command (the entrypoint and its first
     arguments, e.g. ["vllm", "serve"]).
     """
@@ -203,6 +256,7 @@ def run_argv(runtime: str, request: Dict[str, Any]) -> List[str]:
     argv += [
         "--network", "host",
         "--user", f"{request['uid']}:{request['gid']}",
+        *(request.get("group_add") or []),
         "--security-opt", "no-new-privileges",
         "--cap-drop", "ALL",
         "--shm-size", f"{request['shm_mib']}m",
@@ -325,10 +379,15 @@ def plan(request: Dict[str, Any], probe: Dict[str, Any]) -> Dict[str, Any]:
     """The container plan of one instance (the fact kunpeng_vllm_container).
 
     ``request``: runtime (auto/podman/docker), image, archive_image (read_archive's result, {} without an
-    archive), allow_unpinned, backend, visible (device indexes), tensor_parallel, pipeline_parallel and
-    the run_argv fields but image, devices and shm_mib.  ``probe``: podman_version, docker_version (the
-    ``--version`` outputs, '' when missing).  Raises ContainerPlanError for a refused image reference.
+    archive), allow_unpinned, backend, visible (device indexes), tensor_parallel, pipeline_parallel,
+    groups and group_ids (group_args), settings (the role variables UNSUPPORTED names) and the run_argv
+    fields but image, devices, group_add and shm_mib.  ``probe``: podman_version, docker_version (the
+    ``--version`` outputs, '' when missing).  Raises ContainerPlanError for a combination container mode
+    does not carry out, or a refused image reference.
     """
+    refused = unsupported(request.get("settings") or {})
+    if refused:
+        raise ContainerPlanError(" ".join(refused))
     archive = request.get("archive_image") or {}
     problem = pin_problem(request.get("image", ""), archive.get("id", ""), request.get("allow_unpinned", False))
     if problem:
@@ -337,6 +396,8 @@ def plan(request: Dict[str, Any], probe: Dict[str, Any]) -> Dict[str, Any]:
                              probe.get("docker_version", ""))
     image = archive["id"] if archive else request["image"]
     run = dict(request, image=image, devices=device_args(request["backend"], runtime["runtime"], request["visible"]),
+               group_add=group_args(request["backend"], list(request.get("groups") or []),
+                                    dict(request.get("group_ids") or {})),
                shm_mib=shm_size_mib(request.get("tensor_parallel", 1), request.get("pipeline_parallel", 1)))
     quadlet = use_quadlet(runtime["runtime"], probe.get("podman_version", ""))
     return {

@@ -12,9 +12,11 @@ and passed with ``--config``), a Secret (the API key, reaching the engine as
 Deployment and a Service.
 
 One pod serves one instance on one node.  A plan that spans several nodes
-(``nodes_needed`` above 1) is refused: a multi-node instance needs a leader and
-workers started in order (a StatefulSet with a headless Service, or a
-LeaderWorkerSet), which this export does not render.
+(``nodes_needed`` above 1) with one replica over them (tensor x pipeline
+parallel on Ray, the layout the vllm role's Ray units run) becomes a
+StatefulSet instead: one pod per node, a headless Service for their stable
+names, the Ray head and the API server at ordinal 0, the workers joining it,
+and Ray behind the cluster's token from a Secret (:func:`render_multinode`).
 
 Everything is a plain function over dicts; the module and the playbook only
 write what comes back.
@@ -29,6 +31,10 @@ import json
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+import shlex
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import engine_args as engine_options
 
 # Extended resource per accelerator, from the plan's backend and Atlas series.
@@ -120,6 +126,15 @@ DEFAULTS: Dict[str, Any] = {
     "read_only_root_filesystem": True,
     "startup_timeout_s": 1800,
     "labels": {},
+    # Multi-node plans (a StatefulSet): the headless Service's name (empty: <name>-nodes), Ray's token (a Secret
+    # is rendered) or an existing Secret holding it under 'token', the Ray release in the image (empty: the
+    # backend's, backends.py ray_version), its GCS port, and the opt-out for a Ray without token authentication.
+    "headless_service_name": "",
+    "ray_token": "",
+    "ray_token_secret": "",
+    "ray_version": "",
+    "ray_port": 6379,
+    "ray_allow_unauthenticated": False,
 }
 
 
@@ -335,7 +350,8 @@ def _meta(name: str, namespace: str, labels: Mapping[str, str]) -> Dict[str, Any
     return {"name": name, "namespace": namespace, "labels": dict(labels)}
 
 
-BOOLEANS = ("allow_unpinned_image", "allow_unauthenticated", "accelerator_node_labels", "read_only_root_filesystem")
+BOOLEANS = ("allow_unpinned_image", "allow_unauthenticated", "accelerator_node_labels", "read_only_root_filesystem",
+            "ray_allow_unauthenticated")
 
 
 def _options(options: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
@@ -352,14 +368,9 @@ def _options(options: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     return opts
 
 
-def render(plan: Mapping[str, Any], options: Optional[Mapping[str, Any]] = None) -> List[Dict[str, Any]]:
-    """The manifests of the planned instance: [Secret], ConfigMap, Deployment, Service (apply order)."""
-    opts = _options(options)
-    if (plan.get("nodes_needed") or 1) > 1:
-        raise ExportError(f"the plan spans {plan['nodes_needed']} nodes: the export renders one pod per instance on one "
-                          "node (a multi-node instance needs a leader/worker StatefulSet, not rendered); plan for one node")
+def _base(plan: Mapping[str, Any], opts: Dict[str, Any], config: Dict[str, Any]) -> Dict[str, Any]:
+    """What the Deployment and the StatefulSet share: names, labels, the Secret and ConfigMap, the pod spec."""
     check_image(opts["image"], opts["allow_unpinned_image"])
-    config = engine_config(plan, opts["port"])
     name = instance_name(plan, opts["name"])
     namespace = opts["namespace"]
     if not DNS_LABEL.match(str(namespace)):
@@ -377,7 +388,6 @@ def render(plan: Mapping[str, Any], options: Optional[Mapping[str, Any]] = None)
     model_path = opts["model_mount"]
     config_text = config_yaml(config)
     resource, accel_labels = accelerator(plan, opts["resource_names"])
-    devices = device_count(plan)
     node_selector = {"kubernetes.io/arch": K8S_ARCH[plan["arch"]]}
     if opts["accelerator_node_labels"]:
         node_selector.update(accel_labels)
@@ -423,9 +433,6 @@ def render(plan: Mapping[str, Any], options: Optional[Mapping[str, Any]] = None)
         ],
     }
     container.update(probes("http", opts["startup_timeout_s"]))
-    res = resources(opts, resource, devices)
-    if res:
-        container["resources"] = res
     shm = shm_gib(plan, opts["shm_gib"])
     pod_spec: Dict[str, Any] = {
         "automountServiceAccountToken": False,
@@ -443,31 +450,226 @@ def render(plan: Mapping[str, Any], options: Optional[Mapping[str, Any]] = None)
     }
     if opts["tolerations"]:
         pod_spec["tolerations"] = list(opts["tolerations"])
-    checksum = hashlib.sha256(config_text.encode()).hexdigest()
-    manifests.append({
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, namespace, labels),
-        "spec": {
-            "replicas": int(opts["replicas"]),
-            "selector": {"matchLabels": selector},
-            # With accelerators the old pod frees its devices before the new one starts: a rolling update's new pod
-            # would wait for devices a node of the exact size does not have spare.
-            "strategy": {"type": "Recreate"} if resource else {"type": "RollingUpdate"},
-            "template": {
-                "metadata": {"labels": labels, "annotations": {"kunpeng.vllm/config-sha256": checksum,
-                                                               "kunpeng.vllm/engine": f"{plan['backend']} {plan.get('engine_version')}"}},
-                "spec": pod_spec,
-            },
-        },
-    })
-    manifests.append({
-        "apiVersion": "v1", "kind": "Service", "metadata": _meta(name, namespace, labels),
-        "spec": {"type": opts["service_type"], "selector": selector,
+    template_meta = {"labels": labels, "annotations": {
+        "kunpeng.vllm/config-sha256": hashlib.sha256(config_text.encode()).hexdigest(),
+        "kunpeng.vllm/engine": f"{plan['backend']} {plan.get('engine_version')}"}}
+    return {"name": name, "namespace": namespace, "labels": labels, "selector": selector, "resource": resource,
+            "manifests": manifests, "container": container, "pod_spec": pod_spec, "template_meta": template_meta}
+
+
+def _service(base: Dict[str, Any], opts: Dict[str, Any], selector: Mapping[str, str]) -> Dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Service", "metadata": _meta(base["name"], base["namespace"], base["labels"]),
+        "spec": {"type": opts["service_type"], "selector": dict(selector),
                  "ports": [{"name": "http", "port": int(opts["port"]), "targetPort": "http", "protocol": "TCP"}]},
-    })
+    }
+
+
+def _checked(manifests: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     problems = check_resources(manifests)
     if problems:
         raise ExportError("; ".join(problems))
     return manifests
+
+
+def render(plan: Mapping[str, Any], options: Optional[Mapping[str, Any]] = None) -> List[Dict[str, Any]]:
+    """The manifests of the planned instance in apply order: [Secret], ConfigMap, Deployment, Service; a plan over
+    several nodes: :func:`render_multinode`."""
+    opts = _options(options)
+    if (plan.get("nodes_needed") or 1) > 1:
+        return render_multinode(plan, opts)
+    base = _base(plan, opts, engine_config(plan, opts["port"]))
+    res = resources(opts, base["resource"], device_count(plan))
+    if res:
+        base["container"]["resources"] = res
+    manifests = base["manifests"] + [{
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(base["name"], base["namespace"], base["labels"]),
+        "spec": {
+            "replicas": int(opts["replicas"]),
+            "selector": {"matchLabels": base["selector"]},
+            # With accelerators the old pod frees its devices before the new one starts: a rolling update's new pod
+            # would wait for devices a node of the exact size does not have spare.
+            "strategy": {"type": "Recreate"} if base["resource"] else {"type": "RollingUpdate"},
+            "template": {"metadata": base["template_meta"], "spec": base["pod_spec"]},
+        },
+    }, _service(base, opts, base["selector"])]
+    return _checked(manifests)
+
+
+# --- a plan over several nodes: a StatefulSet ------------------------------------------------------
+
+#: Where the Ray token Secret is mounted, and its key (the vllm role keeps it in <config_dir>/<name>.ray-token,
+#: 0600, and names it with RAY_AUTH_TOKEN_PATH, never on a command line: plan/cluster.py ray_auth).
+RAY_TOKEN_DIR = "/etc/ray-auth"
+RAY_TOKEN_KEY = "token"
+#: The label the StatefulSet controller puts on each of its pods (Kubernetes docs, StatefulSet "Pod Name Label").
+POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
+#: The pod's ordinal from its host name (<statefulset>-<ordinal>), in the POSIX shell the image has.
+_ORDINAL = "${HOSTNAME##*-}"
+#: A probe both kinds of pod run: the head (ordinal 0) answers /health; a worker is alive while its
+#: `ray start --block` runs (the container ends with it) and serves no HTTP.
+_PROBE = ("import os, sys, urllib.request\n"
+          "if os.environ['HOSTNAME'].rsplit('-', 1)[-1] != '0': sys.exit(0)\n"
+          "urllib.request.urlopen('http://127.0.0.1:{port}{path}', timeout={timeout})\n")
+
+
+def multinode_layout(plan: Mapping[str, Any]) -> Dict[str, Any]:
+    """The plan's layout over its nodes (plan/cluster.py layout), refused unless it is one replica on Ray.
+
+    vLLM's data parallel spread (replicas per node, --headless workers, the multiprocessing executor) is the
+    other multi-node layout of the vllm role; the export does not render it yet.
+    """
+    nodes = int(plan["nodes_needed"])
+    if plan["backend"] == "cpu":
+        raise ExportError("the CPU backend scales out with data parallel replicas, which the export renders as one "
+                          "Deployment per node type: plan for one node (vllm_k8s_replicas for more pods)")
+    args = plan.get("engine_args") or {}
+    devices = device_count(plan)
+    if devices < nodes or devices % nodes:
+        raise ExportError(f"the plan over {nodes} nodes is not a layout the export renders: its {devices} "
+                          "accelerator(s) (tensor x pipeline x data parallel) do not divide over the nodes")
+    per_node = devices // nodes
+    try:
+        shape = cluster.layout(plan["backend"], dict(args), nodes, per_node, executor="auto")
+    except cluster.ClusterError as exc:
+        raise ExportError(f"the plan over {nodes} nodes is not a layout the export renders: {exc}") from None
+    if shape["mode"] != "ray":
+        raise ExportError(f"the plan spreads data parallel replicas over {nodes} nodes (vLLM's multiprocessing executor, "
+                          "--headless workers): the export renders one replica over the nodes on Ray (tensor x pipeline "
+                          "parallel) as a StatefulSet; plan for one node, or one replica over the nodes")
+    return shape
+
+
+def ray_environment(plan: Mapping[str, Any], opts: Mapping[str, Any]) -> Tuple[str, Dict[str, str]]:
+    """The Ray release the pods run and the environment of every Ray node and client (the engine's ray.init).
+
+    As on hosts (plan/cluster.py ray_auth): a Ray with token authentication (2.52.0 and later) runs behind the
+    cluster's token, read from the file RAY_AUTH_TOKEN_PATH names (the Secret, mounted read-only); a Ray without
+    it (vllm-ascend pins ray<=2.48.0) lets anyone who reaches its ports run code in the pods, so it needs the
+    explicit opt-out; the NetworkPolicy then admits only the set's own pods to them.
+    """
+    version = str(opts["ray_version"] or backends.field(plan["backend"], "ray_version"))
+    env = {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"} if plan["backend"] == "ascend" else {}
+    if cluster.ray_token_auth(version):
+        if not (opts["ray_token"] or opts["ray_token_secret"]):
+            raise ExportError(f"Ray {version} runs behind the cluster's token: set vllm_k8s_ray_token (a Secret is "
+                              "rendered) or vllm_k8s_ray_token_secret (an existing Secret with the token under 'token')")
+        if opts["ray_token"] and opts["ray_token_secret"]:
+            raise ExportError("set vllm_k8s_ray_token (a Secret is rendered) or vllm_k8s_ray_token_secret, not both")
+        env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=f"{RAY_TOKEN_DIR}/{RAY_TOKEN_KEY}")
+    elif not opts["ray_allow_unauthenticated"]:
+        raise ExportError(f"Ray {version} has no token authentication (Ray >= 2.52.0 has it): any pod that reaches the "
+                          "Ray ports could run code in the instance's pods. Use an image with Ray 2.52.0 or later "
+                          "(vllm_k8s_ray_version), or accept it with vllm_k8s_ray_allow_unauthenticated: true (the "
+                          "NetworkPolicy admits only the set's pods to Ray, where the cluster's network plugin enforces it)")
+    return version, env
+
+
+def ray_commands(plan: Mapping[str, Any], head: str, port: int) -> Dict[str, List[str]]:
+    """``ray start`` of the head and of a worker, as the vllm role's Ray units run it (plan/cluster.py): the node's
+    address (the pod's IP), the worker port range, the accelerators as Ray resources, no usage stats."""
+    devices = device_count(plan) // int(plan["nodes_needed"])
+    resources = [f"--num-gpus={devices}"] if plan["backend"] == "cuda" else []
+    if plan["backend"] == "ascend":
+        resources = ["--resources=" + json.dumps({"NPU": devices}, separators=(",", ":"))]
+    low, high = cluster.RAY_WORKER_PORTS.split("-")
+    common = ["--node-ip-address=$(POD_IP)", f"--min-worker-port={low}", f"--max-worker-port={high}",
+              "--disable-usage-stats"] + resources
+    return {"head": ["ray", "start", "--head", f"--port={port}", "--dashboard-host=127.0.0.1"] + common,
+            "worker": ["ray", "start", f"--address={head}:{port}", "--block"] + common}
+
+
+def _script(commands: Dict[str, List[str]], serve: List[str]) -> str:
+    """The pod's shell: ordinal 0 starts the Ray head and then the API server (vLLM waits for the workers' Ray
+    resources), the others join the head and block."""
+    def line(argv: List[str]) -> str:
+        # $(POD_IP) is expanded by the kubelet from the container's env before the shell runs.
+        return " ".join(arg if arg.startswith("--node-ip-address=") else shlex.quote(arg) for arg in argv)
+    return (f'if [ "{_ORDINAL}" = 0 ]; then\n  {line(commands["head"])}\n  exec {line(serve)}\n'
+            f'else\n  exec {line(commands["worker"])}\nfi\n')
+
+
+def render_multinode(plan: Mapping[str, Any], options: Optional[Mapping[str, Any]] = None) -> List[Dict[str, Any]]:
+    """A plan over several nodes: [Secrets], ConfigMap, headless Service, NetworkPolicy, StatefulSet, Service.
+
+    One pod per node of the plan (``nodes_needed``), each with the node's share of the accelerators; the
+    StatefulSet starts them together (podManagementPolicy Parallel: the head is Ready only once the workers
+    joined); the headless Service gives them stable names (<name>-<ordinal>.<headless>.<namespace>.svc), the
+    head at ordinal 0 runs the Ray head and the API server, the client Service selects it alone.
+    """
+    opts = _options(options)
+    nodes = int(plan["nodes_needed"])
+    shape = multinode_layout(plan)
+    config = engine_config(plan, opts["port"])
+    # The engine drives the Ray cluster, as the vllm role's head does (plan/cluster.py, layout ray).
+    config["distributed-executor-backend"] = "ray"
+    base = _base(plan, opts, config)
+    name, namespace = base["name"], base["namespace"]
+    headless = opts["headless_service_name"] or f"{name}-nodes"
+    if len(headless) > 63 or not DNS_LABEL.match(headless):
+        raise ExportError(f"vllm_k8s_headless_service_name {headless!r} is not a Kubernetes name")
+    port = int(opts["ray_port"])
+    version, ray_env = ray_environment(plan, opts)
+    head = f"{name}-0.{headless}.{namespace}.svc.cluster.local"
+    container = base["container"]
+    serve = list(container["command"]) + list(container["args"])
+    commands = ray_commands(plan, head, port)
+    container.update(command=["/bin/sh", "-c", _script(commands, serve)])
+    container.pop("args")
+    container["ports"].append({"name": "ray", "containerPort": port, "protocol": "TCP"})
+    container["env"] += [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                         # vLLM's meaning: the address its distributed runtime announces (the role sets the member's).
+                         {"name": "VLLM_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    container["env"] += [{"name": key, "value": value} for key, value in sorted(ray_env.items())]
+    probe = _PROBE.format(port=int(opts["port"]), path=HEALTH_PATH, timeout=4)
+    for key, spec in probes("http", opts["startup_timeout_s"]).items():
+        spec = dict(spec)
+        spec.pop("httpGet")
+        container[key] = dict(spec, exec={"command": ["python3", "-c", probe]})
+    res = resources(opts, base["resource"], shape["devices_per_node"])
+    if res:
+        container["resources"] = res
+    # /dev/shm for the node's workers: 1 GiB per accelerator of the pod (shm_gib's rule, per node).
+    shm = float(opts["shm_gib"]) if float(opts["shm_gib"] or 0) > 0 else float(max(1, shape["devices_per_node"]))
+    for volume in base["pod_spec"]["volumes"]:
+        if volume["name"] == "shm":
+            volume["emptyDir"]["sizeLimit"] = f"{int(shm * 1024)}Mi"
+    manifests = base["manifests"]
+    labels = base["labels"]
+    if "RAY_AUTH_TOKEN_PATH" in ray_env:
+        token_secret = opts["ray_token_secret"] or f"{name}-ray-token"
+        if opts["ray_token"]:
+            manifests.insert(0, {"apiVersion": "v1", "kind": "Secret", "metadata": _meta(token_secret, namespace, labels),
+                                 "type": "Opaque", "stringData": {RAY_TOKEN_KEY: str(opts["ray_token"])}})
+        container["volumeMounts"].append({"name": "ray-token", "mountPath": RAY_TOKEN_DIR, "readOnly": True})
+        base["pod_spec"]["volumes"].append({"name": "ray-token", "secret": {
+            "secretName": token_secret, "defaultMode": 0o400, "items": [{"key": RAY_TOKEN_KEY, "path": RAY_TOKEN_KEY}]}})
+    base["template_meta"]["annotations"]["kunpeng.vllm/ray"] = f"{version} {'token' if 'RAY_AUTH_MODE' in ray_env else 'none'}"
+    manifests.append({
+        "apiVersion": "v1", "kind": "Service", "metadata": _meta(headless, namespace, labels),
+        "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": base["selector"],
+                 "ports": [{"name": "ray", "port": port, "targetPort": "ray", "protocol": "TCP"}]},
+    })
+    # Ray's ports (GCS, object manager, raylet, workers) only from the set's own pods; the API from anywhere.
+    manifests.append({
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": _meta(f"{name}-nodes", namespace, labels),
+        "spec": {"podSelector": {"matchLabels": base["selector"]}, "policyTypes": ["Ingress"],
+                 "ingress": [{"from": [{"podSelector": {"matchLabels": base["selector"]}}]},
+                             {"ports": [{"port": int(opts["port"]), "protocol": "TCP"}]}]},
+    })
+    manifests.append({
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _meta(name, namespace, labels),
+        "spec": {
+            "replicas": nodes,
+            "serviceName": headless,
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": base["selector"]},
+            "updateStrategy": {"type": "RollingUpdate"},
+            "template": {"metadata": base["template_meta"], "spec": base["pod_spec"]},
+        },
+    })
+    manifests.append(_service(base, opts, dict(base["selector"], **{POD_NAME_LABEL: f"{name}-0"})))
+    return _checked(manifests)
 
 
 def files(manifests: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:

@@ -402,3 +402,83 @@ def test_the_plan_has_the_declared_shape():
     assert fact_contract.check("kunpeng_vllm_container", result) == []
     result = container.plan(dict(request, runtime="podman"), {"podman_version": "podman version 5.2.2", "docker_version": ""})
     assert result["quadlet_keys"] and fact_contract.check("kunpeng_vllm_container", result) == []
+
+
+@pytest.mark.parametrize("backend, groups, gids, expected", [
+    # Ascend: the driver's group (kunpeng_ascend.device_group, the venv unit's SupplementaryGroups=) by its GID
+    ("ascend", ["HwHiAiUser"], {"HwHiAiUser": 1000}, ["--group-add", "1000"]),
+    ("ascend", ["ascend-drv"], {"ascend-drv": 1201, "HwHiAiUser": 1000}, ["--group-add", "1201"]),
+    # a driver installed for all users (--install-for-all): no group
+    ("ascend", [], {}, []),
+    # NVIDIA and CPU: no group, whatever is passed
+    ("cuda", ["video"], {"video": 44}, []),
+    ("cpu", ["HwHiAiUser"], {"HwHiAiUser": 1000}, []),
+])
+def test_group_args(backend, groups, gids, expected):
+    assert container.group_args(backend, groups, gids) == expected
+
+
+def test_group_args_refuses_a_group_the_host_lacks():
+    with pytest.raises(container.ContainerPlanError, match="'HwHiAiUser' is not on this host"):
+        container.group_args("ascend", ["HwHiAiUser"], {})
+
+
+@pytest.mark.parametrize("name", backends.NAMES)
+def test_every_backend_row_says_whether_the_container_joins_a_group(name):
+    assert backends.field(name, "container")["group_add"] in (None, "driver")
+    # a row that joins the driver's group needs a driver that names one
+    if backends.field(name, "container")["group_add"]:
+        assert backends.field(name, "driver")["group_key"]
+
+
+@pytest.mark.parametrize("backend, groups, gids, joined", [
+    ("ascend", ["HwHiAiUser"], {"HwHiAiUser": 1000}, ["--group-add", "1000"]),
+    ("cuda", ["HwHiAiUser"], {"HwHiAiUser": 1000}, []),
+])
+def test_the_plan_joins_the_group_next_to_the_user(backend, groups, gids, joined):
+    request = dict(REQUEST, image="quay.io/ascend/vllm-ascend@" + OTHER, backend=backend, visible=["0"],
+                   runtime="podman", groups=groups, group_ids=gids)
+    argv = container.plan(request, PROBE)["argv"]
+    at = argv.index("--user")
+    assert argv[at + 2:at + 2 + len(joined)] == joined
+    assert argv.count("--group-add") == len(joined) // 2
+
+
+SUPPORTED = {"vllm_cluster_group": "", "vllm_service_manager": "systemd", "vllm_engine_artifact_mode": "none",
+             "vllm_reuse_host_torch": False}
+
+
+@pytest.mark.parametrize("changed, names", [
+    ({}, []),
+    ({"vllm_cluster_group": "ds_r1_ascend"}, ["vllm_install_method container", "vllm_cluster_group 'ds_r1_ascend'"]),
+    ({"vllm_service_manager": "none"}, ["vllm_service_manager 'none'"]),
+    ({"vllm_engine_artifact_mode": "controller"}, ["vllm_engine_artifact_mode 'controller'", "vllm_container_archive"]),
+    ({"vllm_engine_artifact_mode": "url"}, ["vllm_engine_artifact_mode 'url'"]),
+    ({"vllm_reuse_host_torch": True}, ["vllm_reuse_host_torch True"]),
+])
+def test_unsupported_combinations_are_named(changed, names):
+    problems = container.unsupported(dict(SUPPORTED, **changed))
+    assert len(problems) == len(changed)
+    for name in names:
+        assert any(name in problem for problem in problems), name
+    # a variable left out counts as its supported value
+    assert container.unsupported({}) == []
+
+
+@pytest.mark.parametrize("settings, match", [
+    # refused before the image is looked at: an unpinned tag and a cluster name the cluster first
+    ({"vllm_cluster_group": "ds_r1_ascend"}, "vllm_install_method container: a multi-node instance "
+                                             r"\(vllm_cluster_group 'ds_r1_ascend'\)"),
+    ({"vllm_service_manager": "none", "vllm_cluster_group": "g"}, "vllm_cluster_group 'g'.*vllm_service_manager 'none'"),
+])
+def test_the_plan_refuses_what_container_mode_does_not_carry_out(settings, match):
+    request = dict(REQUEST, image="vllm/vllm-openai:latest", backend="cuda", visible=["0"], runtime="auto",
+                   settings=settings)
+    with pytest.raises(container.ContainerPlanError, match=match):
+        container.plan(request, PROBE)
+
+
+def test_the_plan_runs_a_single_node_systemd_request():
+    request = dict(REQUEST, image="quay.io/ascend/vllm-ascend@" + OTHER, backend="ascend", visible=["0"],
+                   runtime="auto", settings=SUPPORTED)
+    assert container.plan(request, PROBE)["image"] == "quay.io/ascend/vllm-ascend@" + OTHER

@@ -133,10 +133,15 @@ def test_api_key_only_in_the_secret(rendered, case):
 @pytest.mark.parametrize("version", K8S_VERSIONS)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_validates_against_the_stated_kubernetes_versions(rendered, case, version):
-    # Through YAML and back, as the playbook writes and kubectl reads them.
-    for manifest in yaml.safe_load_all(yaml.safe_dump_all(rendered[case])):
+    validate_all(rendered[case], version)
+
+
+def validate_all(manifests, version):
+    """Every manifest against ``version``'s strict schema, through YAML and back (as the playbook writes and
+    kubectl reads them), and the API server's resource rules."""
+    for manifest in yaml.safe_load_all(yaml.safe_dump_all(manifests)):
         kubernetes_validate.validate(manifest, version, strict=True)
-    assert k8s_export.check_resources(rendered[case]) == []
+    assert k8s_export.check_resources(manifests) == []
 
 
 BROKEN = {
@@ -221,9 +226,10 @@ def test_opt_outs():
 
 
 def test_refuses_what_the_plan_does_not_allow():
-    """A multi-node plan, a key in the engine args, a plan without its execution fields."""
+    """A multi-node plan whose sizes do not span its nodes, a key in the engine args, a plan without its execution
+    fields (multi-node plans: test_k8s_export_multinode.py)."""
     multi = dict(plan("hgx-h100"), nodes_needed=2)
-    with pytest.raises(ExportError, match="spans 2 nodes"):
+    with pytest.raises(ExportError, match="the plan over 2 nodes is not a layout the export renders"):
         k8s_export.render(multi, BASE)
     keyed = plan("cpu-x86")
     keyed["engine_config"] = dict(keyed["engine_config"], **{"api-key": "inline"})
