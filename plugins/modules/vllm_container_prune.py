@@ -115,8 +115,8 @@ def main():
     rc, out, err = module.run_command([binary] + container_images.LIST_ARGV[p["runtime"]])
     if rc != 0:
         module.fail_json(msg=f"vllm: {p['runtime']} could not list its images: {err.strip()}", rc=rc)
-    decision = container_images.images_to_remove(p["runtime"], p["images"], p["in_use"],
-                                                  container_images.store_images(p["runtime"], out))
+    store = container_images.store_images(p["runtime"], out)
+    decision = container_images.images_to_remove(p["runtime"], p["images"], p["in_use"], store)
     if not module.check_mode:
         done = []
         for image in decision["remove"]:

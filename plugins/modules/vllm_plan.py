@@ -468,12 +468,12 @@ fast_path:
   description:
     - Whether a re-run may skip the install and configure steps when kunpeng.vllm.vllm_converged finds the host
       still holding what this plan put there - a single-node instance that is not in container mode, with a
-      systemd unit and the readiness gate on, or in launcher mode (O(request.service_manager=none)).
+      systemd unit and the readiness gate on, or in launcher mode (C(service_manager=none) in O(request)).
   returned: with O(request)
   type: bool
 model_dir:
   description:
-    - The directory the instance serves - O(request.model_src) for a C(local) source, else O(request.model_dir).
+    - The directory the instance serves - the request's C(model_src) for a C(local) source, else its C(model_dir).
     - The converged-state check and its record name this directory.
   returned: with O(request)
   type: str

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write a synthetic word-level tokenizer beside a config.json (benchmark aid, not a test).
 
 A rehearsal serves random weights (``load_format: dummy``) from a directory

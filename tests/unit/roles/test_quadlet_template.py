@@ -97,8 +97,8 @@ def test_the_quadlet_generator_runs_the_plan_container(case, tmp_path):
     assert len(exec_start) == 1, proc.stdout
     argv = shlex.split(exec_start[0][len("ExecStart="):])
     plan = variables["kunpeng_vllm_container"]
-    assert plan["image"] in argv and argv[argv.index(plan["image"]) + 1:] == ["serve", "/var/lib/vllm/models/smollm2",
-                                                                            "--config", "/etc/vllm/smollm2.yaml"]
+    served = ["serve", "/var/lib/vllm/models/smollm2", "--config", "/etc/vllm/smollm2.yaml"]
+    assert plan["image"] in argv and argv[argv.index(plan["image"]) + 1:] == served
     for flag in ("--replace", "--rm", "--read-only", "--security-opt=no-new-privileges", "--cap-drop=all",
                  "--user=998:997", "--network=host", f"--shm-size={plan['shm_mib']}m"):
         assert flag in argv, flag

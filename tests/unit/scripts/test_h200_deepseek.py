@@ -206,4 +206,3 @@ def test_rerun_before_the_fix_converged_in_full_on_a_model_directory_it_misnamed
         with open(os.path.join(BENCH, f"role-rerun-bf16-{i}.log")) as handle:
             text = handle.read()
         assert "model directory changed: /srv/models/deepseek-v2-lite -> /var/lib/vllm/models/dsv2-bf16" in text
-
