@@ -10,9 +10,11 @@ import pytest
 from test_quadlet_template import CASES as QUADLET_CASES
 from test_quadlet_template import TEMPLATE as QUADLET_TEMPLATE
 from test_quadlet_template import _variables as quadlet_variables
+from task_files import load, tasks
 from test_unit_exposure import _vllm_container, render
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import instance_lifecycle as lc
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import container
 
 TEMPLATE = "vllm/templates/vllm-container.service.j2"
 IMAGE = "sha256:" + "ab" * 32  # the archive image of _vllm_container
@@ -170,3 +172,19 @@ def test_read_removal_reads_the_quadlet_dir(tmp_path):
     # without a Quadlet directory (or a missing one) no Quadlet instance is found
     for missing in (None, str(tmp_path / "none")):
         assert lc.read_removal(*args, missing)["instances"] == ["qwen3"]
+
+
+def test_the_remove_entry_point_stops_generated_units_without_disabling_them():
+    """The wiring of roles/vllm/tasks/remove.yml: systemd refuses to disable a generated unit, so the step that
+    stops one sets no ``enabled``; the Quadlet files go after the stop, from the directory the plan read, and
+    systemd reloads."""
+    steps = list(tasks(load("roles/vllm/tasks/remove.yml")))
+    plan = next(t for t in steps if "kunpeng.vllm.vllm_removal_plan" in t)
+    assert plan["kunpeng.vllm.vllm_removal_plan"]["quadlet_dir"] == "{{ __vllm_quadlet_dir }}"
+    assert load("roles/vllm/vars/main.yml")["__vllm_quadlet_dir"] == container.QUADLET_DIR
+    loops = [t.get("loop") for t in steps]
+    stop = steps[loops.index("{{ __vllm_removal.generated_units }}")]
+    assert stop["ansible.builtin.systemd_service"] == {"name": "{{ item }}", "state": "stopped"}
+    remove = steps[loops.index("{{ __vllm_removal.quadlet_files }}")]
+    assert remove["ansible.builtin.file"] == {"path": "{{ __vllm_quadlet_dir }}/{{ item }}", "state": "absent"}
+    assert remove["notify"] == "Reload systemd" and steps.index(stop) < steps.index(remove)
