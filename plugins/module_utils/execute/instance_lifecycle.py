@@ -7,7 +7,10 @@ The vllm role lays an instance ``<name>`` out as (roles/vllm/vars/main.yml):
 
 - ``<unit_dir>/vllm-<name>.service``: its unit; a member of a multi-node
   instance whose plan says Ray also has ``vllm-ray-<name>.service`` (a Ray
-  worker has only that one);
+  worker has only that one); in container mode on podman with Quadlet,
+  ``<quadlet_dir>/vllm-<name>.container`` instead, from which systemd's
+  generator makes ``vllm-<name>.service`` on daemon-reload
+  (plan/container.py unit_file);
 - ``<install_dir>/current-<name>``: the link to the versioned virtualenv it
   runs (``<install_dir>/<version>-<backend>``, shared by the instances on
   that engine);
@@ -44,6 +47,8 @@ AF_UNIX_PATH_MAX = 107
 UNIT_PREFIX = "vllm-"
 RAY_UNIT_PREFIX = "vllm-ray-"
 UNIT_SUFFIX = ".service"
+# A Quadlet file (plan/container.py unit_file): <quadlet_dir>/vllm-<name>.container.
+QUADLET_SUFFIX = ".container"
 # The files of an instance in the config directory (<name>.<suffix>).
 # ray-token: the cluster's Ray token of a multi-node member (the vllm role's tasks/service.yml).
 # container.env: the container runtime's copy of the environment (vllm_install_method container).
@@ -63,6 +68,18 @@ def is_unit(file_name):
     """Whether ``file_name`` is a vLLM unit (``vllm-*.service``) of any instance."""
     return file_name.startswith(UNIT_PREFIX) and file_name.endswith(UNIT_SUFFIX) \
         and len(file_name) > len(UNIT_PREFIX) + len(UNIT_SUFFIX)
+
+
+def is_quadlet(file_name):
+    """Whether ``file_name`` is the Quadlet file of a vLLM instance (``vllm-*.container``)."""
+    return file_name.startswith(UNIT_PREFIX) and file_name.endswith(QUADLET_SUFFIX) \
+        and len(file_name) > len(UNIT_PREFIX) + len(QUADLET_SUFFIX)
+
+
+def generated_unit(file_name):
+    """The unit systemd's Quadlet generator makes from the Quadlet file ``file_name`` (podman-systemd.unit(5):
+    the service is named after the file, ``.container`` replaced by ``.service``)."""
+    return file_name[:-len(QUADLET_SUFFIX)] + UNIT_SUFFIX
 
 
 def engine_link(install_dir, instance):
@@ -181,10 +198,49 @@ def container_run(text):
         return None
     at = argv.index("--entrypoint")
     image = argv[at + 2] if len(argv) > at + 2 else ""
-    tail = argv[at + 3:]
-    config = len(tail) - 1 - tail[::-1].index("--config") if "--config" in tail else -1
-    model_dir = tail[config - 1].rstrip("/") if config > 0 else ""
-    return {"runtime": runtime, "image": image, "model_dir": model_dir or None}
+    return {"runtime": runtime, "image": image, "model_dir": _model_argument(argv[at + 3:])}
+
+
+def _model_argument(args):
+    """The model argument of the engine's arguments ``args``: the one before the last ``--config``, or None."""
+    config = len(args) - 1 - args[::-1].index("--config") if "--config" in args else -1
+    return (args[config - 1].rstrip("/") if config > 0 else "") or None
+
+
+def _section_rows(text, section):
+    """The ``key=value`` lines of ``[section]`` in the systemd-style file ``text``, as (key, value) rows."""
+    rows, inside = [], False
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            inside = line == f"[{section}]"
+        elif inside and "=" in line and not line.startswith(("#", ";")):
+            key, value = line.split("=", 1)
+            rows.append((key.strip(), value.strip()))
+    return rows
+
+
+def quadlet_run(text):
+    """runtime, image and model_dir of a Quadlet file (the [Container] rows plan/container.py quadlet_keys
+    writes: ``Image=<image>`` and ``Exec=<args> <model_dir> "--config" <file>``, each argument JSON-quoted),
+    or None when it names no image.  Quadlet runs podman only (podman-systemd.unit(5))."""
+    rows = _section_rows(text, "Container")
+    images = [value for key, value in rows if key == "Image" and value]
+    if not images:
+        return None
+    args = []
+    for key, value in rows:
+        if key == "Exec":
+            try:
+                args = shlex.split(value)
+            except ValueError:
+                args = []
+    return {"runtime": "podman", "image": images[-1], "model_dir": _model_argument(args)}
+
+
+def file_run(file_name, text):
+    """:func:`quadlet_run` of a Quadlet file, :func:`container_run` of a unit."""
+    return quadlet_run(text) if is_quadlet(file_name) else container_run(text)
 
 
 def served_model_dir(text):
@@ -195,6 +251,14 @@ def served_model_dir(text):
         return match.group(1).rstrip("/") or None
     run = container_run(text)
     return run["model_dir"] if run else None
+
+
+def file_model_dir(file_name, text):
+    """The model directory the unit or Quadlet file ``file_name`` with content ``text`` serves, or None."""
+    if is_quadlet(file_name):
+        run = quadlet_run(text)
+        return run["model_dir"] if run else None
+    return served_model_dir(text)
 
 
 def _below(path, root):
@@ -240,16 +304,17 @@ def ray_socket_path(temp_dir):
 def container_images(units, owners, names, image_records):
     """The images the removed instances ``names`` used and those the others still use, per runtime.
 
-    ``owners``: instance -> its unit files; ``image_records``: instance -> the references its records in
-    the install directory name (IMAGE_RECORDS).  A record of an instance whose unit is not a container
-    unit counts under the runtime of no unit and is left out.  Returns runtime -> ``remove`` (references)
+    ``units``: file name -> text, the Quadlet files among them; ``owners``: instance -> its files;
+    ``image_records``: instance -> the references its records in the install directory name (IMAGE_RECORDS).
+    A record of an instance whose unit is not a container unit counts under the runtime of no unit and is
+    left out.  Returns runtime -> ``remove`` (references)
     and ``in_use`` ({image, instance}); the runtime's store decides what they resolve to
     (execute/container_images.py).
     """
     result = {}
     for instance, files in sorted(owners.items()):
         for file_name in files:
-            run = container_run(units[file_name])
+            run = file_run(file_name, units[file_name])
             if not run:
                 continue
             refs = _unique([run["image"]] + [r for r in image_records.get(instance, []) if r])
@@ -262,19 +327,25 @@ def container_images(units, owners, names, image_records):
 
 
 def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, remove_models,
-                 engine_entries=(), model_root_dirs=(), image_records=None):
+                 engine_entries=(), model_root_dirs=(), image_records=None, quadlets=None):
     """What playbooks/uninstall.yml removes on one host.
 
-    ``units`` maps each ``vllm-*.service`` file name of the host to its text;
+    ``units`` maps each ``vllm-*.service`` file name of the host to its text,
+    ``quadlets`` each ``vllm-*.container`` Quadlet file name to its text;
     ``only`` names the instances to remove (empty: all).  An instance goes
-    with every unit it has (its Ray unit too), its config files, its cache
-    and its engine link.  The virtualenvs may serve several instances, so
+    with every unit it has (its Ray unit too) and its Quadlet file, its
+    config files, its cache and its engine link.  A unit Quadlet generates
+    is only stopped (``generated_units``; systemd refuses to enable or
+    disable a generated unit) before its file goes (``quadlet_files``); a
+    plain unit of the same name shadows it and is stopped as a plain unit.
+    The virtualenvs may serve several instances, so
     ``engine_entries`` (everything in ``install_dir``: virtualenvs, links,
     the wheelhouse) go only when no instance is left.  Models go only with
     ``remove_models`` and only below ``model_root``: those the removed
     engine units serve, and on a full removal every directory in
     ``model_root_dirs`` as well; a model elsewhere is never removed.
     """
+    quadlets = quadlets or {}
     owners = {}
     with_ray = set()
     for file_name, text in sorted(units.items()):
@@ -282,11 +353,14 @@ def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, re
         owners.setdefault(instance, []).append(file_name)
         if kind == "ray":
             with_ray.add(instance)
+    for file_name in sorted(quadlets):
+        owners.setdefault(file_name[len(UNIT_PREFIX):-len(QUADLET_SUFFIX)], []).append(file_name)
+    files = dict(units, **quadlets)
     found = sorted(owners)
     names = [n for n in found if not only or n in only]
     remaining = [n for n in found if n not in names]
     full = not remaining
-    served = sorted({d for n in names for u in owners[n] for d in [served_model_dir(units[u])] if d})
+    served = sorted({d for n in names for f in owners[n] for d in [file_model_dir(f, files[f])] if d})
     below = [d for d in served if _below(d, model_root)]
     outside = [d for d in served if not _below(d, model_root)]
     model_dirs = sorted(set(below) | (set(model_root_dirs) if full and remove_models else set()))
@@ -301,7 +375,9 @@ def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, re
         paths += sorted(engine_entries)
     if remove_models:
         paths += model_dirs
-    unit_files = sorted(u for n in names for u in owners[n])
+    unit_files = sorted(f for n in names for f in owners[n] if f in units)
+    quadlet_files = sorted(f for n in names for f in owners[n] if f in quadlets)
+    generated = sorted({generated_unit(f) for f in quadlet_files} - set(unit_files))
     engines = "removed" if full else f"kept (other instances remain: {', '.join(remaining)})"
     if remove_models:
         models = f"removed {', '.join(model_dirs) or 'none'}"
@@ -310,10 +386,10 @@ def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, re
     never = f"; never removed (outside {model_root}): {', '.join(outside)}" if outside else ""
     msg = (f"Removed instances: {', '.join(names) or 'none found'}. Engine virtualenvs: {engines}. "
            f"Models: {models}{never}.")
-    images = container_images(units, owners, names, image_records or {})
-    return {"instances": names, "remaining": remaining, "units": unit_files, "paths": _unique(paths),
-            "remove_engines": full, "model_dirs": model_dirs, "models_outside": outside,
-            "container_images": images, "msg": msg}
+    images = container_images(files, owners, names, image_records or {})
+    return {"instances": names, "remaining": remaining, "units": unit_files, "quadlet_files": quadlet_files,
+            "generated_units": generated, "paths": _unique(paths), "remove_engines": full,
+            "model_dirs": model_dirs, "models_outside": outside, "container_images": images, "msg": msg}
 
 
 def _unique(items):
@@ -338,13 +414,18 @@ def _listdir(path):
         return []
 
 
-def read_units(unit_dir):
-    """Every ``vllm-*.service`` regular file in ``unit_dir``, name -> text."""
-    def regular_unit(name):
+def read_units(unit_dir, wanted=is_unit):
+    """Every regular file in ``unit_dir`` whose name is ``wanted`` (a ``vllm-*.service`` unit), name -> text."""
+    def regular(name):
         path = os.path.join(unit_dir, name)
-        return is_unit(name) and os.path.isfile(path) and not os.path.islink(path)
+        return wanted(name) and os.path.isfile(path) and not os.path.islink(path)
 
-    return {name: _read(os.path.join(unit_dir, name)) or "" for name in _listdir(unit_dir) if regular_unit(name)}
+    return {name: _read(os.path.join(unit_dir, name)) or "" for name in _listdir(unit_dir) if regular(name)}
+
+
+def read_quadlets(quadlet_dir):
+    """Every ``vllm-*.container`` Quadlet file in ``quadlet_dir`` (None: none read), name -> text."""
+    return read_units(quadlet_dir, is_quadlet) if quadlet_dir else {}
 
 
 def read_instance(instance, install_dir, config_dir, unit_dir):
@@ -374,10 +455,12 @@ def read_instance(instance, install_dir, config_dir, unit_dir):
     return state
 
 
-def read_removal(only, install_dir, config_dir, cache_dir, model_root, remove_models, unit_dir):
-    """:func:`removal_plan` on what the host holds."""
+def read_removal(only, install_dir, config_dir, cache_dir, model_root, remove_models, unit_dir, quadlet_dir=None):
+    """:func:`removal_plan` on what the host holds (the Quadlet files in ``quadlet_dir`` too)."""
     units = read_units(unit_dir)
-    plan = removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, remove_models)
+    quadlets = read_quadlets(quadlet_dir)
+    plan = removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, remove_models,
+                        quadlets=quadlets)
     full = plan["remove_engines"]
     records = {}
     for name in plan["instances"] + plan["remaining"]:
@@ -387,4 +470,4 @@ def read_removal(only, install_dir, config_dir, cache_dir, model_root, remove_mo
     roots = [os.path.join(model_root, d) for d in _listdir(model_root)
              if os.path.isdir(os.path.join(model_root, d))] if full and remove_models else []
     return removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, remove_models,
-                        engine_entries=entries, model_root_dirs=roots, image_records=records)
+                        engine_entries=entries, model_root_dirs=roots, image_records=records, quadlets=quadlets)

