@@ -508,9 +508,11 @@ POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 _ORDINAL = "${HOSTNAME##*-}"
 #: A probe both kinds of pod run: the head (ordinal 0) answers /health; a worker is alive while its
 #: `ray start --block` runs (the container ends with it) and serves no HTTP.
-_PROBE = ("import os, sys, urllib.request\n"
+_PROBE = ("import http.client, os, sys\n"
           "if os.environ['HOSTNAME'].rsplit('-', 1)[-1] != '0': sys.exit(0)\n"
-          "urllib.request.urlopen('http://127.0.0.1:{port}{path}', timeout={timeout})\n")
+          "c = http.client.HTTPConnection('127.0.0.1', {port}, timeout={timeout})\n"
+          "c.request('GET', '{path}')\n"
+          "sys.exit(0 if c.getresponse().status == 200 else 1)\n")
 
 
 def multinode_layout(plan: Mapping[str, Any]) -> Dict[str, Any]:
