@@ -64,6 +64,8 @@ interrupt() {
 }
 # True once the run has ended or printed its recap (it need not be interrupted any more).
 run_ended() { ! kill -0 "$1" 2>/dev/null || grep -q '^PLAY RECAP' "$2"; }
+# True once CMD succeeds in the container or the run (PID, LOG) has ended.
+seen_or_ended() { local pid=$1 log=$2; shift 2; dx "$@" || run_ended "$pid" "$log"; }
 converge_bg() {  # converge_bg LOG: start site.yml on the good host in its own process group
   setsid ansible-playbook -i "$inv" -l good "$site" >"$1" 2>&1 &
   echo $!
@@ -79,7 +81,7 @@ echo "bad input: rc $(cat "$out/bad.rc") after $((SECONDS - start)) s"
 
 # --- interrupted engine install -------------------------------------------------
 pid=$(converge_bg "$out/kill-install.out")
-if wait_for 1200 sh -c "docker exec $ctr pgrep -f 'bin/pip[0-9.]* install' || ! kill -0 $pid || grep -q '^PLAY RECAP' $out/kill-install.out" \
+if wait_for 1200 seen_or_ended "$pid" "$out/kill-install.out" pgrep -f 'bin/pip[0-9.]* install' \
    && ! run_ended "$pid" "$out/kill-install.out"; then
   sleep 5  # in the middle of the install, not at its first byte
   echo "pip running: $(dx pgrep -af 'bin/pip[0-9.]* install' | head -1 | cut -c1-200)" >"$out/kill-install.when"
@@ -92,7 +94,7 @@ echo "kill-install: after $((SECONDS - start)) s"
 
 # --- the re-run, interrupted in the model copy -------------------------------------
 pid=$(converge_bg "$out/kill-model.out")
-if wait_for 2400 sh -c "docker exec $ctr test -d /var/lib/vllm/models/smollm2.partial || ! kill -0 $pid || grep -q '^PLAY RECAP' $out/kill-model.out" \
+if wait_for 2400 seen_or_ended "$pid" "$out/kill-model.out" test -d /var/lib/vllm/models/smollm2.partial \
    && ! run_ended "$pid" "$out/kill-model.out"; then
   sleep 1
   echo "staging present: $(dx du -sb /var/lib/vllm/models/smollm2.partial)" >"$out/kill-model.when"
