@@ -12,7 +12,7 @@ name=kvllm-demo
 image=${KV_IMAGE_AMD64:-kvllm/debian12:amd64}
 
 bash scripts/prepare-smollm2.sh >/dev/null
-bash scripts/prepare-wheelhouse.sh >/dev/null
+KV_WHEELHOUSE_FULL=1 bash scripts/prepare-wheelhouse.sh .cache/wheelhouse/cpu-x86_64-full >/dev/null
 
 if [ "$(docker inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" != true ]; then
   docker rm -f "$name" >/dev/null 2>&1 || true

@@ -222,7 +222,7 @@ ACCELERATORS = {
         "kunpeng": _bool(),
         "kunpeng_model": _nstr(),
         "logical_cpus": _int(),
-        "features": _f(DICT, keys={name: _bool() for name in ("avx2", "avx512", "amx", "neon", "sve")}),
+        "features": _f(DICT, keys={name: _bool() for name in ("avx2", "avx512", "amx", "neon", "sve", "bf16")}),
         "numa_nodes": _int(),
         "numa_node_ids": _f(LIST, elements=INT),
         "numa_cpus": _f(LIST, elements=STR),

@@ -352,9 +352,13 @@ ansible_facts:
               type: int
               sample: 192
             features:
-              description: C(avx2), C(avx512) (avx512f), C(amx) (amx_tile) on x86; C(neon) (asimd), C(sve) on arm64. Always all five keys.
+              description:
+                - C(avx2), C(avx512) (avx512f), C(amx) (amx_tile) on x86; C(neon) (asimd), C(sve) on arm64.
+                - C(bf16) is native bfloat16 arithmetic (avx512_bf16 or amx_bf16 on x86, bf16 on arm64); the CPU plan's
+                  served dtype reads it.
+                - Always all six keys.
               type: dict
-              sample: {"avx2": false, "avx512": false, "amx": false, "neon": true, "sve": false}
+              sample: {"avx2": false, "avx512": false, "amx": false, "neon": true, "sve": false, "bf16": false}
             numa_nodes:
               description: Number of NUMA nodes in sysfs; null when C(<sysfs_root>/devices/system/node) is missing.
               type: int

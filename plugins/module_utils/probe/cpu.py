@@ -83,6 +83,8 @@ def parse_cpuinfo(text: Optional[str], architecture: Optional[str]) -> Dict[str,
     ``logical_cpus`` counts ``processor`` entries.  ``features`` has booleans
     for avx2, avx512 (``avx512f``), amx (``amx_tile``) on x86 and sve, neon
     (``asimd``) on arm64; the other architecture's keys are ``False``.
+    ``bf16`` is native bfloat16 arithmetic on either: ``avx512_bf16`` or
+    ``amx_bf16`` on x86, ``bf16`` (Armv8.6 BF16) on arm64.
     """
     arch = normalize_architecture(architecture)
     blocks = _blocks(text or "")
@@ -124,6 +126,7 @@ def parse_cpuinfo(text: Optional[str], architecture: Optional[str]) -> Dict[str,
             "amx": is_x86 and "amx_tile" in flags,
             "neon": is_arm and ("asimd" in flags or "neon" in flags),
             "sve": is_arm and "sve" in flags,
+            "bf16": (is_x86 and bool(flags & {"avx512_bf16", "amx_bf16"})) or (is_arm and "bf16" in flags),
         },
     }
 

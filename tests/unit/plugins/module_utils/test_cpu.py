@@ -17,7 +17,7 @@ def test_kunpeng_920():
     assert facts["kunpeng_model"] == "Kunpeng 920" and facts["model_name"] == "Kunpeng 920"
     assert facts["vendor"] == "HiSilicon" and facts["cpu_implementer"] == "0x48" and facts["cpu_part"] == "0xd01"
     assert facts["logical_cpus"] == 4
-    assert facts["features"] == {"avx2": False, "avx512": False, "amx": False, "neon": True, "sve": False}
+    assert facts["features"] == {"avx2": False, "avx512": False, "amx": False, "neon": True, "sve": False, "bf16": False}
 
 
 def test_other_arm64_is_not_kunpeng():
@@ -36,7 +36,7 @@ def test_unknown_hisilicon_part_is_still_kunpeng():
 
 def test_x86_flags():
     avx2 = cpu.parse_cpuinfo(fixture("cpu", "x86-avx2", "cpuinfo"), "x86_64")
-    assert avx2["features"] == {"avx2": True, "avx512": False, "amx": False, "neon": False, "sve": False}
+    assert avx2["features"] == {"avx2": True, "avx512": False, "amx": False, "neon": False, "sve": False, "bf16": False}
     assert avx2["model_name"].startswith("Intel(R) Xeon(R) CPU E5-2680") and avx2["vendor"] == "GenuineIntel"
     spr = cpu.parse_cpuinfo(fixture("nvidia", "hgx-h100", "cpuinfo"), "amd64")
     assert spr["architecture"] == "x86_64"

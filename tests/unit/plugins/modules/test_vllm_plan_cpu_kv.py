@@ -35,9 +35,8 @@ def logged_starts():
 def test_planned_cpu_kv_tokens_match_the_logged_figure(dtype, tokens):
     with open(os.path.join(FIXTURES, "models", "smollm2-135m.json")) as handle:
         config = json.load(handle)
-    requested = {"enforce_eager": True, "max_model_len": 2048, "max_num_seqs": 8}
-    if dtype != "bfloat16":
-        requested["dtype"] = dtype
+    # Each start named its dtype (the plan's own choice for this model is float32 on every CPU).
+    requested = {"enforce_eager": True, "max_model_len": 2048, "max_num_seqs": 8, "dtype": dtype}
     failed, result = run_main(vllm_plan.main, {"accelerators": plan_hosts.facts("cpu-x86"), "backend": "cpu",
                                                "python_version": "3.11", "model_config": config, "kv_cache_space_gib": 1,
                                                "requested_engine_args": requested})
