@@ -68,9 +68,9 @@ test: venv collection-link ## Everything CI runs, with a per-stage summary
 	  bash scripts/run-tests.sh all
 
 # The demo runs one amd64 container from the Debian image: no arm64 image
-# (a qemu debootstrap of minutes) and no shared engine image.
+# (a qemu debootstrap of minutes) and no shared engine image.  scripts/demo.sh
+# builds that image while it prepares the model and the wheelhouse.
 demo: venv collection-link testbed ## Deploy to a local container host
-	bash molecule/images/build.sh amd64
 	bash scripts/demo.sh
 
 build: venv ## Build the collection tarball

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Greedy comparison behind the demo's served dtype: the engine image's vLLM in
+# Greedy comparison behind the CPU plan's served dtype for small models: the engine image's vLLM in
 # bfloat16 and float32 and transformers (same virtualenv) in both, on the same
 # prompt token ids at temperature 0.  One bounded container per run, with the
 # Molecule default scenario's shm size and no --privileged; removed after.
 #
-# Usage: scripts/cpu-dtype-compare.sh [MODEL_DIR] > tests/unit/fixtures/cpu_dtype/greedy-smollm2.jsonl
+# Usage: scripts/cpu-dtype-compare.sh [MODEL_DIR] > tests/unit/fixtures/cpu_dtype/greedy-smollm2-<cpu>.jsonl
 # The first line records the host CPU (model name, bf16/AMX flags).
 set -euo pipefail
 SCRIPTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -11,8 +11,49 @@ export KV_PROJECT_DIR=$root
 name=kvllm-demo
 image=${KV_IMAGE_AMD64:-kvllm/debian12:amd64}
 
-bash scripts/prepare-smollm2.sh >/dev/null
-KV_WHEELHOUSE_FULL=1 bash scripts/prepare-wheelhouse.sh .cache/wheelhouse/cpu-x86_64-full >/dev/null
+for tool in docker python3; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    echo "demo: $tool is not installed; run 'make demo' (it installs Docker through scripts/testbed.sh) or install it." >&2
+    exit 1
+  }
+done
+
+# The three preparations are mostly downloads: they run side by side, each
+# into its own log, with a line every 30 s saying what is still running.
+start=$(date +%s)
+logs=$root/.build/logs/demo
+mkdir -p "$logs"
+declare -A jobs=()
+prepare() {
+  local name=$1; shift
+  "$@" >"$logs/$name.log" 2>&1 &
+  jobs[$name]=$!
+}
+prepare image bash molecule/images/build.sh amd64
+prepare model bash scripts/prepare-smollm2.sh
+prepare wheelhouse env KV_WHEELHOUSE_FULL=1 bash scripts/prepare-wheelhouse.sh .cache/wheelhouse/cpu-x86_64-full
+failed=0
+last=$start
+while [ ${#jobs[@]} -gt 0 ]; do
+  sleep 1
+  for name in "${!jobs[@]}"; do
+    kill -0 "${jobs[$name]}" 2>/dev/null && continue
+    if wait "${jobs[$name]}"; then
+      echo "demo: $name ready ($(( $(date +%s) - start )) s)"
+    else
+      echo "demo: preparing the $name failed; the end of $logs/$name.log:" >&2
+      tail -n 20 "$logs/$name.log" >&2
+      failed=1
+    fi
+    unset "jobs[$name]"
+  done
+  now=$(date +%s)
+  if [ ${#jobs[@]} -gt 0 ] && [ $((now - last)) -ge 30 ]; then
+    echo "demo: still preparing ${!jobs[*]} ($((now - start)) s; logs in $logs)"
+    last=$now
+  fi
+done
+[ "$failed" = 0 ] || exit 1
 
 if [ "$(docker inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" != true ]; then
   docker rm -f "$name" >/dev/null 2>&1 || true
