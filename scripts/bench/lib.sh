@@ -3,7 +3,7 @@
 # Every benchmark runs on this machine against fresh systemd containers made
 # from the offline Debian 12 image, writes its raw logs under .build/bench/
 # and appends one JSON line per measurement to .build/bench/results.jsonl;
-# scripts/bench/summarize.py turns that file into the README tables.
+# scripts/bench/summarize.py turns that file into the tables of docs/benchmarks/.
 # Containers are named kv-bench-<script>-<role> and removed on exit.
 
 bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

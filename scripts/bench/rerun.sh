@@ -11,7 +11,7 @@
 # KV_IMAGE_AMD64=kvllm/engine-cpu:amd64 (the shared engine image of
 # molecule/images/engine.sh) starts from a container whose engine virtualenv is
 # installed, so the first converge downloads nothing; the re-runs are the
-# same either way.  The README's figure was taken that way.
+# same either way.  The figure in docs/benchmarks/2026-12-01-one-plan.md was taken that way.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 idempotent_runs=${IDEMPOTENT_RUNS:-3}

@@ -1,4 +1,4 @@
-"""The docs that list the collection's parts list all of them: README.md's
+"""The docs that list the collection's parts list all of them: docs/architecture.md's
 component table every module, filter, role and playbook (and nothing else),
 docs/awx.md a job template per playbook, every role and every dependency."""
 
@@ -13,7 +13,7 @@ ROW = re.compile(r"^\| (Module|Filter|Role|Playbook) \| `([^`]+)` \|", re.M)
 
 
 def _listed():
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as f:
         rows = ROW.findall(f.read())
     listed = {}
     for kind, name in rows:
@@ -39,8 +39,8 @@ def _shipped():
 def test_component_table_lists_exactly_what_ships(kind):
     listed, shipped = _listed().get(kind, []), _shipped()[kind]
     assert len(listed) == len(set(listed)), f"listed twice: {sorted(n for n in listed if listed.count(n) > 1)}"
-    assert sorted(set(shipped) - set(listed)) == [], f"README.md's table lacks these {kind.lower()}s"
-    assert sorted(set(listed) - set(shipped)) == [], f"README.md's table lists {kind.lower()}s that do not exist"
+    assert sorted(set(shipped) - set(listed)) == [], f"docs/architecture.md's table lacks these {kind.lower()}s"
+    assert sorted(set(listed) - set(shipped)) == [], f"docs/architecture.md's table lists {kind.lower()}s that do not exist"
 
 
 def test_the_collection_has_what_the_table_was_written_for():

@@ -1,7 +1,7 @@
-"""The README's multi-node plans are what the planner prints for its example clusters.
+"""The multi-node plans of docs/multi-node.md are what the planner prints for its example clusters.
 
 cluster_hosts.example_text runs the real probe (replayed fixtures), vllm_plan and vllm_cluster; the
-README must hold that text verbatim, so a planner change the README does not follow fails here.
+page must hold that text verbatim, so a planner change the page does not follow fails here.
 """
 
 import os
@@ -17,6 +17,6 @@ import cluster_hosts  # noqa: E402
 
 @pytest.mark.parametrize("name", sorted(cluster_hosts.EXAMPLES))
 def test_readme_shows_the_plan_the_planner_prints(name):
-    with open(os.path.join(ROOT, "README.md")) as handle:
-        section = handle.read().split("## Multi-node serving", 1)[1].split("\n## ", 1)[0]
-    assert "```yaml\n" + cluster_hosts.example_text(name) + "```" in section
+    with open(os.path.join(ROOT, "docs", "multi-node.md"), encoding="utf-8") as handle:
+        page = handle.read()
+    assert "```yaml\n" + cluster_hosts.example_text(name) + "```" in page

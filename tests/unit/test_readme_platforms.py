@@ -1,9 +1,9 @@
-"""The README's platform table is what the planner does.
+"""The platform table of docs/platforms.md is what the planner does.
 
 Every cell of the table under "## Supported platforms" is run through the
 planner's row selection (compat_matrix.select_*) with the OS's own Python 3
 (the table's "Python 3" column) and the OS name as Ansible reports it, so a
-matrix change that the README does not follow fails here.
+matrix change that docs/platforms.md does not follow fails here.
 """
 
 import os
@@ -20,7 +20,7 @@ DRIVER, COMPUTE_CAPS = "580.159.04", ["9.0"]
 
 
 def platform_table():
-    with open(os.path.join(ROOT, "README.md")) as handle:
+    with open(os.path.join(ROOT, "docs", "platforms.md"), encoding="utf-8") as handle:
         text = handle.read()
     section = text.split("## Supported platforms", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("|")]

@@ -60,10 +60,11 @@ def test_container_is_hardened(host):
 
 
 def test_unit_exposure_is_the_recorded_one(host):
-    """The live unit scores what README.md's "Container mode" table records (the offline score of the template)."""
+    """The live unit scores what docs/container-mode.md's table records (the offline score of the template)."""
     out = host.check_output(f"systemd-analyze security {UNIT} --no-pager 2>&1 | tail -1")
     exposure = re.search(r"exposure level for \S+: (\d+\.\d)", out).group(1)
-    with open(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "README.md"), encoding="utf-8") as handle:
+    page = os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "docs", "container-mode.md")
+    with open(page, encoding="utf-8") as handle:
         recorded = re.search(r"^\| `vllm-container\.service\.j2` \| [^|]+ \| (\d+\.\d) \|$", handle.read(), re.M).group(1)
     assert exposure == recorded, out
 

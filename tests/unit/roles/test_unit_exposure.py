@@ -6,8 +6,8 @@ Each ``roles/*/templates/*.service.j2`` is found by itself and rendered with its
 added later is scored as soon as it exists.  When this machine has no systemd-analyze, the Debian 12 test
 image (systemd 252) scores the files through docker; the tests skip only when neither is there.
 
-The figures are the ones the README's "Security" section lists; a change in a unit that moves a figure
-fails test_readme_lists_the_figures until the README says the new one.
+The figures are the ones docs/security.md lists (docs/container-mode.md for the container unit); a change in
+a unit that moves a figure fails test_docs_list_the_figures until the page says the new one.
 """
 
 import functools
@@ -61,8 +61,11 @@ def _vllm_container(backend, podman_version):
 # runtime as root: it needs mounts, namespaces, cgroups and the capabilities to set them up, so systemd's
 # sandboxing cannot apply and the unit scores like a plain one; the engine's confinement is the
 # container's (namespaces, seccomp, --cap-drop ALL, no-new-privileges, non-root user, read-only root),
-# which systemd-analyze does not see.  The README's "Container mode" section says so.
+# which systemd-analyze does not see.  docs/container-mode.md says so.
 LIMITS = {"vllm/templates/vllm-container.service.j2": 9.8}
+
+# Which page of docs/ lists a template's figures (None: every other template).
+PAGES = {None: "security.md", "vllm/templates/vllm-container.service.j2": "container-mode.md"}
 
 # template (relative to roles/) -> variant -> variables over the role's defaults and vars.
 UNITS = {
@@ -167,10 +170,13 @@ def test_a_plain_unit_fails_the_limit():
     assert score("[Unit]\nDescription=plain\n[Service]\nExecStart=/bin/true\n") > 9
 
 
-def test_readme_lists_the_figures():
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
-        readme = handle.read()
+def test_docs_list_the_figures():
+    pages = {}
+    for page in PAGES.values():
+        with open(os.path.join(ROOT, "docs", page), encoding="utf-8") as handle:
+            pages[page] = handle.read()
     for template, variant in _cases():
         exposure = score(render(template, UNITS[template][variant]))
         row = f"| `{os.path.basename(template)}` | {variant} | {exposure} |"
-        assert row in readme, f"README.md security section: expected the row {row!r}"
+        page = PAGES.get(template, PAGES[None])
+        assert row in pages[page], f"docs/{page}: expected the row {row!r}"

@@ -88,7 +88,7 @@ def test_the_deployed_bf16_engine_was_benchmarked():
 def test_each_server_ran_the_same_load_three_times(label):
     runs = reports(label)
     assert_three_runs_of_one_load(runs, 256)
-    # the median of the three is what the README reports
+    # the median of the three is what the report states
     assert median_tok_s(label) == sorted(run["output_throughput"] for run in runs)[1]
 
 
@@ -141,7 +141,7 @@ def test_word_tokenizer_covers_the_whole_vocabulary():
 
 BENCH = os.path.join(FIXTURES, "nvidia", "h200", "deepseek-bench")
 RERUN = os.path.join(FIXTURES, "nvidia", "h200", "deepseek-rerun")
-README = os.path.join(HERE, "..", "..", "..", "README.md")
+REPORT = os.path.join(HERE, "..", "..", "..", "docs", "benchmarks", "2026-12-02-h200-deepseek-v2-lite.md")
 # The pairs that capture ran (deployed, then default); fp8 weights were left for lack of device time.
 PAIRS = ("bf16", "kvfp8")
 
@@ -161,14 +161,14 @@ def test_second_capture_ran_the_same_load_on_both_servers(label):
 
 
 def test_the_fp8_weights_pair_was_not_run():
-    # the README says "not measured" for it; a capture that has it must update the README's table
+    # the report says "not measured" for it; a capture that has it must update the report's table
     assert not glob.glob(os.path.join(BENCH, "bench-dsv2-fp8*"))
 
 
 @pytest.mark.parametrize("variant", PAIRS)
-def test_the_readme_states_each_median_and_ratio(variant):
+def test_the_report_states_each_median_and_ratio(variant):
     deployed, default = bench_median(f"dsv2-{variant}"), bench_median(f"dsv2-{variant}-default")
-    with open(README) as handle:
+    with open(REPORT, encoding="utf-8") as handle:
         text = handle.read()
     assert f"{deployed:,.1f} / {default:,.1f} = **{deployed / default:.3f}×**" in text
 

@@ -1,5 +1,5 @@
 """The Kubernetes export: manifests of real plans (replayed fixture hosts), validated offline against the
-Kubernetes schemas of the versions the README states, and the refusals."""
+Kubernetes schemas of the versions docs/kubernetes.md states, and the refusals."""
 
 import copy
 import json
@@ -17,7 +17,7 @@ import plan_hosts  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import k8s_export  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.k8s_export import ExportError  # noqa: E402
 
-# The Kubernetes minors the README states (the newest three kubernetes-validate 1.37.0 bundles).
+# The Kubernetes minors docs/kubernetes.md states (the newest three kubernetes-validate 1.37.0 bundles).
 K8S_VERSIONS = ["1.35.0", "1.36.0", "1.37.0"]
 
 IMAGE = "quay.io/ascend/vllm-ascend@sha256:" + "0123456789abcdef" * 4

@@ -49,7 +49,7 @@ def entry(name, host, net, plan, model=None, rdma=False):
             "model": model or {"name": "smollm2", "source": "controller", "src": "/models/SmolLM2-135M-Instruct"}, "rdma": rdma}
 
 
-# --- the README's example clusters ------------------------------------------------------------------
+# --- the example clusters of docs/multi-node.md ------------------------------------------------------------------
 
 A2_NET = ("172.18.0.", "10.20.0.", "eth0", "enp189s0f0")
 GPU_NET = ("172.18.0.", "10.30.0.", "eth0", "ens10f0np0")
@@ -66,7 +66,7 @@ EXAMPLES = {
 
 
 def example_plan(name):
-    """What the planner decides for the README's example cluster ``name``: the node plan, each member's part."""
+    """What the planner decides for the example cluster ``name``: the node plan, each member's part."""
     from ansible_collections.kunpeng.vllm.plugins.modules import vllm_cluster
 
     host, rewrite, names, params, model = EXAMPLES[name]
@@ -88,7 +88,7 @@ NUMBERS = ("weights_gib", "per_device_weights_gib", "per_device_need_gib", "avai
 
 
 def example_text(name):
-    """The plan as the README shows it (YAML)."""
+    """The plan as docs/multi-node.md shows it (YAML)."""
     import yaml
 
     plan, parts = example_plan(name)

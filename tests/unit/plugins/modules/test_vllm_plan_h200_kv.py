@@ -132,7 +132,8 @@ def test_planned_kv_tokens_within_three_percent_below_vllm(log):
     numbers = plan(log)["numbers"]
     predicted = numbers["kv_budget_gib"] * GIB / numbers["kv_bytes_per_token_per_device"]
     assert 0.97 * tokens <= predicted <= tokens, (predicted, tokens, predicted / tokens)
-    # The weights term is right to 2 %; the rest of the gap is the margin (see the README's planner accuracy table).
+    # The weights term is right to 2 %; the rest of the gap is the margin (see the planner accuracy table of
+    # docs/benchmarks/2026-11-30-h200-offline-serve.md).
     assert abs(numbers["per_device_weights_gib"] - weights_gib) <= 0.02 * weights_gib + 0.02
 
 
