@@ -25,9 +25,9 @@ logs=$root/.build/logs/demo
 mkdir -p "$logs"
 declare -A jobs=()
 prepare() {
-  local name=$1; shift
-  "$@" >"$logs/$name.log" 2>&1 &
-  jobs[$name]=$!
+  local step=$1; shift
+  "$@" >"$logs/$step.log" 2>&1 &
+  jobs[$step]=$!
 }
 prepare image bash molecule/images/build.sh amd64
 prepare model bash scripts/prepare-smollm2.sh
@@ -36,16 +36,16 @@ failed=0
 last=$start
 while [ ${#jobs[@]} -gt 0 ]; do
   sleep 1
-  for name in "${!jobs[@]}"; do
-    kill -0 "${jobs[$name]}" 2>/dev/null && continue
-    if wait "${jobs[$name]}"; then
-      echo "demo: $name ready ($(( $(date +%s) - start )) s)"
+  for step in "${!jobs[@]}"; do
+    kill -0 "${jobs[$step]}" 2>/dev/null && continue
+    if wait "${jobs[$step]}"; then
+      echo "demo: $step ready ($(( $(date +%s) - start )) s)"
     else
-      echo "demo: preparing the $name failed; the end of $logs/$name.log:" >&2
-      tail -n 20 "$logs/$name.log" >&2
+      echo "demo: preparing the $step failed; the end of $logs/$step.log:" >&2
+      tail -n 20 "$logs/$step.log" >&2
       failed=1
     fi
-    unset "jobs[$name]"
+    unset "jobs[$step]"
   done
   now=$(date +%s)
   if [ ${#jobs[@]} -gt 0 ] && [ $((now - last)) -ge 30 ]; then
