@@ -12,8 +12,13 @@ its command line:
   location is a local folder: uv resolves several indexes differently from
   pip (``--index-strategy first-index``), and an index URL or a find-links URL
   may carry credentials;
-- the step adds no pip option but ``--no-deps`` and sets no environment
-  (a source build, a vendor index);
+- the step adds no pip option but ``--no-deps`` (index options excepted: with
+  ``--no-index`` pip ignores ``--index-url`` and ``--extra-index-url``, so the
+  cpu steps' PyTorch CPU index changes nothing offline) and sets no
+  environment, unless the variables only steer a source build
+  (``VLLM_TARGET_DEVICE``) and every package is a requirement, not a path or
+  URL: uv then runs with ``--no-build`` (wheels only), where those variables
+  cannot matter;
 - with the host's torch (``vllm_reuse_host_torch``), only a ``--no-deps``
   step: uv reads the virtualenv's own site-packages, not the folders a
   ``.pth`` file adds, so it would install torch again ("We don't read
@@ -33,10 +38,27 @@ CHOICES = ("auto", "pip", "uv")
 # --no-deps, --no-index, --offline, --no-config, --find-links, --compile-bytecode
 # ("Compile Python files to bytecode after installation"; pip compiles by default).
 _UV_STEP_OPTIONS = ("--no-deps",)
+# pip options that only name an index: ignored by pip under --no-index, never given to uv.
+_INDEX_OPTIONS = ("--index-url", "--extra-index-url")
+# Environment of a step that only a source build reads (compat_matrix sets it on engine steps).
+_BUILD_ONLY_ENV = ("VLLM_TARGET_DEVICE",)
 
 
 def _local(link):
     return "://" not in link or link.startswith("file://")
+
+
+def _index_option(arg):
+    """``--extra-index-url=URL`` and the like (the ``=`` form the plan writes)."""
+    return arg.split("=", 1)[0] in _INDEX_OPTIONS and "=" in arg
+
+
+def _wheels_only(step):
+    """Whether uv may run ``step`` with ``--no-build``: its environment only steers a source build, and every
+    package is a requirement specifier (no path, no URL), so no source build is asked for."""
+    build_only = all(name in _BUILD_ONLY_ENV for name in step.get("env") or {})
+    plain = all("/" not in package and "://" not in package for package in step.get("packages") or [])
+    return build_only and plain
 
 
 def uv_refusal(step, no_index, find_links, reuse_host_torch, uv):
@@ -47,10 +69,10 @@ def uv_refusal(step, no_index, find_links, reuse_host_torch, uv):
         return "the install reads a package index (vllm_pip_no_index is false)"
     if not all(_local(link) for link in find_links):
         return "a find-links location is a URL"
-    other = [arg for arg in step.get("pip_args") or [] if arg not in _UV_STEP_OPTIONS]
+    other = [arg for arg in step.get("pip_args") or [] if arg not in _UV_STEP_OPTIONS and not _index_option(arg)]
     if other:
         return f"the step passes pip options uv is not given ({' '.join(other)})"
-    if step.get("env"):
+    if step.get("env") and not _wheels_only(step):
         return "the step sets environment variables (a source build or a vendor index)"
     if reuse_host_torch and "--no-deps" not in (step.get("pip_args") or []):
         return "the host's torch is reused and the step resolves dependencies (uv does not read the .pth file)"
@@ -64,6 +86,9 @@ def uv_argv(uv, venv, step, find_links):
     for link in find_links:
         argv += ["--find-links", link]
     argv += [arg for arg in step.get("pip_args") or [] if arg in _UV_STEP_OPTIONS]
+    if step.get("env"):
+        # the step's variables only steer a source build: uv installs wheels only
+        argv.append("--no-build")
     if step.get("requirements"):
         argv += ["--requirement", step["requirements"]]
     return argv + list(step.get("packages") or [])

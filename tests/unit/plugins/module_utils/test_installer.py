@@ -21,7 +21,11 @@ WHEEL_STEP = {"name": "wheelhouse", "packages": [], "pip_args": ["--no-deps"], "
 RESOLVE_STEP = {"name": "engine", "packages": ["vllm==0.26.0"], "pip_args": [], "env": {}, "requirements": ""}
 VENDOR_STEP = {"name": "torch", "packages": ["torch==2.9.0+cpu"], "env": {}, "requirements": "",
                "pip_args": ["--extra-index-url=https://download.pytorch.org/whl/cpu"]}
-SOURCE_STEP = dict(RESOLVE_STEP, env={"VLLM_TARGET_DEVICE": "cpu"})
+ENGINE_STEP = dict(RESOLVE_STEP, env={"VLLM_TARGET_DEVICE": "cpu"})
+SOURCE_STEP = dict(RESOLVE_STEP, packages=["https://github.com/vllm-project/vllm/archive/v0.26.0.tar.gz"],
+                   env={"VLLM_TARGET_DEVICE": "cpu"})
+PATH_STEP = dict(SOURCE_STEP, packages=["/srv/src/vllm"])
+VENDOR_ENV_STEP = dict(RESOLVE_STEP, env={"PIP_EXTRA_INDEX_URL": "https://mirror.example/simple"})
 LOCAL = ["/opt/vllm/wheelhouse"]
 
 # step, installer, no_index, find_links, reuse_host_torch, uv -> tool, words of the reason
@@ -33,8 +37,17 @@ CASES = [
     (WHEEL_STEP, "auto", False, LOCAL, False, UV, "pip", "reads a package index"),
     (WHEEL_STEP, "auto", True, LOCAL + ["https://user:secret@mirror/simple"], False, UV, "pip", "find-links"),
     (WHEEL_STEP, "auto", True, ["file:///srv/wheels"], False, UV, "uv", "offline"),
-    (VENDOR_STEP, "auto", True, LOCAL, False, UV, "pip", "--extra-index-url"),
+    # offline, pip ignores an index option; uv never gets it
+    (VENDOR_STEP, "auto", True, LOCAL, False, UV, "uv", "offline"),
+    (VENDOR_STEP, "auto", False, LOCAL, False, UV, "pip", "reads a package index"),
+    (dict(VENDOR_STEP, pip_args=["--pre"]), "auto", True, LOCAL, False, UV, "pip", "--pre"),
+    (dict(VENDOR_STEP, pip_args=["--extra-index-url", "https://x/simple"]), "auto", True, LOCAL, False, UV, "pip",
+     "--extra-index-url"),
+    # a build-only variable on a step of requirements: uv, wheels only
+    (ENGINE_STEP, "auto", True, LOCAL, False, UV, "uv", "offline"),
     (SOURCE_STEP, "auto", True, LOCAL, False, UV, "pip", "environment"),
+    (PATH_STEP, "auto", True, LOCAL, False, UV, "pip", "environment"),
+    (VENDOR_ENV_STEP, "auto", True, LOCAL, False, UV, "pip", "environment"),
     (WHEEL_STEP, "auto", True, LOCAL, True, UV, "uv", "offline"),
     (RESOLVE_STEP, "auto", True, LOCAL, True, UV, "pip", ".pth"),
     (WHEEL_STEP, "uv", True, LOCAL, False, UV, "uv", "offline"),
@@ -57,6 +70,21 @@ def test_uv_argv_is_offline_compiled_and_keeps_the_step():
                     "--requirement", "/opt/vllm/wheelhouse/requirements.txt"]
     argv = installer.choose(RESOLVE_STEP, "auto", True, LOCAL, False, UV, VENV)["argv"]
     assert argv[-1] == "vllm==0.26.0" and "--no-deps" not in argv and "--requirement" not in argv
+
+
+def test_uv_builds_nothing_when_the_step_sets_build_variables():
+    argv = installer.choose(ENGINE_STEP, "auto", True, LOCAL, False, UV, VENV)["argv"]
+    assert "--no-build" in argv and argv[-1] == "vllm==0.26.0"
+    argv = installer.choose(VENDOR_STEP, "auto", True, LOCAL, False, UV, VENV)["argv"]
+    assert "--no-build" not in argv and not any("index" in arg and "--no-index" != arg for arg in argv)
+
+
+def test_real_cpu_plan_offline_wheelhouse_of_the_demo_installs_with_uv():
+    """The demo's wheelhouse (every wheel, vllm_pip_no_index) without a requirements file: both cpu steps."""
+    plan = _plan(pip_no_index=True)
+    steps = vllm_install_steps(plan["role_steps"], plan["pip_args"], "auto", False, UV, plan["venv"])
+    assert [step["installer"]["tool"] for step in steps] == ["uv", "uv"]
+    assert all("download.pytorch.org" not in " ".join(step["installer"]["argv"]) for step in steps)
 
 
 def test_unknown_installer_is_refused():
