@@ -269,7 +269,7 @@ EXAMPLES = r"""
 RETURN = r"""
 driver:
   description:
-    - The backend's driver role from the backend registry (plugins/module_utils/backends.py); null for cpu.
+    - The backend's driver role from the backend registry (plugins/module_utils/backends/); null for cpu.
     - C(role) the role, C(fact) its report fact, C(reboot_variable) and C(reboot_what) for the reboot gate,
       C(env_file_key) the key of that fact naming its environment file, C(group_key) the key naming the device
       group the service joins (or null).

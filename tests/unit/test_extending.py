@@ -1,6 +1,6 @@
 """docs/extending.md is true: every place a backend record needs exists, and every file it names exists.
 
-A new record in plugins/module_utils/backends.py fails here until its driver
+A new record in plugins/module_utils/backends/ fails here until its driver
 role, the role's report fact and reboot variable, its exporter's package
 variable and its install hooks are there.
 """

@@ -7,7 +7,7 @@
 the unit template and the launcher only render it, they hold no per-backend
 knowledge.  The per-backend facts (device nodes, fixed environment,
 visible-devices variable, driver role fact and its keys) come from the
-backend's record in plugins/module_utils/backends.py.
+backend's record in plugins/module_utils/backends/.
 """
 
 from __future__ import absolute_import, division, print_function  # noqa: UP010
@@ -67,7 +67,7 @@ def with_driver(entry: Mapping[str, Any], backend_record: Mapping[str, Any],
 
 def service_spec(backend_record: Mapping[str, Any], accelerators: Optional[Mapping[str, Any]], visible_devices: str,
                  cpu_runtime: Optional[Mapping[str, Any]], driver_facts: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
-    """The service entry of the plan for ``backend_record`` (a record of plugins/module_utils/backends.py).
+    """The service entry of the plan for ``backend_record`` (a record of plugins/module_utils/backends/).
 
     ``driver_facts`` maps fact names (kunpeng_nvidia, kunpeng_ascend) to the facts the driver roles set, those
     present (see :func:`with_driver`).  ``cpu_runtime`` is kunpeng.vllm.cpu_runtime's result, read when the
