@@ -525,6 +525,7 @@ from typing import Any, Dict  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils import backends  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import BackendMissing  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError  # noqa: E402
@@ -573,7 +574,7 @@ def main() -> None:
             module.fail_json(msg=f"{name} must be at least 1, got {module.params[name]}")
     try:
         plan = plan_host(module.params)
-    except (CompatError, PlanError) as exc:
+    except (CompatError, PlanError, BackendMissing) as exc:
         module.fail_json(msg=str(exc))
     if plan["fits"] is False and module.params["fail_on_misfit"]:
         module.fail_json(msg=plan["misfit"], **plan)

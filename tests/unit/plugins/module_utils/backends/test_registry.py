@@ -15,7 +15,7 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, monitoring_plan, reboot_gate
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
 
 
 @pytest.mark.parametrize("name", backends.NAMES)
