@@ -350,6 +350,8 @@ VLLM_PLAN = {
     "fast_path": _bool(optional=True),
     # The fast path also asks the unit and the endpoint (systemd); launcher mode compares the record alone.
     "fast_path_live": _bool(optional=True),
+    # Prefixes of the host variables the converged fingerprint covers (base and every driver role).
+    "fingerprint_layers": _strs(optional=True),
     # The directory the instance serves (a local source where it is, else vllm_model_dir).
     "model_dir": _str(optional=True),
     # vllm serve --config content (dashed names): data, not contract.

@@ -483,6 +483,15 @@ fast_path_live:
     - False in launcher mode, where the role starts nothing and a full converge checks no liveness either.
   returned: with O(request)
   type: bool
+fingerprint_layers:
+  description:
+    - Prefixes of the host variables the converged-state fingerprint covers - C(base) and the driver role of every
+      backend of the registry (plugins/module_utils/backends/), so a new driver role's variables count without a change
+      to the vllm role.
+  returned: with O(request)
+  type: list
+  elements: str
+  sample: [base, nvidia, ascend]
 install_hooks:
   description: Task files of the vllm role that run C(before) and C(after) the pip steps (backend-specific work).
   returned: with O(request)

@@ -434,6 +434,13 @@ def fast_path_live(request: Dict[str, Any]) -> bool:
     return fast_path(request) and request["service_manager"] == "systemd"
 
 
+def fingerprint_layers() -> List[str]:
+    """Prefixes of the host variables the converged fingerprint covers: the base role's and every backend's driver
+    role's (a host's inventory may hold several; each can change what a converge does before the vllm role)."""
+    drivers = (backends.field(name, "driver") for name in backends.NAMES)
+    return ["base"] + [driver["role"].rsplit(".", 1)[-1] for driver in drivers if driver]
+
+
 def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
     """The fields the vllm role executes, added to a plan from :func:`build_plan`."""
     request = dict(REQUEST_DEFAULTS, **{k: v for k, v in (request or {}).items() if v is not None})
@@ -456,6 +463,7 @@ def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, An
         "install_hooks": install_hooks(backend, request),
         "fast_path": fast_path(request),
         "fast_path_live": fast_path_live(request),
+        "fingerprint_layers": fingerprint_layers(),
         "model_dir": served_model_dir(request),
         "engine_config": engine_config(plan, request, request["instance_name"] or (plan["model"] or {}).get("name") or ""),
     }
