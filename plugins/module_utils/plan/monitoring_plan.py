@@ -25,7 +25,9 @@ from typing import Any, Dict, List, Optional
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 
-JOBS = ("vllm", "node", "gateway", "dcgm", "npu")
+# The scrape jobs: the engine, the node, the gateway, and each backend's vendor exporter (its registry record).
+JOBS = ("vllm", "node", "gateway") + tuple(backends.field(name, "exporter")["job"] for name in backends.NAMES
+                                          if backends.field(name, "exporter"))
 
 _DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
 _SIZE = re.compile(r"^\d+(B|KB|MB|GB|TB|PB|EB)$")
