@@ -1,7 +1,7 @@
 """Container mode (vllm_install_method: container): the engine runs from an OCI image.
 
 Every decision of the mode is a function here, table-tested in
-tests/unit/plugins/module_utils/test_container.py: which runtime runs the
+tests/unit/plugins/module_utils/plan/test_container.py: which runtime runs the
 image, whether a Quadlet file or a plain unit starts it, whether the image
 reference is pinned, whether the image fits the host, and the argv of the
 container.  The per-backend devices and mounts come from the backend registry

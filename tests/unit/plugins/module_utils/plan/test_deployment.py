@@ -12,7 +12,7 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import deployment, endpoint_security
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "modules"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "modules"))
 import plan_hosts  # noqa: E402
 
 
