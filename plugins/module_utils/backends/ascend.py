@@ -209,7 +209,7 @@ class Ascend(Device):
 
     def container_problems(self, labels: Dict[str, str], host: Dict[str, Any]) -> List[str]:
         cann = labels.get(LABEL_CANN)
-        have = host.get("cann") or ""
+        have = (((host.get("accelerators") or {}).get(self.hardware["section"])) or {}).get("cann_version") or ""
         # The image carries its CANN user space; the host's driver must be the release line it was built
         # for (vllm-ascend installation guide: one HDK line per CANN release): major.minor must match.
         if cann and have and version_tuple(have)[:2] != version_tuple(cann)[:2]:

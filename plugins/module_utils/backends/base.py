@@ -135,7 +135,10 @@ class Backend:
         raise self._missing("runtime")
 
     def container_problems(self, labels: Dict[str, str], host: Dict[str, Any]) -> List[str]:
-        """What an engine image's labels need of the host's driver that the host lacks (plan/container.py)."""
+        """What an engine image's labels need of the host's driver that the host lacks (plan/container.py).
+
+        ``host``: ``architecture`` (Ansible's fact) and ``accelerators`` (the probe, kunpeng_accelerators), whose
+        section of this backend holds the driver's versions."""
         raise self._missing("container_problems")
 
     # --- several nodes ---------------------------------------------------------------------------

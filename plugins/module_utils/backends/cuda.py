@@ -133,7 +133,7 @@ class Cuda(Device):
         need = labels.get(LABEL_CUDA_DRIVER_MIN)
         if not need:
             return []
-        have = host.get("cuda_driver") or ""
+        have = (((host.get("accelerators") or {}).get(self.hardware["section"])) or {}).get("driver_version") or ""
         if not have:
             return [f"the image needs NVIDIA driver {need} or later ({LABEL_CUDA_DRIVER_MIN}); the host reports none"]
         if version_tuple(have) < version_tuple(need):

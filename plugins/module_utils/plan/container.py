@@ -146,11 +146,12 @@ def oci_arch(architecture: str) -> str:
 
 
 def image_problems(image: Dict[str, Any], backend: str, host: Dict[str, Any]) -> List[str]:
-    """What keeps the image from running on this host: architecture, backend, driver and CANN versions.
+    """What keeps the image from running on this host: architecture, backend, and what the backend's driver
+    labels need (the backend's ``container_problems``: NVIDIA driver, CANN release).
 
     ``image``: architecture and labels (from the archive or ``<runtime> image inspect``).  ``host``:
-    architecture (Ansible's fact), cuda_driver (the NVIDIA driver version, '' when none), cann (the CANN
-    version the host has, '' when none).  A label the image does not declare is not checked.
+    architecture (Ansible's fact) and accelerators (the probe, kunpeng_accelerators).  A label the image does
+    not declare is not checked.
     """
     problems = []
     labels = image.get("labels") or {}

@@ -47,3 +47,15 @@ def test_the_container_serves_the_plans_model_directory(source, served):
                "shm_mib": 1024, "tmpfs": []}
     argv = container.run_argv("podman", request)
     assert f"{served}:{served}:ro" in argv and served in argv[argv.index("--config") - 1:]
+
+
+@pytest.mark.parametrize("host, backend, label", [("hgx-h100", "cuda", container.LABEL_CUDA_DRIVER_MIN),
+                                                  ("atlas-800i-a2-64g-cann8.3", "ascend", container.LABEL_CANN)])
+def test_the_image_is_checked_against_the_probed_driver(host, backend, label):
+    """The role hands the probe to the check (vars/main.yml __vllm_container_host); the backend finds its driver's
+    version there, so an image built for a newer driver is refused with the host's version."""
+    variables = {"ansible_facts": {"architecture": "x86_64"}, "kunpeng_accelerators": plan_hosts.facts(host)}
+    variables["__vllm_container_host"] = _trusted(load("roles/vllm/vars/main.yml")["__vllm_container_host"])
+    rendered = Templar(loader=DataLoader(), variables=variables).template(_trusted("{{ __vllm_container_host }}"))
+    problems = container.image_problems({"architecture": "amd64", "labels": {label: "999.0.0"}}, backend, rendered)
+    assert len(problems) == 1 and "the host has" in problems[0], problems
