@@ -77,7 +77,7 @@ class Ascend(Device):
         "device_nodes": ["/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc", "char-davinci"],
         "service_environment": {},
         # MindCluster NPU-Exporter, default port 8082 (Huawei's NPU-Exporter guide).
-        "exporter": {"name": "npu-exporter", "variable": "monitoring_npu_exporter_package", "job": "npu"},
+        "exporter": {"name": "npu-exporter", "variable": "monitoring_npu_exporter_package", "job": "npu", "port": 8082},
         "smaller_formats": ["w8a8", "w4a8"],
         # vLLM without device code, torch, torch-npu, triton-ascend and vllm-ascend (CANN lives outside the venv).
         "venv_gib": 8,

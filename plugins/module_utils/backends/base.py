@@ -37,7 +37,8 @@ FIELDS = {
     "target_device": "VLLM_TARGET_DEVICE of a source build",
     "device_nodes": "DeviceAllow entries of the service when the driver reports none (empty: PrivateDevices=yes)",
     "service_environment": "fixed environment of the service",
-    "exporter": "None or the vendor metrics exporter: name, variable (its package variable), job (Prometheus job)",
+    "exporter": "None or the vendor metrics exporter: name, variable (its package variable), job (Prometheus job; "
+                "the monitoring role's port variable is monitoring_<job>_exporter_port), port (its default port)",
     "smaller_formats": "weight formats the capacity planner may propose when the model does not fit",
     "venv_gib": "disk an engine virtualenv of the backend takes (measured, rounded up), checked before the install",
     "ray_version": "the Ray release the multi-node Ray units install (pinned where the backend's upstream pins it)",

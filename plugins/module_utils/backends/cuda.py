@@ -41,7 +41,7 @@ class Cuda(Device):
                          "char-nvidia-frontend", "char-nvidia-uvm", "char-nvidia-caps"],
         "service_environment": {},
         # DCGM exporter, default port 9400 (NVIDIA's dcgm-exporter README).
-        "exporter": {"name": "dcgm-exporter", "variable": "monitoring_dcgm_exporter_package", "job": "dcgm"},
+        "exporter": {"name": "dcgm-exporter", "variable": "monitoring_dcgm_exporter_package", "job": "dcgm", "port": 9400},
         "smaller_formats": ["fp8", "int4"],
         # vLLM with its CUDA torch and the nvidia-* wheels: about 9-10 GB installed on x86_64.
         "venv_gib": 12,

@@ -41,7 +41,7 @@ def test_nested_records_have_their_keys(name):
     shapes = {"hardware": {"pci_count", "section", "devices", "device", "tool"},
               "visible": {"section", "devices", "id_keys", "variable"},
               "driver": {"role", "fact", "reboot_variable", "reboot_what", "env_file_key", "group_key"},
-              "exporter": {"name", "variable", "job"}}
+              "exporter": {"name", "variable", "job", "port"}}
     for key, shape in shapes.items():
         if record[key] is not None:
             assert set(record[key]) == shape, f"backend {name}: {key}"
