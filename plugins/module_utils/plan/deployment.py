@@ -40,8 +40,8 @@ def _compute_caps(facts: Dict[str, Any], visible: Optional[Dict[str, Any]]) -> L
 
 
 def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], caps: List[str], notes: List[str]) -> Dict[str, Any]:
-    """Row, packages and requirements for the backend."""
-    atlas = None
+    """Row, packages and requirements for the backend (its ``select``, ``engine_version``, ``packages`` and
+    ``install_steps``)."""
     summary_problems = (facts.get("summary") or {}).get("problems") or []
     notes.extend(f"Probe: {problem}" for problem in summary_problems)
     engine = backends.backend(backend)

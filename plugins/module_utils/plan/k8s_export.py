@@ -102,7 +102,7 @@ DEFAULTS: Dict[str, Any] = {
     "labels": {},
     # Multi-node plans (a StatefulSet): the headless Service's name (empty: <name>-nodes), Ray's token (a Secret
     # is rendered) or an existing Secret holding it under 'token', the Ray release in the image (empty: the
-    # backend's, the backend's ray_version), its GCS port, and the opt-out for a Ray without token authentication.
+    # backend's ray_version), its GCS port, and the opt-out for a Ray without token authentication.
     "headless_service_name": "",
     "ray_token": "",
     "ray_token_secret": "",
