@@ -127,6 +127,7 @@ class Ascend(Device):
         "rdma": True,
         # CANN's process logs (ASCEND_PROCESS_LOG_PATH) go to the cache volume: the root file system is read-only.
         "cache_env": {"ASCEND_PROCESS_LOG_PATH": "ascend-log"},
+        "runtime_env": {},
     }
 
     def series(self, facts: Dict[str, Any]) -> Optional[str]:

@@ -55,6 +55,7 @@ FIELDS = {
     "build_toolchain": "None, or why the host needs the full build toolchain even for released wheels",
     "rdma": "whether cluster members may use RDMA between them",
     "cache_env": "environment variable -> folder under the pod's cache volume (Kubernetes export)",
+    "runtime_env": "service environment variable -> key of the settings the backend's runtime() derives from the probe",
 }
 
 

@@ -46,6 +46,8 @@ class Cpu(Backend):
         "build_toolchain": None,
         "rdma": False,
         "cache_env": {},
+        # vLLM's CPU platform reads the KV-cache size and the OpenMP binding from these (plan/cpu_runtime.py).
+        "runtime_env": {"VLLM_CPU_KVCACHE_SPACE": "kvcache_space_gib", "VLLM_CPU_OMP_THREADS_BIND": "omp_threads_bind"},
     }
 
     def series(self, facts: Dict[str, Any]) -> Optional[str]:

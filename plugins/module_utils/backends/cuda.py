@@ -69,6 +69,7 @@ class Cuda(Device):
         "build_toolchain": None,
         "rdma": True,
         "cache_env": {},
+        "runtime_env": {},
     }
 
     def series(self, facts: Dict[str, Any]) -> Optional[str]:
