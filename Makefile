@@ -18,7 +18,7 @@ MULTI_HOST_SCENARIOS ?= monitoring gateway multinode
 # Scenarios without a vLLM server: they run in the background beside base.
 BESIDE_SCENARIOS ?= smoke nvidia ascend
 
-.PHONY: help venv collection-link testbed images lint sanity unit core-versions matrix molecule test demo build galaxy-importer surveys compat-table changelog clean
+.PHONY: help venv collection-link testbed images lint sanity unit unit-fast core-versions matrix molecule test demo build galaxy-importer surveys compat-table changelog clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -52,6 +52,9 @@ sanity: venv ## ansible-test sanity on a copy under ansible_collections/kunpeng/
 
 unit: venv ## pytest unit tests
 	$(BIN)/python -m pytest tests/unit -q -n 2
+
+unit-fast: venv ## pytest unit tests without the ones that run ansible-playbook (the inner loop; CI runs all)
+	$(BIN)/python -m pytest tests/unit -q -n 2 -m "not playbook"
 
 core-versions: venv ## Unit and sanity on the other ansible-core minors meta/runtime.yml claims (a venv each, .build/core-X.Y)
 	VENV=$(VENV) bash scripts/core-versions.sh

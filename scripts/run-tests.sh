@@ -85,7 +85,7 @@ molecule_stages() {
   # when promtool is missing; here, after testbed installed it, they must run.
   stage promtool env KV_REQUIRE_PROMTOOL=1 python -m pytest -q tests/unit/roles/test_monitoring_rules.py \
     tests/unit/roles/test_monitoring_dashboards.py tests/unit/roles/test_monitoring_collector.py \
-    tests/unit/plugins/module_utils/test_accelerator_metrics.py
+    tests/unit/plugins/module_utils/probe/test_accelerator_metrics.py
   wait_bg_stages core-versions
   # The scenarios without a vLLM server (BESIDE_SCENARIOS: package doubles,
   # mostly apt and file work) run one after the other in the background,

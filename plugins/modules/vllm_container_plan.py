@@ -58,7 +58,9 @@ options:
     type: dict
     default: {}
   host:
-    description: C(architecture) (Ansible's fact), C(cuda_driver) and C(cann) (the host's versions, empty when none).
+    description:
+      - C(architecture) (Ansible's fact) and C(accelerators) (C(kunpeng_accelerators)); the backend reads its
+        driver's versions from its own section of the probe (plugins/module_utils/backends/).
     type: dict
     default: {}
   tensor_parallel:
@@ -106,7 +108,7 @@ EXAMPLES = r"""
     image: quay.io/ascend/vllm-ascend@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
     backend: ascend
     accelerators: "{{ kunpeng_accelerators }}"
-    host: {architecture: aarch64, cann: "8.5.0"}
+    host: {architecture: aarch64, accelerators: "{{ kunpeng_accelerators }}"}
     run:
       name: vllm-demo
       uid: 998

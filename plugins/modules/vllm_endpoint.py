@@ -13,7 +13,7 @@ module: vllm_endpoint
 short_description: Decide the API key and user namespace of a vLLM instance; generate the key once when one is needed
 version_added: "0.2.0"
 description:
-  - Where the API key of a C(kunpeng.vllm.vllm) instance comes from. O(api_key_given) true - the user's C(vllm_api_key).
+  - Where the API key of a C(kunpeng.vllm.vllm) instance comes from. O(api_key) set - that key (C(vllm_api_key)).
     Otherwise, when the C(host) of O(engine_config) is a loopback address, no key. Otherwise, when O(allow_unauthenticated) is true, no key
     (an open endpoint, on the user's explicit request). Otherwise the key stored in O(key_file) by an earlier run, or,
     when there is none, a new random key (256 bits, URL-safe) written to O(key_file), mode C(0600), owned by root.
@@ -24,15 +24,15 @@ description:
     and C(/cohere); an instance with a key also gets C(kunpeng_vllm_route_guard.RouteGuard) in its engine config's
     C(middleware) (RV(engine_config)), which refuses every other route without the key except C(/health), and
     C(/metrics) from loopback and O(metrics_sources).
-  - The user's key never comes to this module; the stored or generated key is returned in RV(api_key), so the task
-    that calls it must have C(no_log).
+  - The effective key (O(api_key), or the stored or generated one) is returned in RV(api_key), so the role keeps
+    what this module decided and does not decide again; the task that calls it must have C(no_log).
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
 options:
-  api_key_given:
-    description: Whether C(vllm_api_key) is set.
-    type: bool
-    required: true
+  api_key:
+    description: The user's key (C(vllm_api_key)); empty when none is given.
+    type: str
+    default: ""
   engine_config:
     description:
       - The instance's final engine config (the plan's C(engine_config) with a cluster member's part), whose
@@ -88,7 +88,7 @@ attributes:
 EXAMPLES = r"""
 - name: Decide the instance's API key
   kunpeng.vllm.vllm_endpoint:
-    api_key_given: "{{ vllm_api_key | length > 0 }}"
+    api_key: "{{ vllm_api_key }}"
     engine_config: "{{ kunpeng_vllm_plan.engine_config }}"
     environment: "{{ vllm_environment }}"
     allow_unauthenticated: "{{ vllm_allow_unauthenticated }}"
@@ -110,7 +110,9 @@ api_key_source:
   type: str
   sample: generate
 api_key:
-  description: The stored or generated key; empty for C(given), C(loopback), C(open) and in check mode before generation.
+  description:
+    - The effective key - O(api_key) (C(given)), the stored or the generated one; empty for C(loopback), C(open) and
+      in check mode before generation.
   returned: always
   type: str
   sample: ""
@@ -176,7 +178,7 @@ def _write_once(path, key):
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
-            api_key_given=dict(type="bool", required=True),
+            api_key=dict(type="str", default="", no_log=True),
             engine_config=dict(type="dict", required=True),
             environment=dict(type="dict", default={}),
             allow_unauthenticated=dict(type="bool", default=False),
@@ -198,7 +200,7 @@ def main() -> None:
         host = endpoint_security.final_bind(p["engine_config"], p["environment"])
     except endpoint_security.EndpointError as exc:
         module.fail_json(msg=str(exc))
-    decision = endpoint_security.api_key_decision(p["api_key_given"], host, p["allow_unauthenticated"],
+    decision = endpoint_security.api_key_decision(bool(p["api_key"]), host, p["allow_unauthenticated"],
                                                   key_file, _read(key_file))
     try:
         guard = endpoint_security.route_guard(decision["source"], p["engine_config"], p["metrics_sources"])
@@ -217,6 +219,8 @@ def main() -> None:
         if os.geteuid() == 0:
             changed = module.set_owner_if_different(key_file, "root", changed, diff)
             changed = module.set_group_if_different(key_file, "root", changed, diff)
+    if decision["source"] == endpoint_security.GIVEN:
+        key = p["api_key"]
     kept = decision["source"] in (endpoint_security.STORED, endpoint_security.GENERATE)
     if changed and module._diff:
         result["diff"] = diff

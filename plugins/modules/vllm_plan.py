@@ -269,7 +269,7 @@ EXAMPLES = r"""
 RETURN = r"""
 driver:
   description:
-    - The backend's driver role from the backend registry (plugins/module_utils/backends.py); null for cpu.
+    - The backend's driver role from the backend registry (plugins/module_utils/backends/); null for cpu.
     - C(role) the role, C(fact) its report fact, C(reboot_variable) and C(reboot_what) for the reboot gate,
       C(env_file_key) the key of that fact naming its environment file, C(group_key) the key naming the device
       group the service joins (or null).
@@ -483,6 +483,15 @@ fast_path_live:
     - False in launcher mode, where the role starts nothing and a full converge checks no liveness either.
   returned: with O(request)
   type: bool
+fingerprint_layers:
+  description:
+    - Prefixes of the host variables the converged-state fingerprint covers - C(base) and the driver role of every
+      backend of the registry (plugins/module_utils/backends/), so a new driver role's variables count without a change
+      to the vllm role.
+  returned: with O(request)
+  type: list
+  elements: str
+  sample: [base, nvidia, ascend]
 install_hooks:
   description: Task files of the vllm role that run C(before) and C(after) the pip steps (backend-specific work).
   returned: with O(request)
@@ -525,6 +534,7 @@ from typing import Any, Dict  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils import backends  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import BackendMissing  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError  # noqa: E402
@@ -573,7 +583,7 @@ def main() -> None:
             module.fail_json(msg=f"{name} must be at least 1, got {module.params[name]}")
     try:
         plan = plan_host(module.params)
-    except (CompatError, PlanError) as exc:
+    except (CompatError, PlanError, BackendMissing) as exc:
         module.fail_json(msg=str(exc))
     if plan["fits"] is False and module.params["fail_on_misfit"]:
         module.fail_json(msg=plan["misfit"], **plan)

@@ -124,6 +124,7 @@ unknown_leave_out:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import BackendMissing  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.wheelhouse import (  # noqa: E402
     PACKAGING_IMPORT_ERROR,
@@ -151,7 +152,7 @@ def main() -> None:
     p = module.params
     try:
         result = target_for(p["backend"], p["vllm_version"], p["python_version"], p["architecture"], p["glibc"])
-    except CompatError as exc:
+    except (CompatError, BackendMissing) as exc:
         module.fail_json(msg=str(exc))
     if p["resolved"] is not None:
         result.update(select_downloads(p["resolved"], p["target_has"], p["leave_out"]))

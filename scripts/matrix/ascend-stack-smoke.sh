@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install one Ascend row's Python stack (vLLM, its requirements, torch, torch-npu,
 # vllm-ascend; no CANN) into a venv in the arm64 test image, with the role's own
-# install steps (compat_matrix.install_steps), and record how far
+# install steps (the ascend backend's install_steps), and record how far
 # `import vllm_ascend` gets without the NPU runtime.  Slow: pip and Python run
 # under qemu.
 #   scripts/matrix/ascend-stack-smoke.sh [VLLM_ASCEND_VERSION]   (default 0.18.0: Debian 12 has Python 3.11)
@@ -22,9 +22,10 @@ steps=$logdir/ascend-stack-$version-steps.sh
 # The role's steps for the row on aarch64, as pip command lines.
 PYTHONPATH=$root/.build/collections "$venv/bin/python" - "$version" > "$steps" <<'PY'
 import shlex, sys
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix as cm
 row = cm.select_ascend(vllm_ascend_version=sys.argv[1])
-for step in cm.install_steps("ascend", row, "aarch64"):
+for step in backends.backend("ascend").install_steps(row, "aarch64"):
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in step["env"].items())
     args = " ".join(shlex.quote(a) for a in step["pip_args"] + step["packages"])
     print(f"echo '=== step {step['name']}'; {env} /venv/bin/pip install -q {args}")

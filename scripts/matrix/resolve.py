@@ -2,7 +2,7 @@
 
 For every matrix row x architecture (x86_64, aarch64) x the lowest and the
 highest Python its bounds allow, each install step the role runs
-(``compat_matrix.install_steps``) is resolved with ``uv pip compile
+(each backend's ``install_steps``, plugins/module_utils/backends/) is resolved with ``uv pip compile
 --python-platform <arch>-manylinux_<glibc> --python-version X``.  uv evaluates
 environment markers for the target platform (pip's ``--platform`` does not:
 it evaluates them for the machine it runs on).
@@ -34,6 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sdists import compat_matrix  # noqa: E402
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends  # noqa: E402
+
 ARCHES = ("x86_64", "aarch64")
 
 
@@ -64,7 +66,7 @@ def jobs_for(rows_by_backend):
             glibc = str(row.get("glibc") or "2.28").replace(".", "_")
             for arch in ARCHES:
                 for python in python_ends(row["python"]):
-                    for step in compat_matrix.install_steps(backend, row, arch):
+                    for step in backends.backend(backend).install_steps(row, arch):
                         jobs.append({
                             "row": row_label(backend, row),
                             "arch": arch,

@@ -48,6 +48,17 @@ FIXTURES = os.path.join(_tree, "fixtures")
 _decode_pci_names(FIXTURES_SOURCE, FIXTURES)
 
 
+def pytest_collection_modifyitems(items):
+    """Mark the tests that run Ansible's command lines (ansible-playbook, ansible-doc) on the collection.
+
+    They are the ones that need :func:`collections_path`, directly or through another fixture, and they take most
+    of the unit stage's time: ``pytest tests/unit -m "not playbook"`` is the fast inner loop, and CI runs all.
+    """
+    for item in items:
+        if "collections_path" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.playbook)
+
+
 @pytest.fixture(scope="session")
 def collections_path():
     """A directory whose ansible_collections/kunpeng/vllm is this checkout (for ansible-playbook runs)."""

@@ -1,6 +1,6 @@
 """docs/extending.md is true: every place a backend record needs exists, and every file it names exists.
 
-A new record in plugins/module_utils/backends.py fails here until its driver
+A new record in plugins/module_utils/backends/ fails here until its driver
 role, the role's report fact and reboot variable, its exporter's package
 variable and its install hooks are there.
 """
@@ -49,6 +49,8 @@ def test_every_record_has_its_probe_section_and_exporter(name):
     if record["exporter"]:
         defaults = _yaml("roles", "monitoring", "defaults", "main.yml")
         assert record["exporter"]["variable"] in defaults, f"backend {name}: {record['exporter']['variable']}"
+        port = f"monitoring_{record['exporter']['job']}_exporter_port"
+        assert defaults.get(port) == record["exporter"]["port"], f"backend {name}: roles/monitoring {port}"
 
 
 @pytest.mark.parametrize("name", backends.NAMES)

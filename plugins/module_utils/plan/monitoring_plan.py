@@ -25,7 +25,12 @@ from typing import Any, Dict, List, Optional
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 
-JOBS = ("vllm", "node", "gateway", "dcgm", "npu")
+# The scrape jobs: the engine, the node, the gateway, and each backend's vendor exporter (its registry record).
+_EXPORTERS = [backends.field(name, "exporter") for name in backends.NAMES if backends.field(name, "exporter")]
+JOBS = ("vllm", "node", "gateway") + tuple(exporter["job"] for exporter in _EXPORTERS)
+# The ports a node's targets listen on by default, by target kind (the exporters' by their job).
+DEFAULT_PORTS: Dict[str, Any] = dict({"node_exporter": 9100, "vllm": 8000, "gateway": ""},
+                                     **{exporter["job"]: exporter["port"] for exporter in _EXPORTERS})
 
 _DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
 _SIZE = re.compile(r"^\d+(B|KB|MB|GB|TB|PB|EB)$")

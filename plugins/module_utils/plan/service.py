@@ -7,7 +7,7 @@
 the unit template and the launcher only render it, they hold no per-backend
 knowledge.  The per-backend facts (device nodes, fixed environment,
 visible-devices variable, driver role fact and its keys) come from the
-backend's record in plugins/module_utils/backends.py.
+backend's record in plugins/module_utils/backends/.
 """
 
 from __future__ import absolute_import, division, print_function  # noqa: UP010
@@ -31,11 +31,11 @@ def _rw(nodes: List[str]) -> List[str]:
 
 def _environment(record: Mapping[str, Any], visible_devices: str, cpu_runtime: Optional[Mapping[str, Any]]) -> Dict[str, str]:
     env = {key: str(value) for key, value in record["service_environment"].items()}
-    if record["target_device"] == "cpu":
+    if record["runtime_env"]:
         if not cpu_runtime:
-            raise ServiceError("an engine on the CPU needs the CPU runtime settings (kunpeng.vllm.cpu_runtime)")
-        env.update(VLLM_CPU_KVCACHE_SPACE=str(cpu_runtime["kvcache_space_gib"]),
-                   VLLM_CPU_OMP_THREADS_BIND=str(cpu_runtime["omp_threads_bind"]))
+            raise ServiceError(f"an engine on the {record['label']} needs the runtime settings the plan derives from the "
+                               "probe (kunpeng.vllm.cpu_runtime)")
+        env.update({variable: str(cpu_runtime[key]) for variable, key in record["runtime_env"].items()})
     if record["visible"] and str(visible_devices or ""):
         env[record["visible"]["variable"]] = str(visible_devices)
     bad = sorted(key for key, value in env.items() if not _SAFE_VALUE.match(value))
@@ -67,7 +67,7 @@ def with_driver(entry: Mapping[str, Any], backend_record: Mapping[str, Any],
 
 def service_spec(backend_record: Mapping[str, Any], accelerators: Optional[Mapping[str, Any]], visible_devices: str,
                  cpu_runtime: Optional[Mapping[str, Any]], driver_facts: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
-    """The service entry of the plan for ``backend_record`` (a record of plugins/module_utils/backends.py).
+    """The service entry of the plan for ``backend_record`` (a record of plugins/module_utils/backends/).
 
     ``driver_facts`` maps fact names (kunpeng_nvidia, kunpeng_ascend) to the facts the driver roles set, those
     present (see :func:`with_driver`).  ``cpu_runtime`` is kunpeng.vllm.cpu_runtime's result, read when the

@@ -29,6 +29,7 @@ __metaclass__ = type  # noqa: UP001
 import traceback
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix
 
 # packaging (PyPA's reference implementation of names, requirements and tags)
@@ -111,16 +112,11 @@ def target_for(backend: str, vllm_version: str, python_version: str, architectur
     if architecture not in ARCHITECTURES:
         raise compat_matrix.CompatError(f"architecture {architecture} has no manylinux wheels here; use one of "
                                         f"{', '.join(ARCHITECTURES)}")
-    if backend == "cuda":
-        row = compat_matrix.select_cuda(vllm_version=vllm_version, python_version=python_version)
-    elif backend == "cpu":
-        row = compat_matrix.select_cpu(vllm_version=vllm_version, python_version=python_version)
-    else:
-        raise compat_matrix.CompatError(f"backend {backend} has no wheelhouse recipe; use cuda or cpu "
-                                        "(Ascend packages come with the vendor image)")
+    engine = backends.backend(backend)
+    row = engine.wheelhouse_row(vllm_version, python_version)
     return {
         "row": row,
-        "requirements": compat_matrix.packages_for(backend, row),
+        "requirements": engine.packages(row),
         "uv_python_platform": f"{architecture}-manylinux_2_{min(int(str(glibc).split('.')[1]), UV_NEWEST_GLIBC_MINOR)}",
         "pip_platforms": manylinux_platforms(architecture, glibc),
         "pip_abis": abis(python_version),

@@ -1,7 +1,7 @@
 """kunpeng.vllm.ascend refuses a wrong package before it changes anything.
 
 The decisions themselves (names, order, flags) are table-tested in
-tests/unit/plugins/module_utils/test_ascend_plan_tables.py and on probed hosts in
+tests/unit/plugins/module_utils/plan/test_ascend_plan_tables.py and on probed hosts in
 tests/unit/plugins/modules/test_ascend_plan.py.  These two playbook tests
 show the wiring: the whole role, applied in check mode to a replayed host
 (the Molecule scenario's sysfs double, 8 x 0x19e5:0xd802, an Atlas A2 /

@@ -2,7 +2,7 @@
 
 The decisions themselves (adopt / too_old / install, package names per
 branch, repository URLs, runfile names, the report) are plain Python, tested
-in tests/unit/plugins/module_utils/test_nvidia_plan.py and
+in tests/unit/plugins/module_utils/plan/test_nvidia_plan.py and
 tests/unit/plugins/modules/test_nvidia_plan_module.py.  Here the whole role
 runs in check mode on the controller, twice: once for a refusal the
 decision module makes (a runfile for the other architecture) and once for

@@ -11,7 +11,7 @@ from ansible_collections.kunpeng.vllm.plugins.modules import vllm_endpoint
 def args(key_file, host="0.0.0.0", **overrides):
     # The engine config's shape is the plan's (plugins/module_utils/plan/deployment.py engine_config).
     config = {"host": host, "port": 8000, "served-model-name": "smollm2"}
-    return dict({"api_key_given": False, "engine_config": config, "key_file": str(key_file)}, **overrides)
+    return dict({"api_key": "", "engine_config": config, "key_file": str(key_file)}, **overrides)
 
 
 def test_generates_once_and_reuses(tmp_path):
@@ -43,11 +43,12 @@ def test_a_loose_key_file_is_put_back_to_0600(tmp_path):
 
 def test_given_loopback_and_open_write_no_file(tmp_path):
     key_file = tmp_path / "smollm2.api-key"
-    for overrides, source in (({"api_key_given": True}, "given"), ({"host": "127.0.0.1"}, "loopback"),
-                              ({"allow_unauthenticated": True}, "open")):
+    for overrides, source, key in (({"api_key": "users-key"}, "given", "users-key"), ({"host": "127.0.0.1"}, "loopback", ""),
+                                   ({"allow_unauthenticated": True}, "open", "")):
         failed, result = run_main(vllm_endpoint.main, args(key_file, **overrides))
         assert not failed and not result["changed"] and result["api_key_source"] == source
-        assert result["api_key"] == "" and result["key_file"] == ""
+        # The effective key: the user's when given (the role keeps it as kunpeng_vllm_api_key), none otherwise.
+        assert result["api_key"] == key and result["key_file"] == ""
     assert not key_file.exists()
 
 
@@ -77,7 +78,7 @@ def test_diff_shows_the_key_file_never_the_key(tmp_path):
 
 def test_route_guard_follows_the_key(tmp_path):
     """An instance with a key gets the route guard in its engine config; without a key it does not."""
-    for overrides, enabled in (({}, True), ({"api_key_given": True, "host": "127.0.0.1"}, True),
+    for overrides, enabled in (({}, True), ({"api_key": "users-key", "host": "127.0.0.1"}, True),
                                ({"host": "127.0.0.1"}, False), ({"allow_unauthenticated": True}, False)):
         failed, result = run_main(vllm_endpoint.main, args(tmp_path / "k", metrics_sources=["10.0.0.9"], **overrides))
         assert not failed and result["route_guard"]["enabled"] is enabled
@@ -90,5 +91,5 @@ def test_route_guard_follows_the_key(tmp_path):
 
 def test_a_middleware_of_the_users_is_refused_with_a_key(tmp_path):
     config = {"host": "0.0.0.0", "port": 8000, "middleware": "my.Middleware"}
-    failed, result = run_main(vllm_endpoint.main, args(tmp_path / "k", engine_config=config, api_key_given=True))
+    failed, result = run_main(vllm_endpoint.main, args(tmp_path / "k", engine_config=config, api_key="users-key"))
     assert failed and "middleware" in result["msg"]

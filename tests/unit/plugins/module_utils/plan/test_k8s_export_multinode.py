@@ -10,7 +10,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "modules"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "modules"))
 
 import cluster_hosts as ch  # noqa: E402
 from test_k8s_export import BASE, IMAGE, K8S_VERSIONS, KEY, validate_all  # noqa: E402

@@ -8,7 +8,7 @@ import pytest
 from ansible_collections.kunpeng.vllm.plugins.filter.vllm_install_steps import vllm_install_steps
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import installer
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
 import vllm_plans  # noqa: E402
 

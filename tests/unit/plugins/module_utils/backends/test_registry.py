@@ -13,14 +13,14 @@ import yaml
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, compat_matrix, monitoring_plan, reboot_gate
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, monitoring_plan, reboot_gate
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
 
 
 @pytest.mark.parametrize("name", backends.NAMES)
 def test_every_record_has_every_declared_field(name):
-    assert backends.missing_fields(backends.BACKENDS[name]) == [], f"backend {name} in plugins/module_utils/backends.py"
+    assert backends.missing_fields(backends.BACKENDS[name]) == [], f"backend {name} in plugins/module_utils/backends/"
 
 
 def test_missing_fields_names_what_is_missing_and_undeclared():
@@ -41,7 +41,7 @@ def test_nested_records_have_their_keys(name):
     shapes = {"hardware": {"pci_count", "section", "devices", "device", "tool"},
               "visible": {"section", "devices", "id_keys", "variable"},
               "driver": {"role", "fact", "reboot_variable", "reboot_what", "env_file_key", "group_key"},
-              "exporter": {"name", "variable", "job"}}
+              "exporter": {"name", "variable", "job", "port"}}
     for key, shape in shapes.items():
         if record[key] is not None:
             assert set(record[key]) == shape, f"backend {name}: {key}"
@@ -53,8 +53,8 @@ def test_nested_records_have_their_keys(name):
 
 # Every consumer, called once per backend: a record it cannot serve fails with the backend's name.
 CONSUMERS = {
-    "compat_matrix.backend_problem": lambda name: compat_matrix.backend_problem(name, {"summary": {"backend": "cpu"}}),
-    "capacity.visible_devices": lambda name: capacity.visible_devices(name, {}, ""),
+    "backends.problem": lambda name: backends.problem(name, {"summary": {"backend": "cpu"}}),
+    "capacity.visible_devices": lambda name: capacity.visible_devices(backends.field(name, "visible"), {}, ""),
     "reboot_gate.reboot_gate": lambda name: reboot_gate.reboot_gate(name, {"reboot_pending": True}, "h"),
     "monitoring_plan.accelerator_exporter": lambda name: monitoring_plan.accelerator_exporter(name, {}, "auto"),
     "install_state.engine_venv_action": lambda name: [install_state.engine_venv_action(True, True, False, {}, name, method, "1.0")
@@ -73,7 +73,7 @@ def test_every_consumer_serves_every_backend(consumer, name):
 
 @pytest.mark.parametrize("name", backends.NAMES)
 def test_a_device_backend_is_refused_without_its_device(name):
-    problem = compat_matrix.backend_problem(name, {"summary": {"backend": "cpu"}, "pci": {}})
+    problem = backends.problem(name, {"summary": {"backend": "cpu"}, "pci": {}})
     hardware = backends.BACKENDS[name]["hardware"]
     if hardware is None:
         assert problem is None

@@ -10,7 +10,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "modules"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "modules"))
 
 import plan_hosts  # noqa: E402
 
@@ -275,7 +275,7 @@ def test_documented_settings_are_the_renderers():
     for name, spec in documented.items():
         if "default" in spec:
             assert spec["default"] == k8s_export.DEFAULTS[name], name
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
     with open(os.path.join(root, "playbooks", "k8s_export.yml")) as handle:
         play = yaml.safe_load(handle)[0]
     assert sorted(play["vars"]["__k8s_export_options"]) == sorted(k8s_export.DEFAULTS)

@@ -124,7 +124,7 @@ def test_deepseek_v3_fp8_does_not_fit_one_a100_node_and_gets_one_host_fixes():
         "larger devices: 8 with at least 93 GiB each (tensor_parallel_size 8)",
         "more devices: a host with 16 such devices (tensor_parallel_size 16)",
     ]
-    message = cap.misfit_message(model("deepseek-v3"), result, hw(A100_80G_MIB), "cuda")
+    message = cap.misfit_message(model("deepseek-v3"), result, hw(A100_80G_MIB), on_host=False)
     assert "72.0 GiB available" in message and "Cheapest fix: quantised weights: int4" in message
     assert "nodes" not in message.split("Cheapest fix")[1]
 

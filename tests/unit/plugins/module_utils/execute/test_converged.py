@@ -10,7 +10,7 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import conver
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state, model_state
 from ansible_collections.kunpeng.vllm.plugins.module_utils.verify import vllm_http
 
-MODELS_JSON = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "vllm", "models.json")
+MODELS_JSON = os.path.join(os.path.dirname(os.path.dirname(__file__)), "..", "..", "fixtures", "vllm", "models.json")
 
 
 def _write(path, text):

@@ -8,7 +8,7 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_ma
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.engine_args import normalize_engine_args, release_options
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.engine_options import OPTIONS_BY_RELEASE
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "..", "..", "fixtures")
 
 
 def test_every_matrix_release_has_its_options():

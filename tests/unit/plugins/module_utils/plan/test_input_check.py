@@ -17,7 +17,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import input_check
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
 MISSING = "/nonexistent/kunpeng-input-check"
 NL = "abc\nVLLM_LOGGING_LEVEL=DEBUG"
 

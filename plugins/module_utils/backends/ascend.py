@@ -1,0 +1,236 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""The ``ascend`` backend: vllm-ascend on Huawei Ascend NPUs (Atlas series), the ascend role's driver and CANN."""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import json
+from typing import Any, Dict, List, Optional, Tuple
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import version_tuple
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.device import Device, refuse_host_torch
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import ascend_plan, compat_matrix
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.vllm_requirements import COMMON_REQUIREMENTS
+
+# The image label naming the CANN release the image's user space was built for (plan/container.py).
+LABEL_CANN = "io.kunpeng.vllm.cann-version"
+
+# Extended resource and node labels per Atlas series.
+# - huawei.com/Ascend910 (Atlas A2 and A3) and huawei.com/Ascend310P (Atlas 300I Duo): the resource names Huawei's
+#   Ascend Device Plugin (MindCluster, https://gitcode.com/Ascend/mind-cluster component/ascend-device-plugin)
+#   reports to the kubelet; its 310P constant is NPU310PCardName = "huawei.com/Ascend310P".  CCE's NPU add-on
+#   reports the same names.  Virtualised or shared NPUs (vNPU templates, HAMi) use other names
+#   (huawei.com/Ascend310P-memory, huawei.com/Ascend910C, ...): set vllm_k8s_resource_names.
+# - accelerator=huawei-Ascend910 / huawei-Ascend310P: the node label MindCluster's Ascend Device Plugin sets
+#   (MindCluster scheduling guide, "Native Kubernetes Objects", table "Node Labels",
+#   https://www.hiascend.com/document/detail/en/mindcluster/730/clustersched/schedulingug/dlug_api_039.html).
+K8S_RESOURCES: Dict[str, str] = {
+    "A2": "huawei.com/Ascend910",
+    "A3": "huawei.com/Ascend910",
+    "300I Duo": "huawei.com/Ascend310P",
+}
+K8S_NODE_LABELS: Dict[str, Dict[str, str]] = {
+    "A2": {"accelerator": "huawei-Ascend910"},
+    "A3": {"accelerator": "huawei-Ascend910"},
+    "300I Duo": {"accelerator": "huawei-Ascend310P"},
+}
+
+
+def atlas_source(row: Dict[str, Any], series: Optional[str], request: Optional[Dict[str, Any]],
+                 notes: List[str]) -> Optional[Dict[str, Any]]:
+    """Where the host's vllm-ascend comes from (:func:`compat_matrix.atlas_install`), with ``wheelhouse`` set when a
+    build the PyPI wheel cannot replace comes from the operator's wheelhouse; refuses such a series without one."""
+    install = compat_matrix.atlas_install(row, series)
+    if install is None:
+        return None
+    install["wheelhouse"] = False
+    if install["from"] == compat_matrix.SOC_BUILD:
+        if not (request or {}).get("wheelhouse_requirements"):
+            raise CompatError(compat_matrix.build_refusal(row, install))
+        install["wheelhouse"] = True
+        notes.append(f"Atlas {series}: vllm-ascend {row['vllm_ascend']} comes from the wheelhouse "
+                     f"(vllm_wheelhouse_requirements); it must be the build with SOC_VERSION={install['soc_version']}, "
+                     "the PyPI wheel is the A2 build.")
+    return install
+
+
+class Ascend(Device):
+    name = "ascend"
+    record: Dict[str, Any] = {
+        "label": "Ascend NPU",
+        "hardware": {"pci_count": "ascend_count", "section": "ascend", "devices": "devices", "device": "Ascend NPU",
+                     "tool": "npu-smi"},
+        "visible": {"section": "ascend", "devices": "devices", "id_keys": ("logic_id",), "variable": "ASCEND_RT_VISIBLE_DEVICES"},
+        "driver": {"role": "kunpeng.vllm.ascend", "fact": "kunpeng_ascend", "reboot_variable": "ascend_reboot",
+                   "reboot_what": "the new Ascend firmware or driver", "env_file_key": "env_file",
+                   "group_key": "device_group"},
+        "engine_dists": {"wheel": ("vllm-ascend",), "source": ("vllm", "vllm-ascend")},
+        "engine_dist": {"wheel": "vllm-ascend", "source": "vllm-ascend"},
+        # vllm-ascend's installation guide builds vLLM without device code.
+        "target_device": "empty",
+        # /dev/davinci<N> by the davinci driver's class, and the shared nodes Huawei's
+        # container guides pass to a workload (used when kunpeng_ascend names none).
+        "device_nodes": ["/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc", "char-davinci"],
+        "service_environment": {},
+        # MindCluster NPU-Exporter, default port 8082 (Huawei's NPU-Exporter guide).
+        "exporter": {"name": "npu-exporter", "variable": "monitoring_npu_exporter_package", "job": "npu", "port": 8082},
+        "smaller_formats": ["w8a8", "w4a8"],
+        # vLLM without device code, torch, torch-npu, triton-ascend and vllm-ascend (CANN lives outside the venv).
+        "venv_gib": 8,
+        # vllm-ascend pins ray>=2.47.1,<=2.48.0 in requirements-dev.txt and its Dockerfiles (PR #3660, "with
+        # ray>2.48.0, the npu card count is not correct from ray"); the newest release in that range.
+        "ray_version": "2.48.0",
+        # vllm-ascend's guides for DeepSeek-R1/V3.1 W8A8 on two Atlas 800 A2 (8 x 64 GB) nodes
+        # (docs/source/tutorials/models/DeepSeek-R1.md and DeepSeek-V3.1.md "Multi-Node Data Parallel
+        # Deployment", v0.11.0 docs/source/tutorials/multi_node.md) run data parallel 4 x tensor parallel 4 with
+        # --enable-expert-parallel, --data-parallel-size-local 2 and --headless on the second node, on the
+        # multiprocessing executor (no Ray: vllm-ascend issue #3529, "cannot start model with Multi-Node-Ray
+        # EP+PP2*TP8", and #10910, "Ray multi-node PP and DP fails but TP works").  Two replicas per node first
+        # (upstream's layout), then one, then more.
+        "multinode_moe": {
+            "replicas_per_node": [2, 1, 4, 8],
+            # The environment both nodes export in DeepSeek-R1.md (v0.13.0 and later).
+            "env": {"HCCL_BUFFSIZE": "200", "OMP_PROC_BIND": "false", "OMP_NUM_THREADS": "1"},
+        },
+        # vllm-ascend's quick start and installation guide run the image with --device /dev/davinci<N> per
+        # NPU, the three shared nodes below and these driver files (docs.vllm.ai/projects/ascend, v0.13.0
+        # quick_start.html "Setup environment using container"; latest getting_started/installation.html).
+        # The guides mount them read-write; they are read-only here (the engine only reads them).
+        "container": {
+            "per_device": {"podman": {"flag": "--device", "value": "/dev/davinci{index}"},
+                           "docker": {"flag": "--device", "value": "/dev/davinci{index}"}},
+            "devices": ["/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"],
+            "mounts": ["/usr/local/dcmi", "/usr/local/bin/npu-smi", "/usr/local/Ascend/driver/lib64",
+                       "/usr/local/Ascend/driver/version.info", "/etc/ascend_install.info"],
+            # A driver installed for a run user (not --install-for-all) leaves /dev/davinci*, davinci_manager,
+            # devmm_svm and hisi_hdc to its group, mode 0660 (HwHiAiUser:HwHiAiUser in vllm-ascend issue #9490).
+            # vllm-ascend's quick start and installation guide run the container as root and say nothing of
+            # a group; its non-root guide (docs/source/user_guide/deployment_guide/non_root_user.md,
+            # "Permissions Considerations": device access, "verify the user's group membership") and Huawei's
+            # MindEdge container notes (hiascend.com .../mindedge/500/mef/accdecsug/decs_118.html: a non-root
+            # container needs the host's HwHiAiUser UID and GID) name the driver's group without a
+            # --group-add of their own.  So the container joins the group the venv unit joins
+            # (SupplementaryGroups= from kunpeng_ascend.device_group), by its host GID (a name would be
+            # looked up in the image's /etc/group).
+            "group_add": "driver",
+        },
+        "version_variable": "vllm_ascend_version",
+        # vLLM without device code is the first step; the NPU stack comes after it.
+        "source_engine_step": 0,
+        "install_hooks_after": [],
+        # Huawei CANN installation guide, "Installing Dependencies": the toolkit installer needs them.
+        "build_toolchain": "the Ascend CANN toolkit installer needs the build toolchain",
+        "rdma": True,
+        # CANN's process logs (ASCEND_PROCESS_LOG_PATH) go to the cache volume: the root file system is read-only.
+        "cache_env": {"ASCEND_PROCESS_LOG_PATH": "ascend-log"},
+        "runtime_env": {},
+    }
+
+    def series(self, facts: Dict[str, Any]) -> Optional[str]:
+        return compat_matrix.atlas_series(facts)
+
+    def select(self, params: Dict[str, Any], facts: Dict[str, Any], caps: List[str],
+               notes: List[str]) -> Tuple[Dict[str, Any], Dict[str, Any], Optional[Dict[str, Any]]]:
+        series = params["atlas_series"]
+        compat_matrix.check_atlas_series(series)
+        installed = (facts.get("ascend") or {}).get("cann_version")
+        supplied, source = ascend_plan.supplied_cann(params.get("ascend_packages") or {})
+        cann = supplied or installed
+        row = compat_matrix.select_ascend(params["vllm_version"], params["vllm_ascend_version"], cann,
+                                          params["python_version"], params["torch_npu_version"], params["distribution"],
+                                          cann_source=source, atlas_series=series)
+        notes.extend(compat_matrix.check_atlas_series(series, row))
+        atlas = atlas_source(row, series, params.get("request"), notes)
+        if supplied and not (installed and compat_matrix.version_cmp(supplied, installed) == 0):
+            notes.append(f"CANN {supplied} from {source} (installed now: {installed or 'none'}); vllm-ascend "
+                         f"{row['vllm_ascend']} needs CANN {row['cann']}.")
+        elif not facts and not supplied:
+            notes.append(f"No probe facts: CANN not checked; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
+        elif not cann:
+            notes.append(f"CANN is not installed yet; vllm-ascend {row['vllm_ascend']} needs CANN {row['cann']}.")
+        requirements = {"python": row["python_range"], "cann": row["cann"], "atlas_series": series}
+        return row, requirements, atlas
+
+    def engine_version(self, row: Dict[str, Any]) -> str:
+        return row["vllm_ascend"]
+
+    def install_steps(self, row: Dict[str, Any], architecture: Optional[str] = None,
+                      series: Optional[str] = None) -> List[Dict[str, Any]]:
+        """vllm-ascend's installation guide and Dockerfile: vLLM first, without device code and without its own torch
+        pin (the wheel with ``--no-deps``; where a release has no wheel for the architecture pip builds the sdist, and
+        ``VLLM_TARGET_DEVICE=empty`` makes that a build without device code); then what such a vLLM needs at run time
+        (its ``requirements/common.txt``), resolved against the row's torch; then the NPU stack (torch, torch-npu,
+        triton-ascend, vllm-ascend).  One call with ``vllm==V`` and the row's torch cannot resolve: every vLLM wheel
+        pins a newer torch than its vllm-ascend release.  Where vllm-ascend caps a package below what vLLM asks for
+        (vllm-ascend 0.18.0: opencv-python-headless <= 4.11.0.86, vLLM 0.18.0: >= 4.13.0), the last step wins, as in
+        upstream's own image.  On an Atlas ``series`` without triton (300I Duo) the NPU stack leaves triton-ascend out.
+        """
+        step = compat_matrix.step
+        return [
+            step("vllm", [f"vllm=={row['vllm']}"], row, architecture, ["--no-deps"], {"VLLM_TARGET_DEVICE": "empty"}),
+            step("vllm-requirements", [f"torch=={row['torch']}"] + list(COMMON_REQUIREMENTS[row["vllm"]]), row, architecture),
+            step("npu-stack", compat_matrix.ascend_stack(row, series), row, architecture, source_builds=row.get("source_builds")),
+        ]
+
+    def packages(self, row: Dict[str, Any], series: Optional[str] = None) -> List[str]:
+        return [f"vllm=={row['vllm']}"] + compat_matrix.ascend_stack(row, series)
+
+    def wheelhouse_row(self, vllm_version: str, python_version: str) -> Dict[str, Any]:
+        raise CompatError(f"backend {self.name} has no wheelhouse recipe; use cuda or cpu "
+                          "(Ascend packages come with the vendor image)")
+
+    def fp8_mode(self, weight_dtype: Optional[str], caps: List[str]) -> str:
+        if weight_dtype == "fp8":
+            raise CompatError("FP8 weights do not run on Ascend NPUs (Atlas A2/A3 have no FP8); use the BF16 or W8A8 weights "
+                              "(for DeepSeek-V3/R1 the vllm-ascend W8A8 conversions on ModelScope) and set weight_dtype")
+        return "none"
+
+    def engine_args(self, model: Optional[Dict[str, Any]], result: Optional[Dict[str, Any]],
+                    engine_args: Dict[str, Any], hw: Dict[str, Any], notes: List[str]) -> Dict[str, Any]:
+        if not model:
+            return engine_args
+        if result and model["moe"] and engine_args.get("enable_expert_parallel"):
+            if engine_args.get("data_parallel_size"):
+                notes.append(f"Data parallel {engine_args['data_parallel_size']} x tensor parallel "
+                             f"{engine_args['tensor_parallel_size']} with expert parallelism over {hw['nodes']} nodes: "
+                             "vllm-ascend's DeepSeek guides' layout (multiprocessing executor, no Ray).")
+            else:
+                notes.append("vllm-ascend's DeepSeek guides also run MoE models as data parallel attention with expert "
+                             "parallelism (for example data_parallel_size 4, tensor_parallel_size 4 over two 8-card nodes).")
+        if model["weight_dtype"] in ("w8a8", "w4a8"):
+            engine_args["quantization"] = "ascend"
+        return engine_args
+
+    def check_request(self, arch: str, request: Dict[str, Any], has_torch_source: bool) -> None:
+        refuse_host_torch(self.name, request)
+
+    def container_problems(self, labels: Dict[str, str], host: Dict[str, Any]) -> List[str]:
+        cann = labels.get(LABEL_CANN)
+        have = (((host.get("accelerators") or {}).get(self.hardware["section"])) or {}).get("cann_version") or ""
+        # The image carries its CANN user space; the host's driver must be the release line it was built
+        # for (vllm-ascend installation guide: one HDK line per CANN release): major.minor must match.
+        if cann and have and version_tuple(have)[:2] != version_tuple(cann)[:2]:
+            return [f"the image is built for CANN {cann} ({LABEL_CANN}); the host has CANN {have}"]
+        return []
+
+    def network_env(self, interface: str, address: str) -> Dict[str, str]:
+        return {"HCCL_SOCKET_IFNAME": interface, "HCCL_IF_IP": address, "TP_SOCKET_IFNAME": interface}
+
+    def ray_resources(self, count: int) -> List[str]:
+        return ["--resources=" + json.dumps({"NPU": count}, separators=(",", ":"))]
+
+    def ray_env(self) -> Dict[str, str]:
+        # Ray must not set ASCEND_RT_VISIBLE_DEVICES itself: vllm-ascend selects the NPUs.
+        return {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"}
+
+    def k8s_resource(self, plan: Dict[str, Any], overrides: Dict[str, str]) -> Tuple[Optional[str], Dict[str, str]]:
+        key = plan.get("atlas_series")
+        names = dict(K8S_RESOURCES, **(overrides or {}))
+        if key not in names:
+            raise ValueError(f"no device plugin resource is known for the {self.name} plan (Atlas series {key!r}): set "
+                             f"vllm_k8s_resource_names, for example {{'{key}': 'huawei.com/Ascend910'}}")
+        return names[key], dict(K8S_NODE_LABELS.get(key) or {})
