@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the test stages in order, time each, keep going after a failure and
 # close with one summary line "N passed, N failed" (stages and scenarios).
-#   scripts/run-tests.sh all       lint, sanity, unit, core-versions (background), matrix, build,
+#   scripts/run-tests.sh all       lint, sanity, unit, unit:playbooks and core-versions (background), matrix, build,
 #                                  galaxy-importer, molecule
 #   scripts/run-tests.sh molecule  Molecule scenarios only
 # Env: SCENARIOS (amd64), ARM64_SCENARIOS (also run on arm64), BESIDE_SCENARIOS
@@ -86,7 +86,7 @@ molecule_stages() {
   stage promtool env KV_REQUIRE_PROMTOOL=1 python -m pytest -q tests/unit/roles/test_monitoring_rules.py \
     tests/unit/roles/test_monitoring_dashboards.py tests/unit/roles/test_monitoring_collector.py \
     tests/unit/plugins/module_utils/probe/test_accelerator_metrics.py
-  wait_bg_stages core-versions
+  wait_bg_stages "core-versions unit:playbooks"
   # The scenarios without a vLLM server (BESIDE_SCENARIOS: package doubles,
   # mostly apt and file work) run one after the other in the background,
   # beside the first of the others (the base role); the scenarios with vLLM
@@ -109,7 +109,7 @@ molecule_stages() {
   for s in ${SCENARIOS:-}; do
     in_list "$s" "${BESIDE_SCENARIOS:-}" && continue
     stage "$(scenario_name "$s")" scenario_test "$s"
-    if [ "$first" = 1 ]; then wait_bg_stages core-versions; first=0; fi
+    if [ "$first" = 1 ]; then wait_bg_stages "core-versions unit:playbooks"; first=0; fi
   done
   wait_bg_stages
 }
@@ -148,7 +148,11 @@ case "${1:-all}" in
     stage ansible-lint ansible-lint --profile production
     stage ruff ruff check .
     stage sanity bash scripts/sanity.sh
-    stage unit python -m pytest tests/unit -q -n 2
+    # The fast unit tests; the ones that run ansible-playbook (marker
+    # "playbook", registered in pyproject.toml) run in the background from
+    # here, waited for at the end like core-versions.
+    stage unit python -m pytest tests/unit -q -n 2 -m "not playbook"
+    bg_stage unit:playbooks python -m pytest tests/unit -q -n 1 -m playbook
     # Unit and sanity again on the other ansible-core minors meta/runtime.yml
     # claims, each in a venv of its own; in the background from here to the
     # end of the Molecule stages (waited for last).
