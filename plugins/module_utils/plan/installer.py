@@ -4,7 +4,7 @@
 """Which installer runs an install step of the engine virtualenv: uv or pip.
 
 uv installs the same wheels in 0.56x of pip's time with ``--compile-bytecode``
-(README, Performance, "uv vs pip for the engine virtualenv").  It is used only
+(docs/benchmarks/2026-12-02-offline-install.md).  It is used only
 where it installs exactly what pip would, from local files, with no secret on
 its command line:
 
