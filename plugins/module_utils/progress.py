@@ -1,0 +1,149 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""Progress of a long step that runs as an Ansible async job.
+
+A model download, an engine install, a wheelhouse unpack or an image load can
+run for minutes to hours.  The role starts each as an async job and polls it
+with kunpeng.vllm.vllm_progress every few seconds; each poll is one retry line
+in ansible-playbook's output and one runner_retry event in AWX.  These plain
+functions decide what a poll says and whether the step has stalled; the module
+only reads the node (the job's result file, the bytes under a path, the read
+position of a file) and acts on the answer.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import json
+
+# What a poll concludes.
+RUNNING = "running"
+FINISHED = "finished"
+STALLED = "stalled"
+
+_UNITS = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+
+
+def parse_job(text):
+    """The async job's state from its result file (None when there is no file yet).
+
+    async_wrapper writes ``{"started": ..., "finished": false}`` when the job
+    starts and replaces it with the module's result when the job ends; a file
+    that is empty or half written means the job is still running.  Returns
+    ``{"finished": bool, "result": dict}`` (the result only once finished).
+    """
+    if not text or not text.strip():
+        return {"finished": False, "result": {}}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {"finished": False, "result": {}}
+    if not isinstance(data, dict):
+        return {"finished": False, "result": {}}
+    if "started" in data and not data.get("failed"):
+        return {"finished": bool(data.get("finished")), "result": {}}
+    # The module's own result (or the wrapper's "Timeout exceeded" failure).
+    result = dict(data)
+    for key in ("started", "finished", "ansible_job_id", "results_file"):
+        result.pop(key, None)
+    return {"finished": True, "result": result}
+
+
+def fd_position(fdinfo):
+    """The file offset in a /proc/PID/fdinfo/N text, or None."""
+    for line in (fdinfo or "").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "pos":
+            try:
+                return int(value.strip())
+            except ValueError:
+                return None
+    return None
+
+
+def human_bytes(count):
+    """1.5 GiB, 730.0 MiB, 512 B: one decimal from KiB on."""
+    for unit, size in _UNITS:
+        if count >= size:
+            return "%.1f %s" % (count / float(size), unit)
+    return "%d B" % count
+
+
+def human_duration(seconds):
+    """Elapsed time as a person reads it: 45 s, 6 min 50 s, 2 h 05 min."""
+    seconds = int(max(0, seconds))
+    if seconds < 60:
+        return "%d s" % seconds
+    if seconds < 3600:
+        return "%d min %02d s" % (seconds // 60, seconds % 60)
+    return "%d h %02d min" % (seconds // 3600, (seconds % 3600) // 60)
+
+
+def advance(previous, done_bytes, now, started):
+    """The state a poll leaves for the next one.
+
+    ``previous`` is the last state (None on the first poll): ``started`` (when
+    the job began), ``bytes`` (the last count seen) and ``changed_at`` (when it
+    last moved).  A count that cannot be read now (None) keeps the last one and
+    does not count as movement.
+    """
+    if not previous:
+        return {"started": started, "bytes": done_bytes, "changed_at": now}
+    state = dict(previous)
+    if done_bytes is not None and done_bytes != previous.get("bytes"):
+        state["bytes"] = done_bytes
+        state["changed_at"] = now
+    return state
+
+
+def conclude(job_finished, state, done_bytes, now, stall_timeout):
+    """FINISHED, STALLED or RUNNING.
+
+    A step stalls when its byte count was readable now and has not moved for
+    ``stall_timeout`` seconds (0 turns the check off).  A step whose progress
+    cannot be measured (no count) never stalls: the async time limit still ends it.
+    """
+    if job_finished:
+        return FINISHED
+    if stall_timeout and done_bytes is not None and now - state["changed_at"] >= stall_timeout:
+        return STALLED
+    return RUNNING
+
+
+def amount(done_bytes, total_bytes):
+    """'3.2 GiB of 30.0 GiB (10 %)', '3.2 GiB so far' or '' when nothing is measured."""
+    if done_bytes is None:
+        return ""
+    if total_bytes:
+        percent = min(100, int(done_bytes * 100 // total_bytes))
+        return "%s of %s (%d %%)" % (human_bytes(done_bytes), human_bytes(total_bytes), percent)
+    return "%s so far" % human_bytes(done_bytes)
+
+
+def message(conclusion, what, source, done_bytes, total_bytes, state, now, stall_timeout):
+    """The line a poll prints: what runs, from where, how far, for how long."""
+    elapsed = human_duration(now - state["started"])
+    done = amount(done_bytes, total_bytes)
+    if conclusion == STALLED:
+        return ("%s from %s stalled: no new bytes for %s (%s, %s); it was stopped. Check that %s is reachable "
+                "and serving, then run again." % (what, source, human_duration(stall_timeout), done, elapsed, source))
+    if conclusion == FINISHED:
+        return "%s from %s finished after %s" % (what, source, elapsed)
+    if done:
+        return "%s from %s: %s, %s" % (what, source, done, elapsed)
+    return "%s from %s: running, %s" % (what, source, elapsed)
+
+
+def poll(job_text, previous, done_bytes, total_bytes, now, started, what, source, stall_timeout):
+    """One poll: the conclusion, the state for the next poll, the message and the job's result."""
+    job = parse_job(job_text)
+    state = advance(previous, done_bytes, now, started)
+    conclusion = conclude(job["finished"], state, done_bytes, now, stall_timeout)
+    return {
+        "conclusion": conclusion,
+        "state": state,
+        "msg": message(conclusion, what, source, done_bytes, total_bytes, state, now, stall_timeout),
+        "result": job["result"],
+    }

@@ -1,0 +1,100 @@
+"""Long steps report progress and a stalled one stops naming its source (issue 34, point 5).
+
+Runs the vllm role's Hugging Face download (model_download.yml with
+model_fetch_huggingface.yml, now an async job polled by
+kunpeng.vllm.vllm_progress) through ansible-playbook on the controller, with a
+fake ``hf`` in the engine venv: one writes its weights over a few seconds, the
+other writes one chunk and then hangs as a download from a dead mirror does.
+"""
+
+import getpass
+import grp
+import os
+import re
+import stat
+import time
+
+import pytest
+from playbook_run import run_playbook
+
+SLOW = """#!/bin/sh
+# hf download REPO --local-dir DIR: four 1 MiB chunks, one a second.
+dir="$4"
+echo '{}' > "$dir/config.json"
+for i in 1 2 3 4; do
+  head -c 1048576 /dev/zero >> "$dir/model.safetensors"
+  sleep 1
+done
+"""
+
+HANGING = """#!/bin/sh
+dir="$4"
+echo $$ > "%s"
+echo '{}' > "$dir/config.json"
+head -c 1048576 /dev/zero > "$dir/model.safetensors"
+exec sleep 120
+"""
+
+FAILING = """#!/bin/sh
+echo "401 Client Error: Unauthorized for url" >&2
+exit 2
+"""
+
+
+def _run(collections_path, tmp_path, script, stall_timeout):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True, exist_ok=True)
+    hf = venv / "bin" / "hf"
+    hf.write_text(script)
+    hf.chmod(hf.stat().st_mode | stat.S_IXUSR)
+    return run_playbook(collections_path, "vllm_model_progress.yml", {
+        "vllm_model_dir": str(tmp_path / "models" / "m"), "vllm_model_source": "huggingface",
+        "vllm_model_src": "org/model", "vllm_model_revision": "", "vllm_user": getpass.getuser(),
+        "vllm_group": grp.getgrgid(os.getgid()).gr_name, "kunpeng_vllm_plan": {"venv": str(venv)},
+        "vllm_progress_interval": 1, "vllm_progress_stall_timeout": stall_timeout, "vllm_progress_timeout": 300},
+        timeout=120)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the role sets root ownership on the staging directory")
+def test_a_slow_download_reports_bytes_and_elapsed_time(collections_path, tmp_path):
+    (tmp_path / "models").mkdir()
+    proc = _run(collections_path, tmp_path, SLOW, 30)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    lines = re.findall(r"FAILED - RETRYING: \[localhost\]: Wait for the model download.*", proc.stdout)
+    assert lines, proc.stdout[-3000:]
+    progress = re.findall(r'"msg": "model download from Hugging Face org/model: ([0-9.]+ [KMG]iB) so far, (\d+) s"',
+                          proc.stdout)
+    assert progress, proc.stdout[-3000:]
+    assert any(done != "0 B" for done, _ in progress)
+    assert (tmp_path / "models" / "m" / "model.safetensors").stat().st_size == 4 << 20
+    # The wait ends with the download's own result: it changed the staging directory.
+    wait = proc.stdout.split("Wait for the model download and report its progress] ***", 1)[1].split("TASK [", 1)[0]
+    assert wait.rstrip().endswith("changed: [localhost]"), wait
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the role sets root ownership on the staging directory")
+def test_a_stalled_download_is_stopped_and_names_its_source(collections_path, tmp_path):
+    (tmp_path / "models").mkdir()
+    pid_file = tmp_path / "hf.pid"
+    started = time.monotonic()
+    proc = _run(collections_path, tmp_path, HANGING % pid_file, 2)
+    assert proc.returncode != 0
+    assert "model download from Hugging Face org/model stalled: no new bytes for 2 s (1.0 MiB so far" in proc.stdout, \
+        proc.stdout[-3000:]
+    assert time.monotonic() - started < 60, "the stalled download was waited for to its end"
+    pid = int(pid_file.read_text())
+    for _ in range(20):
+        if not os.path.exists(f"/proc/{pid}"):
+            break
+        time.sleep(0.2)
+    assert not os.path.exists(f"/proc/{pid}"), "the stalled download still runs"
+    assert not (tmp_path / "models" / "m").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the role sets root ownership on the staging directory")
+def test_a_failed_download_fails_with_its_own_error(collections_path, tmp_path):
+    (tmp_path / "models").mkdir()
+    proc = _run(collections_path, tmp_path, FAILING, 30)
+    assert proc.returncode != 0
+    assert "401 Client Error: Unauthorized" in proc.stdout, proc.stdout[-3000:]
+    assert not (tmp_path / "models" / "m").exists()
