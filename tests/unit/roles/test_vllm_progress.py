@@ -9,9 +9,12 @@ other writes one chunk and then hangs as a download from a dead mirror does.
 
 import getpass
 import grp
+import hashlib
+import io
 import os
 import re
 import stat
+import tarfile
 import time
 
 import pytest
@@ -98,3 +101,26 @@ def test_a_failed_download_fails_with_its_own_error(collections_path, tmp_path):
     assert proc.returncode != 0
     assert "401 Client Error: Unauthorized" in proc.stdout, proc.stdout[-3000:]
     assert not (tmp_path / "models" / "m").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the role sets root ownership on the staging directory")
+def test_an_archive_download_is_waited_for_and_unpacked(collections_path, tmp_path):
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w") as tar:
+        for name, body in (("config.json", b"{}\n"), ("model.safetensors", b"w" * 4096)):
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    archive = tmp_path / "m.tar"
+    archive.write_bytes(data.getvalue())
+    (tmp_path / "models").mkdir()
+    proc = run_playbook(collections_path, "vllm_model_progress.yml", {
+        "fetch_file": "model_fetch_url.yml", "vllm_model_name": "m", "vllm_cache_dir": str(tmp_path / "cache"),
+        "vllm_model_dir": str(tmp_path / "models" / "m"), "vllm_model_source": "url",
+        "vllm_model_src": archive.as_uri(), "vllm_model_sha256": hashlib.sha256(data.getvalue()).hexdigest(),
+        "vllm_model_revision": "", "vllm_user": getpass.getuser(), "vllm_group": grp.getgrgid(os.getgid()).gr_name,
+        "vllm_progress_interval": 1}, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    wait = proc.stdout.split("Wait for the model archive download and report its progress] ***", 1)[1]
+    assert wait.split("TASK [", 1)[0].rstrip().endswith("changed: [localhost]"), wait[:2000]
+    assert (tmp_path / "models" / "m" / "model.safetensors").read_bytes() == b"w" * 4096
