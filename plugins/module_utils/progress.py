@@ -67,18 +67,18 @@ def human_bytes(count):
     """1.5 GiB, 730.0 MiB, 512 B: one decimal from KiB on."""
     for unit, size in _UNITS:
         if count >= size:
-            return "%.1f %s" % (count / float(size), unit)
-    return "%d B" % count
+            return f"{count / float(size):.1f} {unit}"
+    return f"{count} B"
 
 
 def human_duration(seconds):
     """Elapsed time as a person reads it: 45 s, 6 min 50 s, 2 h 05 min."""
     seconds = int(max(0, seconds))
     if seconds < 60:
-        return "%d s" % seconds
+        return f"{seconds} s"
     if seconds < 3600:
-        return "%d min %02d s" % (seconds // 60, seconds % 60)
-    return "%d h %02d min" % (seconds // 3600, (seconds % 3600) // 60)
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {(seconds % 3600) // 60:02d} min"
 
 
 def advance(previous, done_bytes, now, started):
@@ -118,8 +118,8 @@ def amount(done_bytes, total_bytes):
         return ""
     if total_bytes:
         percent = min(100, int(done_bytes * 100 // total_bytes))
-        return "%s of %s (%d %%)" % (human_bytes(done_bytes), human_bytes(total_bytes), percent)
-    return "%s so far" % human_bytes(done_bytes)
+        return f"{human_bytes(done_bytes)} of {human_bytes(total_bytes)} ({percent} %)"
+    return f"{human_bytes(done_bytes)} so far"
 
 
 def message(conclusion, what, source, done_bytes, total_bytes, state, now, stall_timeout):
@@ -127,13 +127,13 @@ def message(conclusion, what, source, done_bytes, total_bytes, state, now, stall
     elapsed = human_duration(now - state["started"])
     done = amount(done_bytes, total_bytes)
     if conclusion == STALLED:
-        return ("%s from %s stalled: no new bytes for %s (%s, %s); it was stopped. Check that %s is reachable "
-                "and serving, then run again." % (what, source, human_duration(stall_timeout), done, elapsed, source))
+        return (f"{what} from {source} stalled: no new bytes for {human_duration(stall_timeout)} ({done}, {elapsed}); "
+                f"it was stopped. Check that {source} is reachable and serving, then run again.")
     if conclusion == FINISHED:
-        return "%s from %s finished after %s" % (what, source, elapsed)
+        return f"{what} from {source} finished after {elapsed}"
     if done:
-        return "%s from %s: %s, %s" % (what, source, done, elapsed)
-    return "%s from %s: running, %s" % (what, source, elapsed)
+        return f"{what} from {source}: {done}, {elapsed}"
+    return f"{what} from {source}: running, {elapsed}"
 
 
 def poll(job_text, previous, done_bytes, total_bytes, now, started, what, source, stall_timeout):

@@ -160,7 +160,7 @@ def read_position(path):
     target = os.path.realpath(path)
     best = None
     for pid in filter(str.isdigit, os.listdir("/proc")):
-        fd_dir = "/proc/%s/fd" % pid
+        fd_dir = f"/proc/{pid}/fd"
         try:
             fds = os.listdir(fd_dir)
         except OSError:
@@ -169,7 +169,7 @@ def read_position(path):
             try:
                 if os.readlink(os.path.join(fd_dir, fd)) != target:
                     continue
-                with open("/proc/%s/fdinfo/%s" % (pid, fd)) as handle:
+                with open(f"/proc/{pid}/fdinfo/{fd}") as handle:
                     pos = progress.fd_position(handle.read())
             except OSError:
                 continue
@@ -183,7 +183,7 @@ def stop_job(jid):
     prefix = jid.split(".", 1)[0]
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            with open("/proc/%s/cmdline" % pid, "rb") as handle:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
                 argv = handle.read().decode("utf-8", "replace").split("\0")
         except OSError:
             continue
@@ -225,7 +225,7 @@ def main():
     state_path = job_path + ".progress"
     job_text = _read(job_path)
     if job_text is None:
-        module.fail_json(msg="vllm_progress: no async job %s in %s" % (params["jid"], params["async_dir"]),
+        module.fail_json(msg="vllm_progress: no async job {} in {}".format(params["jid"], params["async_dir"]),
                          finished=True)
     now = time.time()
     total = params["total_bytes"]
