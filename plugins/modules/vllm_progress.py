@@ -23,7 +23,7 @@ description:
     message that names O(source).
   - Once the job has finished, returns the job's own result (its C(changed), C(rc), C(stdout), C(stderr), C(failed)) and
     removes the job's files.
-  - The decisions are in C(plugins/module_utils/progress.py); the action plugin of the same name passes the async
+  - The decisions are in C(plugins/module_utils/execute/progress.py); the action plugin of the same name passes the async
     directory.
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
@@ -133,7 +133,7 @@ import signal  # noqa: E402
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import progress  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import progress  # noqa: E402
 
 
 def tree_bytes(paths):

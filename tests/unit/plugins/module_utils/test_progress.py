@@ -1,4 +1,4 @@
-"""What one poll of a long step says and concludes (plugins/module_utils/progress.py).
+"""What one poll of a long step says and concludes (plugins/module_utils/execute/progress.py).
 
 The job texts are what async_wrapper writes: the "started" record while the job
 runs, the module's result once it ends, its own failure when the time limit
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import progress
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import progress
 
 RUNNING_JOB = json.dumps({"started": True, "finished": False, "ansible_job_id": "j1.7"})
 DONE_JOB = json.dumps({"changed": True, "rc": 0, "stdout": "", "stderr": "", "cmd": ["hf", "download"],
