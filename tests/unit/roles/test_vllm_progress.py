@@ -124,3 +124,23 @@ def test_an_archive_download_is_waited_for_and_unpacked(collections_path, tmp_pa
     wait = proc.stdout.split("Wait for the model archive download and report its progress] ***", 1)[1]
     assert wait.split("TASK [", 1)[0].rstrip().endswith("changed: [localhost]"), wait[:2000]
     assert (tmp_path / "models" / "m" / "model.safetensors").read_bytes() == b"w" * 4096
+
+
+READER = """
+import sys, time
+with open(sys.argv[1], "rb") as archive:
+    while archive.read(1 << 20):
+        time.sleep(0.5)
+"""
+
+
+def test_an_image_load_reports_how_far_the_archive_is_read(collections_path, tmp_path):
+    archive = tmp_path / "vllm-image.tar"
+    archive.write_bytes(b"\0" * (6 << 20))
+    proc = run_playbook(collections_path, "progress_reading.yml", {"archive": str(archive), "reader": READER},
+                        timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    read = re.findall(rf'"msg": "image load from {re.escape(str(archive))}: ([0-9.]+) MiB of 6.0 MiB \((\d+) %\), '
+                      r'\d+ s"', proc.stdout)
+    assert read, proc.stdout[-3000:]
+    assert any(0 < float(done) < 6 for done, _ in read), read
