@@ -19,8 +19,9 @@ description:
     from where, bytes done of the total where known, elapsed time), and one C(runner_retry) event in AWX.
   - Progress is measured as the bytes under O(watch) (a download or install destination) or as how far a process has
     read O(reading) (an archive being loaded or unpacked), out of O(total_bytes) or the size of O(reading).
-  - When the count has not moved for O(stall_timeout) seconds, the job's processes are stopped and the task fails with a
-    message that names O(source).
+  - When neither that count nor the bytes the job's processes read and write (a download into a temporary folder, a
+    resolver talking to an index) have moved for O(stall_timeout) seconds, the job's processes are stopped and the task
+    fails with a message that names O(source).
   - Once the job has finished, returns the job's own result (its C(changed), C(rc), C(stdout), C(stderr), C(failed)) and
     removes the job's files.
   - The decisions are in C(plugins/module_utils/execute/progress.py); the action plugin of the same name passes the async
@@ -178,22 +179,44 @@ def read_position(path):
     return best
 
 
-def stop_job(jid):
-    """Stop the job's process group (the module and what it started) that async_wrapper made for ``jid``."""
+def job_groups(jid):
+    """The process groups async_wrapper made for ``jid`` (the module it runs and what that started)."""
     prefix = jid.split(".", 1)[0]
+    groups = set()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as handle:
                 argv = handle.read().decode("utf-8", "replace").split("\0")
+            wrapper = [i for i, arg in enumerate(argv) if arg.endswith("async_wrapper.py")]
+            # The watcher leads no group of its own; the module's child leads the group it kills on timeout.
+            if wrapper and argv[wrapper[0] + 1:wrapper[0] + 2] == [prefix] and os.getpgid(int(pid)) == int(pid):
+                groups.add(int(pid))
         except OSError:
             continue
-        wrapper = [i for i, arg in enumerate(argv) if arg.endswith("async_wrapper.py")]
-        if not wrapper or argv[wrapper[0] + 1:wrapper[0] + 2] != [prefix]:
-            continue
+    return groups
+
+
+def job_io(groups):
+    """Bytes the processes of ``groups`` have read and written (sockets and pipes too), or None."""
+    total, seen = 0, False
+    for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            # The watcher leads no group of its own; the module's child leads the group it killed on timeout.
-            if os.getpgid(int(pid)) == int(pid):
-                os.killpg(int(pid), signal.SIGTERM)
+            if os.getpgid(int(pid)) not in groups:
+                continue
+            with open(f"/proc/{pid}/io") as handle:
+                fields = dict(line.split(":", 1) for line in handle.read().splitlines() if ":" in line)
+            total += int(fields["rchar"]) + int(fields["wchar"])
+            seen = True
+        except (OSError, KeyError, ValueError):
+            continue
+    return total if seen else None
+
+
+def stop_job(groups):
+    """Stop the job's processes."""
+    for group in groups:
+        try:
+            os.killpg(group, signal.SIGTERM)
         except OSError:
             pass
 
@@ -235,10 +258,11 @@ def main():
             total = os.path.getsize(params["reading"])
     else:
         done = tree_bytes(params["watch"])
+    groups = job_groups(params["jid"])
     previous_text = _read(state_path)
     previous = json.loads(previous_text) if previous_text else None
-    polled = progress.poll(job_text, previous, done, total, now, os.path.getmtime(job_path), params["what"],
-                           params["source"], params["stall_timeout"])
+    polled = progress.poll(job_text, previous, done, job_io(groups), total, now, os.path.getmtime(job_path),
+                           params["what"], params["source"], params["stall_timeout"])
     state = polled["state"]
     report = dict(msg=polled["msg"], done_bytes=done, total_bytes=total, elapsed=int(now - state["started"]),
                   stalled=polled["conclusion"] == progress.STALLED, changed=False)
@@ -247,7 +271,7 @@ def main():
             json.dump(state, handle)
         module.exit_json(finished=False, **report)
     if polled["conclusion"] == progress.STALLED:
-        stop_job(params["jid"])
+        stop_job(groups)
     for path in (job_path, state_path):
         if os.path.exists(path):
             os.unlink(path)

@@ -81,33 +81,40 @@ def human_duration(seconds):
     return f"{seconds // 3600} h {(seconds % 3600) // 60:02d} min"
 
 
-def advance(previous, done_bytes, now, started):
+def advance(previous, activity, now, started):
     """The state a poll leaves for the next one.
 
-    ``previous`` is the last state (None on the first poll): ``started`` (when
-    the job began), ``bytes`` (the last count seen) and ``changed_at`` (when it
-    last moved).  A count that cannot be read now (None) keeps the last one and
-    does not count as movement.
+    ``activity`` is what the poll measured, a list of counters that move while
+    the step works: the bytes under its destination (or its read position) and
+    the bytes its processes read and wrote (a download into a temporary folder,
+    a resolver talking to an index).  A counter that cannot be read now is
+    None.  ``previous`` is the last state (None on the first poll):
+    ``started`` (when the job began), ``activity`` (the last value seen of
+    each counter) and ``changed_at`` (when one last moved).  An unreadable
+    counter keeps its last value and is not movement.
     """
     if not previous:
-        return {"started": started, "bytes": done_bytes, "changed_at": now}
+        return {"started": started, "activity": list(activity), "changed_at": now}
     state = dict(previous)
-    if done_bytes is not None and done_bytes != previous.get("bytes"):
-        state["bytes"] = done_bytes
+    last = list(previous.get("activity") or [None] * len(activity))
+    if any(now_value is not None and now_value != was for was, now_value in zip(last, activity)):
         state["changed_at"] = now
+    state["activity"] = [was if now_value is None else now_value for was, now_value in zip(last, activity)]
     return state
 
 
-def conclude(job_finished, state, done_bytes, now, stall_timeout):
+def conclude(job_finished, state, activity, now, stall_timeout):
     """FINISHED, STALLED or RUNNING.
 
-    A step stalls when its byte count was readable now and has not moved for
-    ``stall_timeout`` seconds (0 turns the check off).  A step whose progress
-    cannot be measured (no count) never stalls: the async time limit still ends it.
+    A step stalls when one of its counters was readable now and none has
+    moved for ``stall_timeout`` seconds (0 turns the check off).  A step of
+    which nothing can be measured never stalls: the async time limit still
+    ends it.
     """
     if job_finished:
         return FINISHED
-    if stall_timeout and done_bytes is not None and now - state["changed_at"] >= stall_timeout:
+    measured = any(value is not None for value in activity)
+    if stall_timeout and measured and now - state["changed_at"] >= stall_timeout:
         return STALLED
     return RUNNING
 
@@ -136,11 +143,16 @@ def message(conclusion, what, source, done_bytes, total_bytes, state, now, stall
     return f"{what} from {source}: running, {elapsed}"
 
 
-def poll(job_text, previous, done_bytes, total_bytes, now, started, what, source, stall_timeout):
-    """One poll: the conclusion, the state for the next poll, the message and the job's result."""
+def poll(job_text, previous, done_bytes, io_bytes, total_bytes, now, started, what, source, stall_timeout):
+    """One poll: the conclusion, the state for the next poll, the message and the job's result.
+
+    ``done_bytes`` is what the message shows; it and ``io_bytes`` (the job's
+    processes' reads and writes) together tell movement.
+    """
     job = parse_job(job_text)
-    state = advance(previous, done_bytes, now, started)
-    conclusion = conclude(job["finished"], state, done_bytes, now, stall_timeout)
+    activity = [done_bytes, io_bytes]
+    state = advance(previous, activity, now, started)
+    conclusion = conclude(job["finished"], state, activity, now, stall_timeout)
     return {
         "conclusion": conclusion,
         "state": state,

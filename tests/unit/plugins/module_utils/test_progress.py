@@ -56,33 +56,43 @@ def test_human_duration(seconds, text):
     assert progress.human_duration(seconds) == text
 
 
-# previous state, bytes now, now -> state left for the next poll (started = 100)
-@pytest.mark.parametrize("previous, done, now, state", [
-    (None, 0, 110, {"started": 100, "bytes": 0, "changed_at": 110}),
-    (None, None, 110, {"started": 100, "bytes": None, "changed_at": 110}),
-    ({"started": 100, "bytes": 5, "changed_at": 110}, 9, 125, {"started": 100, "bytes": 9, "changed_at": 125}),
+# previous state, activity now ([bytes done, job I/O]), now -> state left for the next poll (started = 100)
+@pytest.mark.parametrize("previous, activity, now, state", [
+    (None, [0, 50], 110, {"started": 100, "activity": [0, 50], "changed_at": 110}),
+    (None, [None, None], 110, {"started": 100, "activity": [None, None], "changed_at": 110}),
+    ({"started": 100, "activity": [5, 50], "changed_at": 110}, [9, 50], 125,
+     {"started": 100, "activity": [9, 50], "changed_at": 125}),
+    # Nothing written to the destination, but the job reads from the network: movement.
+    ({"started": 100, "activity": [5, 50], "changed_at": 110}, [5, 80], 125,
+     {"started": 100, "activity": [5, 80], "changed_at": 125}),
     # No movement: the last change time stays.
-    ({"started": 100, "bytes": 5, "changed_at": 110}, 5, 125, {"started": 100, "bytes": 5, "changed_at": 110}),
-    # Unreadable now: the last count and time stay.
-    ({"started": 100, "bytes": 5, "changed_at": 110}, None, 125, {"started": 100, "bytes": 5, "changed_at": 110}),
-    # A shrinking count (a temporary file renamed away) is movement too.
-    ({"started": 100, "bytes": 9, "changed_at": 110}, 4, 125, {"started": 100, "bytes": 4, "changed_at": 125}),
+    ({"started": 100, "activity": [5, 50], "changed_at": 110}, [5, 50], 125,
+     {"started": 100, "activity": [5, 50], "changed_at": 110}),
+    # Unreadable now: the last values and time stay.
+    ({"started": 100, "activity": [5, 50], "changed_at": 110}, [None, None], 125,
+     {"started": 100, "activity": [5, 50], "changed_at": 110}),
+    ({"started": 100, "activity": [5, 50], "changed_at": 110}, [None, 50], 125,
+     {"started": 100, "activity": [5, 50], "changed_at": 110}),
+    # A shrinking count (a temporary file renamed away, a process that ended) is movement too.
+    ({"started": 100, "activity": [9, 50], "changed_at": 110}, [4, 50], 125,
+     {"started": 100, "activity": [4, 50], "changed_at": 125}),
 ])
-def test_advance(previous, done, now, state):
-    assert progress.advance(previous, done, now, 100) == state
+def test_advance(previous, activity, now, state):
+    assert progress.advance(previous, activity, now, 100) == state
 
 
-@pytest.mark.parametrize("finished, changed_at, done, now, stall_timeout, conclusion", [
-    (True, 0, 5, 10_000, 600, progress.FINISHED),
-    (False, 100, 5, 699, 600, progress.RUNNING),
-    (False, 100, 5, 700, 600, progress.STALLED),
-    (False, 100, 5, 10_000, 0, progress.RUNNING),  # 0: never stopped
-    (False, 100, None, 10_000, 600, progress.RUNNING),  # nothing measured: no stall verdict
-    (True, 100, 5, 10_000, 600, progress.FINISHED),  # a job that ended is not stalled
+@pytest.mark.parametrize("finished, changed_at, activity, now, stall_timeout, conclusion", [
+    (True, 0, [5, 5], 10_000, 600, progress.FINISHED),
+    (False, 100, [5, 5], 699, 600, progress.RUNNING),
+    (False, 100, [5, 5], 700, 600, progress.STALLED),
+    (False, 100, [None, 5], 700, 600, progress.STALLED),  # only the job's I/O is readable
+    (False, 100, [5, 5], 10_000, 0, progress.RUNNING),  # 0: never stopped
+    (False, 100, [None, None], 10_000, 600, progress.RUNNING),  # nothing measured: no stall verdict
+    (True, 100, [5, 5], 10_000, 600, progress.FINISHED),  # a job that ended is not stalled
 ])
-def test_conclude(finished, changed_at, done, now, stall_timeout, conclusion):
-    state = {"started": 0, "bytes": done, "changed_at": changed_at}
-    assert progress.conclude(finished, state, done, now, stall_timeout) == conclusion
+def test_conclude(finished, changed_at, activity, now, stall_timeout, conclusion):
+    state = {"started": 0, "activity": activity, "changed_at": changed_at}
+    assert progress.conclude(finished, state, activity, now, stall_timeout) == conclusion
 
 
 @pytest.mark.parametrize("conclusion, done, total, msg", [
@@ -97,18 +107,20 @@ def test_conclude(finished, changed_at, done, now, stall_timeout, conclusion):
      "it was stopped. Check that Hugging Face org/m is reachable and serving, then run again."),
 ])
 def test_message(conclusion, done, total, msg):
-    state = {"started": 1000, "bytes": done, "changed_at": 1000}
+    state = {"started": 1000, "activity": [done, None], "changed_at": 1000}
     assert progress.message(conclusion, "model download", "Hugging Face org/m", done, total, state, 1410, 600) == msg
 
 
 def test_poll_carries_the_state_from_one_poll_to_the_next():
     args = dict(total_bytes=0, started=100, what="image load", source="/srv/vllm.tar", stall_timeout=60)
-    first = progress.poll(RUNNING_JOB, None, 10, now=110, **args)
+    first = progress.poll(RUNNING_JOB, None, 10, 7, now=110, **args)
     assert first["conclusion"] == progress.RUNNING and first["result"] == {}
-    second = progress.poll(RUNNING_JOB, first["state"], 10, now=169, **args)
+    second = progress.poll(RUNNING_JOB, first["state"], 10, 7, now=169, **args)
     assert second["conclusion"] == progress.RUNNING
-    third = progress.poll(RUNNING_JOB, second["state"], 10, now=170, **args)
+    third = progress.poll(RUNNING_JOB, second["state"], 10, 7, now=170, **args)
     assert third["conclusion"] == progress.STALLED
     assert third["msg"].startswith("image load from /srv/vllm.tar stalled: no new bytes for 1 min 00 s (10 B so far")
-    done = progress.poll(DONE_JOB, second["state"], 10, now=170, **args)
+    busy = progress.poll(RUNNING_JOB, second["state"], 10, 900, now=170, **args)
+    assert busy["conclusion"] == progress.RUNNING and busy["msg"] == "image load from /srv/vllm.tar: 10 B so far, 1 min 10 s"
+    done = progress.poll(DONE_JOB, second["state"], 10, 7, now=170, **args)
     assert done["conclusion"] == progress.FINISHED and done["result"]["rc"] == 0
