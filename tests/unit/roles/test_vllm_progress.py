@@ -173,3 +173,29 @@ def test_the_wheelhouse_unpack_is_waited_for_and_a_rerun_starts_nothing(collecti
     proc = run_playbook(collections_path, "vllm_wheelhouse_push.yml", extra)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert re.search(r"localhost +: ok=\d+ +changed=0 ", proc.stdout), proc.stdout[-1500:]
+
+
+UV_INSTALL = """
+for i in 1 2 3; do head -c 1048576 /dev/zero > "$VENV/lib/part$i"; sleep 1; done
+echo 'Installed 3 packages in 3.1s' >&2
+"""
+UV_NOTHING = "echo 'Audited 3 packages in 5ms' >&2"
+
+
+def test_an_engine_install_reports_the_virtualenv_growing_and_uv_decides_the_change(collections_path, tmp_path):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "lib").mkdir()
+    (venv / "bin" / "python").write_text("")  # the virtualenv exists: nothing creates it
+    extra = {"kunpeng_vllm_plan": {"venv": str(venv)}, "vllm_python": "python3", "vllm_progress_interval": 1}
+    proc = run_playbook(collections_path, "vllm_install_step.yml",
+                        dict(extra, argv=["sh", "-c", UV_INSTALL.replace("$VENV", str(venv))]), timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert re.search(r'"msg": "engine install \(engine\) from the wheels in /opt/vllm/wheelhouse: [0-9.]+ MiB so far, '
+                     r'\d+ s"', proc.stdout), proc.stdout[-3000:]
+    wait = re.split(r"\n(?:TASK|RUNNING HANDLER) \[", proc.stdout.split("Wait for uv and report the install's progress] ***", 1)[1])[0]
+    assert wait.rstrip().endswith("changed: [localhost]"), wait
+
+    proc = run_playbook(collections_path, "vllm_install_step.yml", dict(extra, argv=["sh", "-c", UV_NOTHING]))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert re.search(r"localhost +: ok=\d+ +changed=0 ", proc.stdout), proc.stdout[-1500:]
