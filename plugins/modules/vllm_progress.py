@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: vllm_progress
 short_description: Report the progress of a long async step and stop it when it stalls
-version_added: "0.4.0"
+version_added: "0.3.0"
 description:
   - A model download, an engine install, a wheelhouse unpack or an image load runs as an async job (C(async), C(poll=0)).
     This module polls it once; run it in an C(until) loop with a C(delay) of at most 30 seconds. Each poll that finds
