@@ -122,10 +122,11 @@ stalled:
   description: Whether the step was stopped because its bytes did not move for O(stall_timeout) seconds.
   returned: always
   type: bool
-job:
-  description: The job's own result (the module the async task ran) once it finished.
-  returned: when finished
-  type: dict
+rc:
+  description: Once the job has finished, the job's own result (the module the async task ran) is the task's result,
+    with these keys added; for a command that is its C(rc), C(stdout), C(stderr), C(changed) and C(failed).
+  returned: when the job ran a command and finished
+  type: int
 """
 
 import json  # noqa: E402
