@@ -157,29 +157,6 @@ def tree_bytes(paths):
     return total if seen else None
 
 
-def read_position(path):
-    """How far a process has read ``path`` (the largest offset of any open descriptor on it), or None."""
-    target = os.path.realpath(path)
-    best = None
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        fd_dir = f"/proc/{pid}/fd"
-        try:
-            fds = os.listdir(fd_dir)
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(os.path.join(fd_dir, fd)) != target:
-                    continue
-                with open(f"/proc/{pid}/fdinfo/{fd}") as handle:
-                    pos = progress.fd_position(handle.read())
-            except OSError:
-                continue
-            if pos is not None and (best is None or pos > best):
-                best = pos
-    return best
-
-
 def job_groups(jid):
     """The process groups async_wrapper made for ``jid`` (the module it runs and what that started)."""
     prefix = jid.split(".", 1)[0]
@@ -254,7 +231,7 @@ def main():
     now = time.time()
     total = params["total_bytes"]
     if params["reading"]:
-        done = read_position(params["reading"])
+        done = progress.read_position(params["reading"])
         if not total and os.path.exists(params["reading"]):
             total = os.path.getsize(params["reading"])
     else:

@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 import json
+import os
 
 # What a poll concludes.
 RUNNING = "running"
@@ -61,6 +62,34 @@ def fd_position(fdinfo):
             except ValueError:
                 return None
     return None
+
+
+def read_position(path):
+    """How far a process has read ``path`` (the largest offset of any open descriptor on it), or None.
+
+    Linux /proc only (the node, a Linux controller); None where there is no /proc.
+    """
+    target = os.path.realpath(path)
+    best = None
+    if not os.path.isdir("/proc"):
+        return None
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        fd_dir = f"/proc/{pid}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(os.path.join(fd_dir, fd)) != target:
+                    continue
+                with open(f"/proc/{pid}/fdinfo/{fd}") as handle:
+                    pos = fd_position(handle.read())
+            except OSError:
+                continue
+            if pos is not None and (best is None or pos > best):
+                best = pos
+    return best
 
 
 def human_bytes(count):

@@ -199,3 +199,16 @@ def test_an_engine_install_reports_the_virtualenv_growing_and_uv_decides_the_cha
     proc = run_playbook(collections_path, "vllm_install_step.yml", dict(extra, argv=["sh", "-c", UV_NOTHING]))
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert re.search(r"localhost +: ok=\d+ +changed=0 ", proc.stdout), proc.stdout[-1500:]
+
+
+def test_a_copy_from_the_controller_reports_how_far_it_has_read(collections_path, tmp_path):
+    src, dest = tmp_path / "vllm-image.tar", tmp_path / "node" / "vllm-image.tar"
+    src.write_bytes(os.urandom(6 << 20))
+    dest.parent.mkdir()
+    proc = run_playbook(collections_path, "progress_copy.yml", {"src": str(src), "dest": str(dest)}, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    lines = re.findall(rf"\[localhost\] Push the image archive to the node: image archive push from {re.escape(str(src))}:"
+                       r" ([0-9.]+) MiB of 6.0 MiB \(\d+ %\), \d+ s \(vllm-image.tar\)", proc.stdout)
+    assert any(0 < float(done) < 6 for done in lines), proc.stdout[-3000:]
+    assert dest.read_bytes() == src.read_bytes()
+    assert "changed: [localhost]" in proc.stdout

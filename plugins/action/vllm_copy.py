@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""Controller side of kunpeng.vllm.vllm_copy: ansible.builtin.copy that reports its progress.
+
+A copy from the controller (a model folder, a wheelhouse or image archive of
+tens of GB) is one synchronous transfer through the connection: it cannot run
+as an async job, so no later task can poll it.  This action is the copy action
+itself; while it works on a file (checksum, transfer, the remote copy module)
+a thread prints, every ``progress_interval`` seconds, how far the file has
+been read on the controller (the worker's own read or the sftp/scp process it
+started) of the bytes to copy, and the elapsed time.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from ansible.plugins.action.copy import ActionModule as CopyAction
+from ansible.utils.display import Display
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import progress
+
+display = Display()
+
+
+def _tree_bytes(path):
+    if not os.path.isdir(path):
+        return os.path.getsize(path)
+    return sum(os.lstat(os.path.join(root, name)).st_size for root, _dirs, files in os.walk(path) for name in files)
+
+
+class ActionModule(CopyAction):
+    """ansible.builtin.copy with a progress line every ``progress_interval`` seconds."""
+
+    def run(self, tmp=None, task_vars=None):
+        args = self._task.args
+        self._what = args.pop("what")
+        self._source = args.pop("source", None) or args.get("src")
+        self._interval = int(args.pop("progress_interval", 15))
+        self._started = time.time()
+        self._done = 0
+        try:
+            self._total = _tree_bytes(self._find_needle("files", args["src"]))
+        except Exception:  # noqa: BLE001 - the copy action reports a missing source itself
+            self._total = 0
+        return super().run(tmp, task_vars)
+
+    def _copy_file(self, source_full, source_rel, content, content_tempfile, dest, task_vars, follow):
+        stop = threading.Event()
+        state = {"started": self._started}
+        host = (task_vars or {}).get("inventory_hostname", "")
+        read = [0]
+
+        def report():
+            while not stop.wait(self._interval):
+                # Between two reads of the file (checksum, transfer) nobody reads it: the last position stands.
+                position = progress.read_position(source_full)
+                read[0] = read[0] if position is None else position
+                line = progress.message(progress.RUNNING, self._what, self._source, self._done + read[0], self._total,
+                                        state, time.time(), 0)
+                display.display(f"[{host}] {self._task.get_name()}: {line} ({source_rel})")
+
+        ticker = threading.Thread(target=report, name="vllm_copy-progress", daemon=True)
+        ticker.start()
+        try:
+            return super()._copy_file(source_full, source_rel, content, content_tempfile, dest, task_vars, follow)
+        finally:
+            stop.set()
+            ticker.join()
+            try:
+                self._done += os.path.getsize(source_full)
+            except OSError:
+                pass
