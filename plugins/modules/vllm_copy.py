@@ -54,6 +54,14 @@ options:
     description: Seconds between two progress lines.
     type: int
     default: 15
+  stall_timeout:
+    description:
+      - Seconds the read position of a file being sent may stay still; then the process that sends it (the
+        connection's C(sftp) or C(scp)) is stopped and the task fails with a message that names O(source). C(0) never
+        stops it.
+      - A read inside the worker itself (the local connection, the checksum) is reported but cannot be stopped.
+    type: int
+    default: 600
 attributes:
   action:
     description: Runs an action plugin of the same name on the controller.
@@ -102,6 +110,7 @@ def main():
             what=dict(type="str", required=True),
             source=dict(type="str"),
             progress_interval=dict(type="int", default=15),
+            stall_timeout=dict(type="int", default=600),
         ),
         supports_check_mode=True,
     )

@@ -64,15 +64,15 @@ def fd_position(fdinfo):
     return None
 
 
-def read_position(path):
-    """How far a process has read ``path`` (the largest offset of any open descriptor on it), or None.
+def readers(path):
+    """``{pid: offset}`` of the processes that have ``path`` open (the largest offset of each), from /proc.
 
-    Linux /proc only (the node, a Linux controller); None where there is no /proc.
+    Linux only (the node, a Linux controller); empty where there is no /proc.
     """
     target = os.path.realpath(path)
-    best = None
+    found = {}
     if not os.path.isdir("/proc"):
-        return None
+        return found
     for pid in filter(str.isdigit, os.listdir("/proc")):
         fd_dir = f"/proc/{pid}/fd"
         try:
@@ -87,9 +87,14 @@ def read_position(path):
                     pos = fd_position(handle.read())
             except OSError:
                 continue
-            if pos is not None and (best is None or pos > best):
-                best = pos
-    return best
+            if pos is not None:
+                found[int(pid)] = max(pos, found.get(int(pid), 0))
+    return found
+
+
+def read_position(path):
+    """How far a process has read ``path`` (the largest offset of any reader), or None when none has it open."""
+    return max(readers(path).values(), default=None)
 
 
 def human_bytes(count):

@@ -212,3 +212,18 @@ def test_a_copy_from_the_controller_reports_how_far_it_has_read(collections_path
     assert any(0 < float(done) < 6 for done in lines), proc.stdout[-3000:]
     assert dest.read_bytes() == src.read_bytes()
     assert "changed: [localhost]" in proc.stdout
+
+
+def test_a_stalled_copy_from_the_controller_is_stopped_and_names_its_source(collections_path, tmp_path,
+                                                                             monkeypatch):
+    src, dest = tmp_path / "vllm-image.tar", tmp_path / "node" / "vllm-image.tar"
+    src.write_bytes(os.urandom(6 << 20))
+    dest.parent.mkdir()
+    monkeypatch.setenv("SLOW_LOCAL_HANG", "1")
+    started = time.monotonic()
+    proc = run_playbook(collections_path, "progress_copy.yml", {"src": str(src), "dest": str(dest)}, timeout=120)
+    assert proc.returncode != 0
+    assert f"image archive push from {src} stalled: no new bytes for 2 s (512.0 KiB of 6.0 MiB (8 %)" in proc.stdout, \
+        proc.stdout[-3000:]
+    assert time.monotonic() - started < 60, "the stalled copy was waited for to its end"
+    assert not dest.exists()
