@@ -227,3 +227,27 @@ def test_a_stalled_copy_from_the_controller_is_stopped_and_names_its_source(coll
         proc.stdout[-3000:]
     assert time.monotonic() - started < 60, "the stalled copy was waited for to its end"
     assert not dest.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the role sets root ownership on the manifest")
+def test_a_controller_model_copy_reports_progress_and_a_rerun_copies_nothing(collections_path, tmp_path):
+    model = tmp_path / "controller" / "m"
+    (model / "sub").mkdir(parents=True)
+    (model / "config.json").write_text("{}\n")
+    (model / "model.safetensors").write_bytes(os.urandom(3 << 20))
+    (model / "sub" / "tokenizer.json").write_text("{}\n")
+    extra = {"vllm_model_src": str(model), "vllm_model_dir": str(tmp_path / "node" / "m"),
+             "vllm_user": getpass.getuser(), "vllm_group": grp.getgrgid(os.getgid()).gr_name,
+             "vllm_progress_interval": 1, "ansible_connection": "slow_local"}
+    (tmp_path / "node").mkdir()
+    proc = run_playbook(collections_path, "vllm_model_controller.yml", extra, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert re.search(rf"\[localhost\] kunpeng.vllm.vllm : Copy the model from the controller: model copy from {re.escape(str(model))} on "
+                     r"the controller: [0-9.]+ [KM]iB of 3.0 MiB \(\d+ %\), \d+ s \(model.safetensors\)",
+                     proc.stdout), proc.stdout[-3000:]
+    assert (tmp_path / "node" / "m" / "model.safetensors").read_bytes() == (model / "model.safetensors").read_bytes()
+    assert (tmp_path / "node" / "m" / "sub" / "tokenizer.json").exists()
+
+    proc = run_playbook(collections_path, "vllm_model_controller.yml", extra, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert re.search(r"localhost +: ok=\d+ +changed=0 ", proc.stdout), proc.stdout[-1500:]
