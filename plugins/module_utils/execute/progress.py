@@ -6,10 +6,12 @@
 A model download, an engine install, a wheelhouse unpack or an image load can
 run for minutes to hours.  The role starts each as an async job and polls it
 with kunpeng.vllm.vllm_progress every few seconds; each poll is one retry line
-in ansible-playbook's output and one runner_retry event in AWX.  These plain
-functions decide what a poll says and whether the step has stalled; the module
-only reads the node (the job's result file, the bytes under a path, the read
-position of a file) and acts on the answer.
+in ansible-playbook's output and one runner_retry event in AWX.  A copy from
+the controller cannot be an async job: kunpeng.vllm.vllm_copy prints the same
+lines from a thread while it runs.  These plain functions decide what a poll
+says and whether the step has stalled; the callers only measure (the job's
+result file, the bytes under a path, the read position of a file:
+:func:`readers`, the one helper here that reads /proc) and act on the answer.
 """
 
 from __future__ import absolute_import, division, print_function  # noqa: UP010
