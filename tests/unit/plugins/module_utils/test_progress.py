@@ -6,6 +6,7 @@ killed the job.
 """
 
 import json
+import os
 
 import pytest
 
@@ -124,3 +125,13 @@ def test_poll_carries_the_state_from_one_poll_to_the_next():
     assert busy["conclusion"] == progress.RUNNING and busy["msg"] == "image load from /srv/vllm.tar: 10 B so far, 1 min 10 s"
     done = progress.poll(DONE_JOB, second["state"], 10, 7, now=170, **args)
     assert done["conclusion"] == progress.FINISHED and done["result"]["rc"] == 0
+
+
+def test_readers_finds_how_far_this_process_has_read_a_file(tmp_path):
+    path = tmp_path / "archive.tar"
+    path.write_bytes(b"x" * 10_000)
+    assert progress.readers(str(path)) == {} and progress.read_position(str(path)) is None
+    with open(path, "rb") as handle:
+        handle.read(4096)
+        assert progress.readers(str(path)) == {os.getpid(): 4096}
+        assert progress.read_position(str(path)) == 4096
