@@ -14,7 +14,9 @@ has not moved for ``stall_timeout`` seconds while a process holds the file,
 that process is stopped (not this worker) and the task fails naming the source.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
 
 import os
 import signal
@@ -48,7 +50,7 @@ class ActionModule(CopyAction):
         self._done = 0
         try:
             self._total = _tree_bytes(self._find_needle("files", args["src"]))
-        except Exception:  # noqa: BLE001 - the copy action reports a missing source itself
+        except (AnsibleError, OSError):  # the copy action reports a missing source itself
             self._total = 0
         return super().run(tmp, task_vars)
 

@@ -11,7 +11,9 @@ result (its ``msg``) after each ``FAILED - RETRYING`` line, which a module's
 result cannot ask for.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
 
 from ansible.plugins.action import ActionBase
 

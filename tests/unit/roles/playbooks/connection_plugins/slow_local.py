@@ -9,7 +9,9 @@ With SLOW_LOCAL_HANG set, a child process sends the first chunk and then
 hangs, as an sftp on a dead link does.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
 
 import os
 import subprocess
