@@ -133,6 +133,7 @@ def test_an_archive_download_is_waited_for_and_unpacked(collections_path, tmp_pa
     wait = proc.stdout.split("Wait for the model archive download and report its progress] ***", 1)[1]
     assert wait.split("TASK [", 1)[0].rstrip().endswith("changed: [localhost]"), wait[:2000]
     assert (tmp_path / "models" / "m" / "model.safetensors").read_bytes() == b"w" * 4096
+    assert not (tmp_path / "cache" / "m.download").exists()
 
 
 READER = """
