@@ -20,6 +20,7 @@ __metaclass__ = type  # noqa: UP001
 
 import json
 import os
+from typing import Any, Dict, List, Optional
 
 # What a poll concludes.
 RUNNING = "running"
@@ -29,7 +30,7 @@ STALLED = "stalled"
 _UNITS = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
 
 
-def parse_job(text):
+def parse_job(text: Optional[str]) -> Dict[str, Any]:
     """The async job's state from its result file (None when there is no file yet).
 
     async_wrapper writes ``{"started": ..., "finished": false}`` when the job
@@ -54,7 +55,7 @@ def parse_job(text):
     return {"finished": True, "result": result}
 
 
-def fd_position(fdinfo):
+def fd_position(fdinfo: Optional[str]) -> Optional[int]:
     """The file offset in a /proc/PID/fdinfo/N text, or None."""
     for line in (fdinfo or "").splitlines():
         key, _, value = line.partition(":")
@@ -66,7 +67,7 @@ def fd_position(fdinfo):
     return None
 
 
-def readers(path):
+def readers(path: str) -> Dict[int, int]:
     """``{pid: offset}`` of the processes that have ``path`` open (the largest offset of each), from /proc.
 
     Linux only (the node, a Linux controller); empty where there is no /proc.
@@ -94,12 +95,12 @@ def readers(path):
     return found
 
 
-def read_position(path):
+def read_position(path: str) -> Optional[int]:
     """How far a process has read ``path`` (the largest offset of any reader), or None when none has it open."""
     return max(readers(path).values(), default=None)
 
 
-def human_bytes(count):
+def human_bytes(count: int) -> str:
     """1.5 GiB, 730.0 MiB, 512 B: one decimal from KiB on."""
     for unit, size in _UNITS:
         if count >= size:
@@ -107,7 +108,7 @@ def human_bytes(count):
     return f"{count} B"
 
 
-def human_duration(seconds):
+def human_duration(seconds: float) -> str:
     """Elapsed time as a person reads it: 45 s, 6 min 50 s, 2 h 05 min."""
     seconds = int(max(0, seconds))
     if seconds < 60:
@@ -117,7 +118,8 @@ def human_duration(seconds):
     return f"{seconds // 3600} h {(seconds % 3600) // 60:02d} min"
 
 
-def advance(previous, activity, now, started):
+def advance(previous: Optional[Dict[str, Any]], activity: List[Optional[int]], now: float,
+            started: float) -> Dict[str, Any]:
     """The state a poll leaves for the next one.
 
     ``activity`` is what the poll measured, a list of counters that move while
@@ -139,7 +141,8 @@ def advance(previous, activity, now, started):
     return state
 
 
-def conclude(job_finished, state, activity, now, stall_timeout):
+def conclude(job_finished: bool, state: Dict[str, Any], activity: List[Optional[int]], now: float,
+             stall_timeout: int) -> str:
     """FINISHED, STALLED or RUNNING.
 
     A step stalls when one of its counters was readable now and none has
@@ -155,7 +158,7 @@ def conclude(job_finished, state, activity, now, stall_timeout):
     return RUNNING
 
 
-def amount(done_bytes, total_bytes):
+def amount(done_bytes: Optional[int], total_bytes: int) -> str:
     """'3.2 GiB of 30.0 GiB (10 %)', '3.2 GiB so far' or '' when nothing is measured."""
     if done_bytes is None:
         return ""
@@ -165,7 +168,8 @@ def amount(done_bytes, total_bytes):
     return f"{human_bytes(done_bytes)} so far"
 
 
-def message(conclusion, what, source, done_bytes, total_bytes, state, now, stall_timeout):
+def message(conclusion: str, what: str, source: str, done_bytes: Optional[int], total_bytes: int,
+            state: Dict[str, Any], now: float, stall_timeout: int) -> str:
     """The line a poll prints: what runs, from where, how far, for how long."""
     elapsed = human_duration(now - state["started"])
     done = amount(done_bytes, total_bytes)
@@ -179,7 +183,9 @@ def message(conclusion, what, source, done_bytes, total_bytes, state, now, stall
     return f"{what} from {source}: running, {elapsed}"
 
 
-def poll(job_text, previous, done_bytes, io_bytes, total_bytes, now, started, what, source, stall_timeout):
+def poll(job_text: Optional[str], previous: Optional[Dict[str, Any]], done_bytes: Optional[int],
+         io_bytes: Optional[int], total_bytes: int, now: float, started: float, what: str, source: str,
+         stall_timeout: int) -> Dict[str, Any]:
     """One poll: the conclusion, the state for the next poll, the message and the job's result.
 
     ``done_bytes`` is what the message shows; it and ``io_bytes`` (the job's
