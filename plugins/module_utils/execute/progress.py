@@ -58,7 +58,7 @@ def parse_job(text: Optional[str]) -> Dict[str, Any]:
 def fd_position(fdinfo: Optional[str]) -> Optional[int]:
     """The file offset in a /proc/PID/fdinfo/N text, or None."""
     for line in (fdinfo or "").splitlines():
-        key, _, value = line.partition(":")
+        key, _sep, value = line.partition(":")
         if key.strip() == "pos":
             try:
                 return int(value.strip())
