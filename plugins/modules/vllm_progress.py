@@ -222,7 +222,7 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    job_path = os.path.join(os.path.expanduser(params["async_dir"]), params["jid"])
+    job_path = os.path.join(params["async_dir"], params["jid"])
     state_path = job_path + ".progress"
     job_text = _read(job_path)
     if job_text is None:

@@ -77,7 +77,7 @@ def test_a_slow_download_reports_bytes_and_elapsed_time(collections_path, tmp_pa
     progress = re.findall(r'"msg": "model download from Hugging Face org/model: ([0-9.]+ [KMG]iB) so far, (\d+) s"',
                           proc.stdout)
     assert progress, proc.stdout[-3000:]
-    assert any(done != "0 B" for done, _ in progress)
+    assert any(done != "0 B" for done, _elapsed in progress)
     assert (tmp_path / "models" / "m" / "model.safetensors").stat().st_size == 4 << 20
     # The wait ends with the download's own result: it changed the staging directory.
     wait = proc.stdout.split("Wait for the model download and report its progress] ***", 1)[1].split("TASK [", 1)[0]
@@ -95,7 +95,7 @@ def test_a_stalled_download_is_stopped_and_names_its_source(collections_path, tm
         proc.stdout[-3000:]
     assert time.monotonic() - started < 60, "the stalled download was waited for to its end"
     pid = int(pid_file.read_text())
-    for _ in range(20):
+    for _attempt in range(20):
         if not _running(pid):
             break
         time.sleep(0.2)
@@ -153,7 +153,7 @@ def test_an_image_load_reports_how_far_the_archive_is_read(collections_path, tmp
     read = re.findall(rf'"msg": "image load from {re.escape(str(archive))}: ([0-9.]+) MiB of 6.0 MiB \((\d+) %\), '
                       r'\d+ s"', proc.stdout)
     assert read, proc.stdout[-3000:]
-    assert any(0 < float(done) < 6 for done, _ in read), read
+    assert any(0 < float(done) < 6 for done, _percent in read), read
 
 
 def test_the_wheelhouse_unpack_is_waited_for_and_a_rerun_starts_nothing(collections_path, tmp_path):
@@ -215,8 +215,7 @@ def test_a_copy_from_the_controller_reports_how_far_it_has_read(collections_path
     assert "changed: [localhost]" in proc.stdout
 
 
-def test_a_stalled_copy_from_the_controller_is_stopped_and_names_its_source(collections_path, tmp_path,
-                                                                             monkeypatch):
+def test_a_stalled_copy_from_the_controller_is_stopped_and_names_its_source(collections_path, tmp_path, monkeypatch):
     src, dest = tmp_path / "vllm-image.tar", tmp_path / "node" / "vllm-image.tar"
     src.write_bytes(os.urandom(6 << 20))
     dest.parent.mkdir()
