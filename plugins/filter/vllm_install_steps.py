@@ -14,7 +14,8 @@ version_added: "0.3.0"
 short_description: The plan's install steps, each with uv or pip to run it
 description:
   - Takes the plan's C(role_steps) and adds C(installer) to each - C(tool) (C(uv) or C(pip)), C(argv) (the
-    C(uv pip install) command line, empty for pip) and C(reason).
+    C(uv pip install) command line, empty for pip), C(reason) and C(source) (where the packages come from, without
+    credentials, for the progress lines).
   - uv runs a step only offline (C(--no-index), local find-links), with no pip option but C(--no-deps) and no
     environment, and a uv binary on the node; otherwise pip. The decision is
     C(plugins/module_utils/plan/installer.py).
@@ -58,7 +59,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: The steps, each with C(installer) (C(tool), C(argv), C(reason)) added.
+  description: The steps, each with C(installer) (C(tool), C(argv), C(reason), C(source)) added.
   type: list
   elements: dict
 """

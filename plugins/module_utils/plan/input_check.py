@@ -568,6 +568,10 @@ RULES = {
         "vllm_hf_endpoint": _url,
         "vllm_hf_token": _env_value(re.compile(r"^\S+$"), "a token without white space", secret=True),
         "vllm_modelscope_token": _env_value(re.compile(r"^\S+$"), "a token without white space", secret=True),
+        # Progress at least every 30 s (AWX and a terminal show each poll); 0 never stops a quiet step.
+        "vllm_progress_interval": _int_range(1, 30),
+        "vllm_progress_stall_timeout": _int_range(0, 2592000),
+        "vllm_progress_timeout": _int_range(60, 2592000),
         "vllm_instance_name": _name,
         "vllm_host": _host,
         "vllm_port": _int_range(1, 65535),

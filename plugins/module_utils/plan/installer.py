@@ -94,6 +94,42 @@ def uv_argv(uv, venv, step, find_links):
     return argv + list(step.get("packages") or [])
 
 
+_INDEX_OPTIONS = ("--index-url", "--extra-index-url", "--find-links", "-i", "-f")
+
+
+def _without_credentials(location):
+    """``https://user:token@host/simple`` as ``https://host/simple``: the source is printed in progress lines."""
+    scheme, sep, rest = location.partition("://")
+    if not sep:
+        return location
+    host, slash, path = rest.partition("/")
+    return f"{scheme}://{host.rpartition('@')[2]}{slash}{path}"
+
+
+def install_source(tool, pip_args, step_args, no_index, find_links):
+    """Where a step's packages come from, as a progress line or a stall failure names it (no credentials).
+
+    uv reads only the local find-links folders; pip reads the indexes and find-links locations of the plan's
+    and the step's options, else the index of pip's own configuration (PyPI unless it names another).
+    """
+    if tool == "uv":
+        return "the wheels in " + ", ".join(find_links)
+    locations = []
+    args = list(pip_args) + list(step_args or [])
+    for i, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name in _INDEX_OPTIONS and not eq and i + 1 < len(args):
+            value = args[i + 1]
+        elif name not in _INDEX_OPTIONS or not eq:
+            continue
+        location = _without_credentials(value)
+        if location not in locations:
+            locations.append(location)
+    if not no_index and not any(arg.partition("=")[0] in ("--index-url", "-i") for arg in args):
+        locations.append("the index of pip's configuration")
+    return "pip from " + ", ".join(locations)
+
+
 def choose(step, installer, no_index, find_links, reuse_host_torch, uv, venv):
     """``{"tool": "uv"|"pip", "argv": [...] (uv only, else []), "reason"}`` for one install step.
 
@@ -121,4 +157,9 @@ def plan_steps(steps, pip_args, installer, reuse_host_torch, uv, venv):
     with ``installer`` added."""
     no_index = "--no-index" in pip_args
     links = find_links(pip_args)
-    return [dict(step, installer=choose(step, installer, no_index, links, reuse_host_torch, uv, venv)) for step in steps]
+    out = []
+    for step in steps:
+        chosen = choose(step, installer, no_index, links, reuse_host_torch, uv, venv)
+        chosen["source"] = install_source(chosen["tool"], pip_args, step.get("pip_args"), no_index, links)
+        out.append(dict(step, installer=chosen))
+    return out

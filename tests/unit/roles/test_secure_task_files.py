@@ -36,7 +36,7 @@ def _all_tasks():
 
 def test_the_walk_sees_the_model_tasks():
     names = {task.get("name") for path, task in _all_tasks() if path.endswith("model_fetch_huggingface.yml")}
-    assert "Download the model into the staging directory" in names
+    assert "Start the model download into the staging directory" in names
 
 
 @pytest.mark.parametrize("path, name", [(path, task.get("name")) for path, task in _all_tasks()
@@ -143,6 +143,17 @@ def test_pip_conf_with_credentials_is_root_only(urls, mode):
 ])
 def test_pip_output_is_hidden_when_an_index_holds_credentials(path, pip_args, hidden):
     (task,) = [t for t in tasks(load(path)) if "ansible.builtin.pip" in t and "virtualenv" in t["ansible.builtin.pip"]]
+    assert _render(task["no_log"], {"kunpeng_vllm_plan": {"pip_args": pip_args}}) is hidden
+
+
+@pytest.mark.parametrize("pip_args, hidden", [
+    (["--index-url", "https://mirror.example/simple"], False),
+    (["--index-url", "https://user:s3cret@mirror.example/simple"], True),
+])
+def test_the_wait_for_pip_hides_its_result_as_pip_does(pip_args, hidden):
+    """The wait returns pip's finished result, command line included: it is hidden whenever pip's own task is."""
+    (task,) = [t for t in tasks(load("roles/vllm/tasks/install_step.yml")) if "kunpeng.vllm.vllm_progress" in t
+               and "pip" in t["kunpeng.vllm.vllm_progress"]["jid"]]
     assert _render(task["no_log"], {"kunpeng_vllm_plan": {"pip_args": pip_args}}) is hidden
 
 

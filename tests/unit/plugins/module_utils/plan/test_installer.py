@@ -119,3 +119,30 @@ def test_filter_refuses_a_step_uv_cannot_run_when_uv_is_asked_for():
 
 def test_find_links_of_the_plan_args():
     assert installer.find_links(["--timeout", "120", "--no-index", "--find-links=/a", "--find-links=/b"]) == ["/a", "/b"]
+
+
+# tool, plan's pip_args, step's pip_args, no_index -> the source a progress line names (never a credential)
+@pytest.mark.parametrize("tool, pip_args, step_args, no_index, source", [
+    ("uv", ["--no-index", "--find-links=/opt/vllm/wheelhouse"], ["--no-deps"], True,
+     "the wheels in /opt/vllm/wheelhouse"),
+    ("pip", [], [], False, "pip from the index of pip's configuration"),
+    ("pip", ["--index-url", "https://user:s3cret@mirror.example/simple"], [], False,
+     "pip from https://mirror.example/simple"),
+    ("pip", ["--index-url=https://token@mirror.example/simple", "--find-links=/opt/vllm/wheelhouse"],
+     ["--extra-index-url=https://download.pytorch.org/whl/cpu"], False,
+     "pip from https://mirror.example/simple, /opt/vllm/wheelhouse, https://download.pytorch.org/whl/cpu"),
+    ("pip", [], ["--extra-index-url=https://download.pytorch.org/whl/cpu"], False,
+     "pip from https://download.pytorch.org/whl/cpu, the index of pip's configuration"),
+    ("pip", ["--no-index", "--find-links=https://u:p@wheels.example/"], [], True, "pip from https://wheels.example/"),
+])
+def test_install_source(tool, pip_args, step_args, no_index, source):
+    links = installer.find_links(pip_args)
+    assert installer.install_source(tool, pip_args, step_args, no_index, links) == source
+
+
+def test_every_step_names_its_source():
+    steps = vllm_install_steps([WHEEL_STEP, VENDOR_STEP], ["--no-index", "--find-links=/opt/vllm/wheelhouse"], "auto",
+                               False, UV, VENV)
+    assert [step["installer"]["source"] for step in steps] == [
+        "the wheels in /opt/vllm/wheelhouse",
+        "pip from /opt/vllm/wheelhouse, https://download.pytorch.org/whl/cpu"]
