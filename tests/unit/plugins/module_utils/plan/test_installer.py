@@ -143,6 +143,9 @@ def test_install_source(tool, pip_args, step_args, no_index, source):
 def test_every_step_names_its_source():
     steps = vllm_install_steps([WHEEL_STEP, VENDOR_STEP], ["--no-index", "--find-links=/opt/vllm/wheelhouse"], "auto",
                                False, UV, VENV)
+    # offline, the vendor step's index option changes nothing: uv from the same wheels
     assert [step["installer"]["source"] for step in steps] == [
-        "the wheels in /opt/vllm/wheelhouse",
-        "pip from /opt/vllm/wheelhouse, https://download.pytorch.org/whl/cpu"]
+        "the wheels in /opt/vllm/wheelhouse", "the wheels in /opt/vllm/wheelhouse"]
+    steps = vllm_install_steps([WHEEL_STEP, dict(VENDOR_STEP, pip_args=["--pre"])],
+                               ["--no-index", "--find-links=/opt/vllm/wheelhouse"], "auto", False, UV, VENV)
+    assert steps[1]["installer"]["source"] == "pip from /opt/vllm/wheelhouse"
