@@ -219,12 +219,17 @@ def main() -> None:
         if os.geteuid() == 0:
             changed = module.set_owner_if_different(key_file, "root", changed, diff)
             changed = module.set_group_if_different(key_file, "root", changed, diff)
+    invocation = dict(p, api_key="VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" if p["api_key"] else "")
     if decision["source"] == endpoint_security.GIVEN:
         key = p["api_key"]
+        # The effective key is this module's result (the role's task is no_log): AnsibleModule would replace the
+        # value of a no_log option wherever it appears in the result, so the role would keep the placeholder
+        # as the key.  The option's own value in the invocation stays masked.
+        module.no_log_values.discard(key)
     kept = decision["source"] in (endpoint_security.STORED, endpoint_security.GENERATE)
     if changed and module._diff:
         result["diff"] = diff
-    module.exit_json(changed=changed, api_key_source=decision["source"], api_key=key,
+    module.exit_json(changed=changed, api_key_source=decision["source"], api_key=key, invocation={"module_args": invocation},
                      key_file=key_file if kept else "", message=decision["message"],
                      engine_config=guard["engine_config"],
                      route_guard={"enabled": guard["enabled"], "environment": guard["environment"]},

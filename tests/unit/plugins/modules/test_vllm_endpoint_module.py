@@ -1,5 +1,6 @@
 """vllm_endpoint as Ansible runs it: the key file is written once, 0600, reused, and never written in check mode."""
 
+import json
 import os
 import stat
 
@@ -93,3 +94,35 @@ def test_a_middleware_of_the_users_is_refused_with_a_key(tmp_path):
     config = {"host": "0.0.0.0", "port": 8000, "middleware": "my.Middleware"}
     failed, result = run_main(vllm_endpoint.main, args(tmp_path / "k", engine_config=config, api_key="users-key"))
     assert failed and "middleware" in result["msg"]
+
+
+def _run_for_real(tmp_path, module_args):
+    """The module as a process with AnsibleModule's own exit path (no patched exit_json): what Ansible receives,
+    after it has masked the values of no_log options."""
+    import subprocess
+    import sys
+
+    import conftest
+
+    args_file = tmp_path / "args.json"
+    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": module_args}))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([conftest._tree, os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-m", "ansible_collections.kunpeng.vllm.plugins.modules.vllm_endpoint",
+                          str(args_file)], capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    return json.loads(out.stdout)
+
+
+def test_a_given_key_comes_back_as_itself_not_as_the_no_log_placeholder(tmp_path):
+    """The role writes the returned key into the service environment: masked, the service would run with the
+    placeholder as its key (every client with the real key refused)."""
+    result = _run_for_real(tmp_path, args(tmp_path / "k", api_key="demo-key-change-me"))
+    assert result["api_key_source"] == "given"
+    assert result["api_key"] == "demo-key-change-me"
+    assert result["invocation"]["module_args"]["api_key"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+    assert "demo-key-change-me" not in json.dumps(result["invocation"])
+
+
+def test_a_generated_key_comes_back_for_real_too(tmp_path):
+    result = _run_for_real(tmp_path, args(tmp_path / "k"))
+    assert result["api_key_source"] == "generate" and len(result["api_key"]) >= 40
+    assert result["invocation"]["module_args"]["api_key"] == ""
