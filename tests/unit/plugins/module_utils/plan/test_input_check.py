@@ -323,11 +323,53 @@ def _ids(case):
     return f"{case[0]}-{case[1]}-{case[3]}"
 
 
-def test_every_user_facing_variable_has_a_bad_value_case():
+# A variable is declared in its argument spec, its default and its input rule, nowhere else: its bad value is
+# found here from those declarations.  Generic bad values, tried in order: the first one the variable's input rule
+# (or, without one, Ansible's own argument validation of its spec) refuses with a message naming the variable.
+RULE_CANDIDATES = [NL, ["a\nb"], {"a": "x\ny"}, {"BAD KEY": "1"}, -1, 10 ** 9, "abc", "root", "/srv/../etc",
+                   "relative/path", 1.5, "x" * 300]
+
+
+def _spec_candidates(spec):
+    if spec.get("choices"):
+        yield "not-one-of-the-choices"
+    kind = spec.get("type", "str")
+    if kind in ("int", "float", "bool", "dict"):
+        yield "abc"
+    if kind == "list" and spec.get("elements") in ("int", "dict", "bool"):
+        yield ["abc"]
+
+
+def generated_case(role, name):
+    """``(bad value, how it fails)`` for ``name`` from its declarations alone, or ``None``."""
+    rule = input_check.RULES[role].get(name)
+    if rule is not None:
+        for value in RULE_CANDIDATES:
+            problems = input_check.check_values(role, {name: value}, memory_mb=16 * 1024)
+            if any(problem.startswith(name) for problem in problems):
+                return value, "input_check"
+    for value in _spec_candidates(SPECS[role][name]):
+        errors = [str(error) for error in ArgumentSpecValidator(SPECS[role]).validate({name: value}).errors]
+        if any(name in error for error in errors):
+            return value, "argument_spec"
+    return None
+
+
+DECLARED = sorted((role, name) for role, options in SPECS.items() for name in options)
+
+
+@pytest.mark.parametrize("role, name", DECLARED, ids=[f"{role}-{name}" for role, name in DECLARED])
+def test_every_user_facing_variable_refuses_a_bad_value_found_from_its_declarations(role, name):
+    assert generated_case(role, name) is not None, (
+        f"{name}: neither its input rule (plugins/module_utils/plan/input_check.py RULES) nor its argument spec "
+        "refuses any generic bad value; give it a rule")
+
+
+def test_the_hand_written_cases_name_declared_variables():
+    """CASES holds the cases a generic value does not show (each class of the issue, paths, sizes): extra tests,
+    not a declaration every variable needs."""
     covered = {(role, name) for role, name, _value, _kind in CASES}
-    declared = {(role, name) for role, options in SPECS.items() for name in options}
-    assert sorted(declared - covered) == [], "add a bad-value case to CASES for these variables"
-    assert sorted(covered - declared) == [], "these cases name variables no argument_specs declares"
+    assert sorted(covered - set(DECLARED)) == [], "these cases name variables no argument_specs declares"
 
 
 def test_the_rule_table_covers_exactly_the_declared_variables():
