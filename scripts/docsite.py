@@ -77,7 +77,7 @@ def link_target(page: str, url: str, pages: set[str], repository: str) -> tuple[
     """
     if re.match(r"^[a-z][a-z0-9+.-]*:", url, re.I) or url.startswith("//"):
         return None
-    path, _, anchor = url.partition("#")
+    path, anchor = url.split("#", 1) if "#" in url else (url, "")
     if not path:
         return ("ref", heading_label(page, anchor)) if anchor else None
     target = posixpath.normpath(posixpath.join(posixpath.dirname(page), path))
@@ -251,7 +251,7 @@ def convert_guides(docs_dir: str, dest: str, repository: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--docs", default=os.path.join(ROOT, "docs"), help="folder of the Markdown guides")
     parser.add_argument("--out", default=os.path.join(ROOT, ".build", "docs"), help="build folder")
     args = parser.parse_args(argv)

@@ -171,7 +171,7 @@ def expected(role: str) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a README differs")
     args = parser.parse_args(argv)
     stale = []
