@@ -1,5 +1,5 @@
 # Single entry point for development, tests and the demo.
-#   make test   everything CI runs (lint, sanity, unit, core-versions, matrix, build, galaxy-importer, every Molecule scenario)
+#   make test   everything CI runs (lint, docs, sanity, unit, core-versions, matrix, build, galaxy-importer, every Molecule scenario)
 #   make demo   deploy the collection to a local container host
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -18,7 +18,7 @@ MULTI_HOST_SCENARIOS ?= monitoring gateway multinode
 # Scenarios without a vLLM server: they run in the background beside base.
 BESIDE_SCENARIOS ?= smoke nvidia ascend
 
-.PHONY: help venv collection-link testbed images lint sanity unit unit-fast core-versions matrix molecule test demo build galaxy-importer surveys compat-table changelog clean
+.PHONY: help venv collection-link testbed images lint sanity unit unit-fast core-versions matrix molecule test demo build galaxy-importer surveys compat-table changelog docs role-readmes clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -88,6 +88,12 @@ compat-table: venv collection-link ## Regenerate docs/compat-matrix.md from the 
 
 surveys: venv collection-link ## Regenerate the AWX survey specs (docs/awx-surveys/) from the roles' argument_specs
 	$(BIN)/python scripts/awx_survey.py
+
+docs: venv ## Build the docsite into .build/docs/html (antsibull-docs, Sphinx; any warning fails)
+	$(BIN)/python scripts/docsite.py
+
+role-readmes: venv ## Regenerate each role README's variable table from its meta/argument_specs.yml
+	$(BIN)/python scripts/role_readme.py
 
 changelog: venv ## Render CHANGELOG.rst from the fragments
 	$(BIN)/antsibull-changelog release

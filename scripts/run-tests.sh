@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the test stages in order, time each, keep going after a failure and
 # close with one summary line "N passed, N failed" (stages and scenarios).
-#   scripts/run-tests.sh all       lint, sanity, unit, unit:playbooks and core-versions (background), matrix, build,
+#   scripts/run-tests.sh all       lint, docs, sanity, unit, unit:playbooks and core-versions (background), matrix, build,
 #                                  galaxy-importer, molecule
 #   scripts/run-tests.sh molecule  Molecule scenarios only
 # Env: SCENARIOS (amd64), ARM64_SCENARIOS (also run on arm64), BESIDE_SCENARIOS
@@ -147,6 +147,8 @@ case "${1:-all}" in
     stage yamllint yamllint -s .
     stage ansible-lint ansible-lint --profile production
     stage ruff ruff check .
+    # The docsite (antsibull-docs and Sphinx); any warning fails.
+    stage docs python scripts/docsite.py
     stage sanity bash scripts/sanity.sh
     # The fast unit tests; the ones that run ansible-playbook (marker
     # "playbook", registered in pyproject.toml) run in the background from

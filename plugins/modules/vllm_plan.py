@@ -100,7 +100,7 @@ options:
     type: str
   model_config:
     description:
-      - The model's C(config.json) as a dict (for example read on the controller with C(lookup('file', ...) | from_json)
+      - The model's C(config.json) as a dict (for example read on the controller with V(lookup('file', ...\) | from_json)
         or on the node with M(ansible.builtin.slurp) and C(b64decode | from_json)).
       - Mutually exclusive with O(model_config_path) and O(params_b).
     type: dict

@@ -89,7 +89,7 @@ options:
   expect_regex:
     description:
       - Python regular expression searched anywhere in the answer (C(re.search)); case-sensitive unless the
-        pattern starts with C((?i)). Not checked when omitted.
+        pattern starts with V((?i\)). Not checked when omitted.
       - With O(expect) as well, both must hold. An invalid pattern fails at once, before any request.
     type: str
   rehearsal:

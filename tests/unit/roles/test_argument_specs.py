@@ -70,33 +70,6 @@ def test_public_variables_carry_the_role_prefix(role):
     assert all(name.startswith(role + "_") for name in specs), sorted(n for n in specs if not n.startswith(role + "_"))
 
 
-def variable_table(readme):
-    """Names of the rows of a README's "## Variables" table (the section up to the next heading of its level)."""
-    match = re.search(r"^## Variables\n(.*?)(?=^## |\Z)", readme, re.M | re.S)
-    assert match, "no '## Variables' section"
-    return re.findall(r"^\| `([A-Za-z0-9_]+)` \|", match.group(1), re.M)
-
-
-@pytest.mark.parametrize(("readme", "rows"), [
-    ("## Variables\n\n| Variable |\n| --- |\n| `a_x` | str |\n\n## Next\n\n| `a_y` | str |\n", ["a_x"]),
-    # A row elsewhere (another section's table, or prose) is not the variable table.
-    ("## Notes\n\n| `a_y` | str |\n\n## Variables\n\n| `a_x` | int |\n", ["a_x"]),
-])
-def test_variable_table_reads_only_the_variables_section(readme, rows):
-    assert variable_table(readme) == rows
-
-
-@pytest.mark.parametrize("role", _roles())
-def test_readme_variable_table_lists_every_variable_once(role):
-    """Each option (of every entry point) has a row in the README's Variables table; prose is not enough."""
-    specs = _options(role)
-    with open(os.path.join(ROLES, role, "README.md")) as handle:
-        rows = variable_table(handle.read())
-    assert sorted(set(specs) - set(rows)) == [], f"{role}/README.md's Variables table lacks these options"
-    assert sorted(set(rows) - set(specs)) == [], f"{role}/README.md's Variables table has rows no option has"
-    assert len(rows) == len(set(rows)), f"{role}/README.md's Variables table lists a variable twice"
-
-
 def _used_variables(role):
     """Public variables the role's files mention (tags excluded)."""
     used = set()
@@ -148,8 +121,6 @@ def test_internal_role_has_one_entry_point_per_task_file(role):
 def test_internal_role_options_are_prefixed_documented_and_used(role):
     specs = _load(os.path.join(ROLES, role, "meta", "argument_specs.yml"))["argument_specs"]
     defaults = _load(os.path.join(ROLES, role, "defaults", "main.yml"))
-    with open(os.path.join(ROLES, role, "README.md")) as handle:
-        readme = handle.read()
     with open(os.path.join(ROLES, role, "vars", "main.yml")) as handle:
         role_vars = handle.read()
     for entry, spec in specs.items():
@@ -157,7 +128,6 @@ def test_internal_role_options_are_prefixed_documented_and_used(role):
             tasks = handle.read()
         for name, option in (spec.get("options") or {}).items():
             assert name.startswith(role + "_"), name
-            assert f"`{name}`" in readme, name
             assert name in tasks or name in role_vars, f"{entry}: {name} is never used"
             if not option.get("required"):
                 assert defaults.get(name) == option["default"], name
