@@ -42,6 +42,8 @@ ANSIBLE_LABELS = {
                              "Return Values"),
     "ansible_configuration_settings": ("reference_appendices/config.html#ansible-configuration-settings",
                                        "Ansible Configuration Settings"),
+    # the "Action plugin" attribute of a module that has one (vllm_copy, vllm_progress)
+    "action_plugins": ("plugins/action.html#action-plugins", "Action plugins"),
 }
 PLUGIN_LABEL = re.compile(r"ansible_collections\.([a-z0-9_]+)\.([a-z0-9_]+)\.([a-z0-9_]+)_([a-z]+)(?=[>`\s])")
 

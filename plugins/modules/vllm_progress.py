@@ -30,7 +30,7 @@ author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
 options:
   jid:
-    description: The RV(ansible.builtin.async_status#module:ansible_job_id) of the async task.
+    description: The C(ansible_job_id) the async task registered (what M(ansible.builtin.async_status) reads).
     type: str
     required: true
   what:
