@@ -6,7 +6,9 @@ naming the backend and the consumer.  The modules and the role's argument
 spec list no backend choices: they refuse a name the registry lacks.
 """
 
+import importlib
 import os
+import re
 import sys
 
 import pytest
@@ -138,3 +140,31 @@ def test_role_input_rule_refuses_a_name_the_registry_lacks(value, refused):
 def test_modules_refuse_a_name_the_registry_lacks(main, args):
     failed, result = run_main(main, args)
     assert failed and "unknown backend 'tpu'; known: " + ", ".join(backends.NAMES) in result["msg"], result
+
+
+def _backend_modules():
+    """The modules of plugins/module_utils/backends/ that define a backend (a named subclass of Backend)."""
+    folder = os.path.dirname(backends.__file__)
+    found = {}
+    for filename in sorted(os.listdir(folder)):
+        if not filename.endswith(".py") or filename == "__init__.py":
+            continue
+        module = importlib.import_module(f"{backends.__name__}.{filename[:-3]}")
+        named = [cls for cls in vars(module).values() if isinstance(cls, type) and issubclass(cls, backends.Backend)
+                 and cls.name and cls.__module__ == module.__name__]
+        if named:
+            found[filename[:-3]] = named
+    return found
+
+
+def test_every_backend_module_of_the_folder_is_registered():
+    """A module added to the folder but not imported by the registry (so not shipped to hosts) fails here."""
+    found = _backend_modules()
+    assert sorted(found) == sorted(backends.NAMES)
+    with open(backends.__file__) as handle:
+        imported = re.search(r"^from \S+\.backends import ([\w, ]+)  # noqa", handle.read(), re.M).group(1)
+    assert sorted(word.strip() for word in imported.split(",")) == sorted(found), "backends/__init__.py imports"
+    for module, classes in found.items():
+        assert [cls.name for cls in classes] == [module], f"backends/{module}.py: one backend, named after its module"
+        assert type(backends.INSTANCES[module]) is classes[0]
+
