@@ -94,8 +94,8 @@ def test_readme_names_exactly_the_collection_dependencies():
 
 
 def _pages():
-    return ["README.md"] + sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"),
-                                                                               recursive=True))
+    pages = glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)
+    return ["README.md"] + sorted(os.path.relpath(p, ROOT) for p in pages)
 
 
 @pytest.mark.parametrize("page", _pages())

@@ -191,7 +191,7 @@ ENTRY_POINTS = {
     "layout_problem": lambda: cluster.layout("rocm", {"tensor_parallel_size": 2}, 2, 1),
     "devices_per_node": lambda: cluster.layout("rocm", {"tensor_parallel_size": 2}, 2, 1),
     "network_env": lambda: cluster._env("rocm", {"address": "10.0.0.1", "interface": "eth0"},
-                                         {"mode": "ray", "expert_parallel": False}, ""),
+                                        {"mode": "ray", "expert_parallel": False}, ""),
     "ray_resources": lambda: k8s_export.ray_commands(PLAN, "head", 6379),
     "ray_env": lambda: k8s_export.ray_environment(PLAN, {"ray_version": "2.60.0", "ray_token": "t", "ray_token_secret": "",
                                                          "ray_allow_unauthenticated": False}),

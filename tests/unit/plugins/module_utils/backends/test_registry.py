@@ -166,5 +166,4 @@ def test_every_backend_module_of_the_folder_is_registered():
     assert sorted(word.strip() for word in imported.split(",")) == sorted(found), "backends/__init__.py imports"
     for module, classes in found.items():
         assert [cls.name for cls in classes] == [module], f"backends/{module}.py: one backend, named after its module"
-        assert type(backends.INSTANCES[module]) is classes[0]
-
+        assert backends.INSTANCES[module].__class__ is classes[0]
