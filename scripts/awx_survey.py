@@ -141,6 +141,10 @@ def _default(spec):
 
 def question(role, variable, spec, question_name):
     """One survey question for ``variable`` of ``role`` from its argument spec and input_check rule."""
+    # A choice the rule holds (vllm_backend: the backend registry's names) is a choice of the question too.
+    held = collection_import.module_utils("plan.input_check").choices(role, variable)
+    if held and not spec.get("choices"):
+        spec = dict(spec, choices=list(held))
     kind = awx_type(spec)
     if kind is None:
         raise ValueError(f"{variable} ({spec.get('type', 'str')}) cannot be a survey question; "

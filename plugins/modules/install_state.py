@@ -41,10 +41,11 @@ options:
         type: path
         required: true
       backend:
-        description: Planned backend.
+        description:
+          - Planned backend, a backend of the registry (one module of C(plugins/module_utils/backends/) each); any
+            other name is refused, naming the registry's backends.
         type: str
         required: true
-        choices: [cpu, cuda, ascend]
       install_method:
         description: C(vllm_install_method).
         type: str
@@ -189,6 +190,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state as state  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import model_state  # noqa: E402
 
@@ -206,7 +208,7 @@ def main():
         argument_spec=dict(
             engine=dict(type="dict", options=dict(
                 venv=dict(type="path", required=True),
-                backend=dict(type="str", required=True, choices=["cpu", "cuda", "ascend"]),
+                backend=dict(type="str", required=True),
                 install_method=dict(type="str", default="wheel", choices=["wheel", "source"]),
                 engine_version=dict(type="str", required=True),
                 installed=dict(type="dict", default={}),
@@ -233,6 +235,8 @@ def main():
         files = model_state.scan(source["path"], skip=())
         module.exit_json(changed=False, files=files, bytes=model_state.manifest_bytes(files))
     if engine:
+        if engine["backend"] not in backends.NAMES:
+            module.fail_json(msg=f"engine.backend: unknown backend {engine['backend']!r}; known: {', '.join(backends.NAMES)}")
         venv = engine["venv"]
         marker = os.path.join(venv, state.ENGINE_MARKER)
         action, reason = state.engine_venv_action(

@@ -52,9 +52,11 @@ options:
     type: path
     default: /usr/bin/python3
   backend:
-    description: Planned backend; O(action=identity).
+    description:
+      - Planned backend; O(action=identity).
+      - A backend of the registry (one module of C(plugins/module_utils/backends/) each); any other name is refused,
+        naming the registry's backends.
     type: str
-    choices: [cpu, cuda, ascend]
   engine_version:
     description: The plan's C(engine_version); O(action=identity).
     type: str
@@ -223,6 +225,7 @@ import tarfile  # noqa: E402
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact as art  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state as state  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import safe_extract as extract  # noqa: E402
@@ -493,7 +496,7 @@ def main():
         argument_spec=dict(
             action=dict(type="str", required=True, choices=["identity", "plan", "pack", "index", "unpack"]),
             python=dict(type="path", default="/usr/bin/python3"),
-            backend=dict(type="str", choices=["cpu", "cuda", "ascend"]),
+            backend=dict(type="str"),
             engine_version=dict(type="str"),
             arch=dict(type="str"),
             mode=dict(type="str", default="controller", choices=["none", "controller", "shared", "url"]),
@@ -523,6 +526,8 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if p["backend"] is not None and p["backend"] not in backends.NAMES:
+        module.fail_json(msg=f"backend: unknown backend {p['backend']!r}; known: {', '.join(backends.NAMES)}")
     {"identity": _identity, "plan": _plan, "pack": _pack, "index": _index, "unpack": _unpack}[p["action"]](module, p)
 
 

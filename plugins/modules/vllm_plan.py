@@ -53,8 +53,9 @@ options:
   backend:
     description:
       - C(auto) takes C(summary.backend) of O(accelerators).
+      - Otherwise a backend of the registry (one module of C(plugins/module_utils/backends/) each); any other name is
+        refused, naming the registry's backends.
     type: str
-    choices: [auto, ascend, cuda, cpu]
     default: auto
   engine_version:
     description:
@@ -543,7 +544,7 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.deployment impor
 
 ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     accelerators=dict(type="dict"),
-    backend=dict(type="str", default="auto", choices=backends.CHOICES_WITH_AUTO),
+    backend=dict(type="str", default="auto"),
     engine_version=dict(type="str"),
     vllm_version=dict(type="str"),
     vllm_ascend_version=dict(type="str"),
@@ -583,7 +584,7 @@ def main() -> None:
             module.fail_json(msg=f"{name} must be at least 1, got {module.params[name]}")
     try:
         plan = plan_host(module.params)
-    except (CompatError, PlanError, BackendMissing) as exc:
+    except (CompatError, PlanError, BackendMissing, backends.UnknownBackend) as exc:
         module.fail_json(msg=str(exc))
     if plan["fits"] is False and module.params["fail_on_misfit"]:
         module.fail_json(msg=plan["misfit"], **plan)

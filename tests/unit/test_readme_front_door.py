@@ -148,5 +148,5 @@ def test_readme_play_variables_pass_the_roles_argument_specs(name, variables):
 
 def test_argument_spec_check_is_real():
     """The same check refuses a value the vllm role's spec refuses."""
-    result = ArgumentSpecValidator(_specs()["vllm"]).validate({"vllm_model_name": "m", "vllm_backend": "tpu"})
+    result = ArgumentSpecValidator(_specs()["vllm"]).validate({"vllm_model_name": "m", "vllm_install_method": "tarball"})
     assert result.errors

@@ -12,7 +12,7 @@ capacity, cluster environment, Kubernetes resource, ...).  Code outside this
 package asks :func:`backend` for the object and calls it; it does not compare a
 backend's name.
 
-Adding a backend is adding a class here (``docs/extending.md``); the contract
+Adding a backend is adding its module here and importing it below (``docs/extending.md``); the contract
 test (``tests/unit/plugins/module_utils/backends/test_contract.py``) calls every
 method of every backend on its probe fixture, and a backend that lacks a method
 is refused by name wherever the plan needs it.
@@ -22,19 +22,29 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Type
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import FIELDS, METHODS, Backend, BackendMissing
-from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.ascend import Ascend
-from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.cpu import Cpu
-from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.cuda import Cuda
+
+# Registration is importing the backend's module; the registry then finds its class (a named subclass of
+# Backend).  The imports are written out because a module shipped to a host carries only the module_utils its
+# code imports by name (Ansible's AnsiballZ reads the import statements, it does not list this folder);
+# tests/unit/plugins/module_utils/backends/test_registry.py fails for a module of this folder left out here.
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import ascend, cpu, cuda  # noqa: F401,E402
 
 __all__ = ["FIELDS", "METHODS", "Backend", "BackendMissing", "BACKENDS", "INSTANCES", "NAMES", "CHOICES_WITH_AUTO",
            "UnknownBackend", "backend", "get", "field", "missing_fields", "driver_fact", "shows_device", "problem"]
 
-# The order is the probe's preference when a host shows several accelerators (:func:`detect`): the first
-# backend whose device the probe shows wins, and a backend without hardware (cpu) runs anywhere.
-INSTANCES: Dict[str, Backend] = {cls.name: cls() for cls in (Cpu, Cuda, Ascend)}
+
+def _classes(base: Type[Backend] = Backend) -> Iterator[Type[Backend]]:
+    for cls in base.__subclasses__():
+        yield cls
+        yield from _classes(cls)
+
+
+# Every named class of the imported modules, in the order of their rank (cpu, cuda, ascend): the order of the
+# registry's names in choices and messages.
+INSTANCES: Dict[str, Backend] = {cls.name: cls() for cls in sorted((c for c in _classes() if c.name), key=lambda c: (c.rank, c.name))}
 BACKENDS: Dict[str, Dict[str, Any]] = {name: instance.record for name, instance in INSTANCES.items()}
 
 NAMES: List[str] = list(BACKENDS)

@@ -60,6 +60,7 @@ def atlas_source(row: Dict[str, Any], series: Optional[str], request: Optional[D
 
 class Ascend(Device):
     name = "ascend"
+    rank = 2
     record: Dict[str, Any] = {
         "label": "Ascend NPU",
         "hardware": {"pci_count": "ascend_count", "section": "ascend", "devices": "devices", "device": "Ascend NPU",

@@ -72,6 +72,9 @@ class Backend:
     """
 
     name = ""
+    # Where the backend stands among the registry's names (choices, messages, surveys); a class without a
+    # name (Device) is a base, not a backend.
+    rank = 100
     record: Dict[str, Any] = {}
 
     def __init__(self) -> None:

@@ -17,6 +17,7 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import 
 
 class Cpu(Backend):
     name = "cpu"
+    rank = 0
     record: Dict[str, Any] = {
         "label": "CPU",
         "hardware": None,

@@ -26,6 +26,7 @@ K8S_NODE_LABELS = {"nvidia.com/gpu.present": "true"}
 
 class Cuda(Device):
     name = "cuda"
+    rank = 1
     record: Dict[str, Any] = {
         "label": "NVIDIA GPU",
         "hardware": {"pci_count": "nvidia_count", "section": "nvidia", "devices": "gpus", "device": "NVIDIA GPU",

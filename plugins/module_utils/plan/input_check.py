@@ -31,6 +31,7 @@ __metaclass__ = type  # noqa: UP001
 import os
 import re
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, engine_args
 
@@ -499,6 +500,18 @@ def _omp_bind(name, value, ctx):
 
 _omp_bind.kind = "characters"
 
+
+def _backend(name, value, ctx):
+    """``auto`` or a backend of the registry.  The role's argument spec lists no choices, so a new backend
+    (a module of plugins/module_utils/backends/) edits no spec or documentation to be accepted."""
+    if value in backends.CHOICES_WITH_AUTO:
+        return None
+    return f"{name}: {value!r} is not a backend; set one of {', '.join(backends.CHOICES_WITH_AUTO)}"
+
+
+_backend.kind = "choice"
+_backend.choices = backends.CHOICES_WITH_AUTO
+
 # Variables whose values are never repeated in a message (argument_specs no_log).
 SECRETS = ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token", "gateway_api_keys")
 
@@ -506,7 +519,7 @@ SECRETS = ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token", "gateway_ap
 # (a bool, or a str with choices) has the rule None.
 RULES = {
     "vllm": {
-        "vllm_backend": None,
+        "vllm_backend": _backend,
         "vllm_version": _version,
         "vllm_install_method": None,
         "vllm_container_image": _regex(re.compile(r"^[a-z0-9][a-z0-9._/:@-]*$"),
@@ -810,6 +823,14 @@ def bounds(role, name):
     (the AWX surveys of scripts/awx_survey.py) take their limits from here.
     """
     return getattr(RULES.get(role, {}).get(name), "bounds", None)
+
+
+def choices(role, name):
+    """The values a variable of ``role`` may take when its rule, not its argument spec, holds them; else None.
+
+    Forms that ask for the value (the AWX surveys of scripts/awx_survey.py) offer them as a multiple choice.
+    """
+    return getattr(RULES.get(role, {}).get(name), "choices", None)
 
 
 def paths_to_check(role, values, where):

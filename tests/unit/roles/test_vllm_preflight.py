@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
 from conftest import FIXTURES
 from playbook_run import run_playbook
 
@@ -65,6 +66,15 @@ def test_cuda_on_a_host_without_nvidia_gpus_stops_in_the_plan(collections_path, 
     assert "vllm_backend is cuda, but the probe found no NVIDIA GPU" in proc.stdout, proc.stdout[-3000:]
     assert "Plan the engine install" in proc.stdout
     assert "changed=0" in proc.stdout and "failed=1" in proc.stdout  # nothing changed before the refusal
+
+
+def test_a_backend_the_registry_lacks_stops_before_any_change(collections_path, tmp_path):
+    """The role's spec lists no backend choices; its input rule refuses the name, naming the registry's."""
+    proc, dummy = preflight(collections_path, tmp_path, "smollm2-135m.json", vllm_backend="tpu")
+    assert proc.returncode != 0
+    assert f"vllm_backend: 'tpu' is not a backend; set one of {', '.join(backends.CHOICES_WITH_AUTO)}" in proc.stdout, \
+        proc.stdout[-3000:]
+    assert "changed=0" in proc.stdout and "failed=1" in proc.stdout
 
 
 def test_bad_model_name_fails_with_the_rule(collections_path, tmp_path):

@@ -40,7 +40,7 @@ SPECS = _specs()
 # characters (shell, newline or control characters), size.
 CASES = [
     # --- vllm ---
-    ("vllm", "vllm_backend", "tpu", "argument_spec"),
+    ("vllm", "vllm_backend", "tpu", "choice"),
     ("vllm", "vllm_version", "0.11.0; rm -rf /", "characters"),
     ("vllm", "vllm_install_method", "conda", "argument_spec"),
     ("vllm", "vllm_container_image", "quay.io/x/y:v1; rm -rf /", "characters"),
@@ -313,7 +313,7 @@ CASES = [
 
 # privilege: a value that runs the engine as root or hands code a way in
 # (issue 29, point 12); traversal: a '.' or '..' path component.
-CLASSES = {"argument_spec", "out_of_range", "wrong_type", "engine_option", "missing_path", "characters", "size",
+CLASSES = {"argument_spec", "choice", "out_of_range", "wrong_type", "engine_option", "missing_path", "characters", "size",
            "privilege", "traversal"}
 # Where a path must exist for the missing_path cases; the condition values that turn the check on.
 PATH_CONTEXT = {"vllm_model_src": {"vllm_model_source": "local"}}
