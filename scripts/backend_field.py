@@ -20,7 +20,7 @@ def main(argv):
         os.makedirs(os.path.join(tmp, "ansible_collections", "kunpeng"))
         os.symlink(root, os.path.join(tmp, "ansible_collections", "kunpeng", "vllm"))
         sys.path.insert(0, tmp)
-        backends = importlib.import_module("ansible_collections.kunpeng.vllm.plugins.module_utils.backends")
+        backends = importlib.import_module("ansible_collections.kunpeng.vllm.plugins.module_utils.backends.registry")
         value = backends.field(argv[1], argv[2])
     if value in (None, ""):
         sys.stderr.write(f"backend_field.py: no {argv[2]} for the {argv[1]} backend in plugins/module_utils/backends/\n")

@@ -45,7 +45,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.service import with_driver  # noqa: E402
 
 

@@ -190,7 +190,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state as state  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import model_state  # noqa: E402
 

@@ -225,7 +225,7 @@ import tarfile  # noqa: E402
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact as art  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state as state  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import safe_extract as extract  # noqa: E402

@@ -534,7 +534,7 @@ ansible_facts:
 from typing import Any, Dict  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import BackendMissing  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError  # noqa: E402

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sdists import compat_matrix  # noqa: E402
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends  # noqa: E402
 
 ARCHES = ("x86_64", "aarch64")
 

@@ -11,7 +11,8 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends, fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import deployment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

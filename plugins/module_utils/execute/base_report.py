@@ -17,7 +17,7 @@ __metaclass__ = type  # noqa: UP001
 import ipaddress
 from typing import Any, Dict, List, Optional, Tuple
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 
 
 def driver_build(wanted: bool, headers_package: str, headers_found: Optional[bool], kernel: str) -> Dict[str, Any]:

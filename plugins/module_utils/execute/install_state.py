@@ -25,7 +25,7 @@ __metaclass__ = type  # noqa: UP001
 import os
 import shutil
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 
 ENGINE_MARKER = ".kunpeng-vllm-complete"
 MODEL_MARKER = ".kunpeng-model-complete"

@@ -46,7 +46,7 @@ __metaclass__ = type  # noqa: UP001
 import ipaddress
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute.instance_lifecycle import (
     AF_UNIX_PATH_MAX,
     ray_socket_path,

@@ -17,7 +17,7 @@ import re
 import tarfile
 from typing import Any, Dict, List, Optional, Tuple
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import ascend, cuda
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import version_tuple
 

@@ -22,7 +22,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, compat_matrix, service, engine_args as engine_options
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.rehearsal import rehearsal
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError

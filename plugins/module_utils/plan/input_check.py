@@ -31,7 +31,7 @@ __metaclass__ = type  # noqa: UP001
 import os
 import re
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, engine_args
 

@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import shlex
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import engine_args as engine_options
 

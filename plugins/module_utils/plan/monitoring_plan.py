@@ -23,7 +23,7 @@ import ipaddress
 import re
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 
 # The scrape jobs: the engine, the node, the gateway, and each backend's vendor exporter (its registry record).
 _EXPORTERS = [backends.field(name, "exporter") for name in backends.NAMES if backends.field(name, "exporter")]

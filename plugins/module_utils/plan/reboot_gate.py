@@ -19,7 +19,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 
 
 def reboot_gate(backend, driver_report=None, host=None):

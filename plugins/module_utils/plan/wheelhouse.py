@@ -29,7 +29,7 @@ __metaclass__ = type  # noqa: UP001
 import traceback
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix
 
 # packaging (PyPA's reference implementation of names, requirements and tags)

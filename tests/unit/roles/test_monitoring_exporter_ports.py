@@ -11,7 +11,7 @@ from ansible.template import Templar
 from task_files import load, task
 from task_files import trusted as _trusted
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import monitoring_plan
 
 PLAN = "roles/monitoring/tasks/plan.yml"

@@ -26,7 +26,7 @@ from task_files import ROOT, load
 from task_files import trusted as _trusted
 from vllm_plans import plan, single
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import container
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 

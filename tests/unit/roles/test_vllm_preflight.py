@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from conftest import FIXTURES
 from playbook_run import run_playbook
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 
 
 @pytest.mark.parametrize("name", backends.NAMES)

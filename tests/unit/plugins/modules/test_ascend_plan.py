@@ -11,7 +11,8 @@ import subprocess
 
 import fakes
 import pytest
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends, fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.service import service_spec
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 from ansible_collections.kunpeng.vllm.plugins.modules import ascend_plan

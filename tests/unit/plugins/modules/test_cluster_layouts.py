@@ -8,7 +8,8 @@ import cluster_hosts as ch
 import pytest
 from module_runner import run_main
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends, fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import instance_lifecycle
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_cluster

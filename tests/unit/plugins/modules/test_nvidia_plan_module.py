@@ -15,7 +15,8 @@ import role_vars
 from conftest import FIXTURES, ROOT
 from module_runner import run_main
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends, fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.service import service_spec
 from ansible_collections.kunpeng.vllm.plugins.modules import nvidia_plan, vllm_plan
 

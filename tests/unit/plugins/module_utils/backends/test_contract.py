@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import Backend, BackendMissing
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.cuda import Cuda
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, cluster, container, deployment, k8s_export, wheelhouse

@@ -14,7 +14,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, input_check, monitoring_plan, reboot_gate
 from ansible_collections.kunpeng.vllm.plugins.modules import install_state as install_state_module
@@ -149,7 +149,7 @@ def _backend_modules():
     for filename in sorted(os.listdir(folder)):
         if not filename.endswith(".py") or filename == "__init__.py":
             continue
-        module = importlib.import_module(f"{backends.__name__}.{filename[:-3]}")
+        module = importlib.import_module(f"{backends.__name__.rsplit('.', 1)[0]}.{filename[:-3]}")
         named = [cls for cls in vars(module).values() if isinstance(cls, type) and issubclass(cls, backends.Backend)
                  and cls.name and cls.__module__ == module.__name__]
         if named:
@@ -163,7 +163,7 @@ def test_every_backend_module_of_the_folder_is_registered():
     assert sorted(found) == sorted(backends.NAMES)
     with open(backends.__file__) as handle:
         imported = re.search(r"^from \S+\.backends import ([\w, ]+)  # noqa", handle.read(), re.M).group(1)
-    assert sorted(word.strip() for word in imported.split(",")) == sorted(found), "backends/__init__.py imports"
+    assert sorted(word.strip() for word in imported.split(",")) == sorted(found), "backends/registry.py imports"
     for module, classes in found.items():
         assert [cls.name for cls in classes] == [module], f"backends/{module}.py: one backend, named after its module"
         assert backends.INSTANCES[module].__class__ is classes[0]

@@ -8,7 +8,7 @@ import re
 import pytest
 from packaging.version import Version
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix as cm
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError, version_cmp, version_key
 

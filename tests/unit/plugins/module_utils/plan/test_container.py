@@ -6,7 +6,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import container
 
 DIGEST = "sha256:" + "ab" * 32

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import deployment, endpoint_security
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
 

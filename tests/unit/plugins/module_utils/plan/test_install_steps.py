@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix as cm
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.vllm_requirements import COMMON_REQUIREMENTS
 

@@ -9,7 +9,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
 
 import plan_hosts  # noqa: E402
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils import backends  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cpu_runtime  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.service import ServiceError, service_spec  # noqa: E402
 
