@@ -31,7 +31,7 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import 
 # Backend).  The imports are written out because a module shipped to a host carries only the module_utils its
 # code imports by name (Ansible's AnsiballZ reads the import statements, it does not list this folder);
 # tests/unit/plugins/module_utils/backends/test_registry.py fails for a module of this folder left out here.
-from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import ascend, cpu, cuda  # noqa: F401,E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import ascend, cpu, cuda  # noqa: F401,E402  # pylint: disable=unused-import
 
 __all__ = ["FIELDS", "METHODS", "Backend", "BackendMissing", "BACKENDS", "INSTANCES", "NAMES", "CHOICES_WITH_AUTO",
            "UnknownBackend", "backend", "get", "field", "missing_fields", "driver_fact", "shows_device", "problem"]
