@@ -439,7 +439,8 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import npu_smi,
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.accelerator_summary import summarize  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.cpu import normalize_architecture, numa_node_ids, parse_cpuinfo, parse_meminfo  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.kv_files import get_ci, parse_kv_text  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.pci import probe_pci  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.pci import device_rules, probe_pci  # noqa: E402
 
 C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
 TIMEOUT_RCS = (124, 137)
@@ -680,7 +681,7 @@ def main() -> None:
         module.fail_json(msg="command_timeout must be at least 1 second, got {}".format(module.params["command_timeout"]))
     arch = normalize_architecture(module.params["architecture"] or platform.machine())
     runner = Runner(module)
-    pci = probe_pci(module.params["sysfs_root"])
+    pci = probe_pci(module.params["sysfs_root"], device_rules(backends.BACKENDS))
     ascend = probe_ascend(runner, module.params, arch)
     nvidia = probe_nvidia(runner, module.params, pci)
     cpu = probe_cpu(module.params, arch)
