@@ -663,6 +663,17 @@ def probe_cpu(params: Dict[str, Any], arch: Optional[str]) -> Dict[str, Any]:
     return cpu
 
 
+def other_backends(sections: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The device backends beyond Ascend and NVIDIA, with their rank, record and probe section, for ``summarize``."""
+    others = []
+    for name in backends.NAMES:
+        hardware = backends.field(name, "hardware")
+        if hardware and hardware["section"] not in ("ascend", "nvidia"):
+            others.append({"name": name, "rank": backends.backend(name).rank, "hardware": hardware,
+                           "section": sections.get(hardware["section"]) or {}})
+    return others
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
@@ -685,13 +696,10 @@ def main() -> None:
     ascend = probe_ascend(runner, module.params, arch)
     nvidia = probe_nvidia(runner, module.params, pci)
     cpu = probe_cpu(module.params, arch)
-    facts = {
-        "pci": pci,
-        "ascend": ascend,
-        "nvidia": nvidia,
-        "cpu": cpu,
-        "summary": summarize(pci, ascend, nvidia, cpu),
-    }
+    # Every probe section by its name; a backend beyond these two adds its tool's section here.
+    sections: Dict[str, Dict[str, Any]] = {"ascend": ascend, "nvidia": nvidia}
+    facts = {"pci": pci, **sections, "cpu": cpu,
+             "summary": summarize(pci, ascend, nvidia, cpu, other_backends(sections))}
     module.exit_json(changed=False, ansible_facts={"kunpeng_accelerators": facts})
 
 
