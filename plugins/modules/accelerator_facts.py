@@ -439,7 +439,8 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import npu_smi,
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.accelerator_summary import summarize  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.cpu import normalize_architecture, numa_node_ids, parse_cpuinfo, parse_meminfo  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.kv_files import get_ci, parse_kv_text  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.pci import probe_pci  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.pci import device_rules, probe_pci  # noqa: E402
 
 C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
 TIMEOUT_RCS = (124, 137)
@@ -662,6 +663,17 @@ def probe_cpu(params: Dict[str, Any], arch: Optional[str]) -> Dict[str, Any]:
     return cpu
 
 
+def other_backends(sections: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The device backends beyond Ascend and NVIDIA, with their rank, record and probe section, for ``summarize``."""
+    others = []
+    for name in backends.NAMES:
+        hardware = backends.field(name, "hardware")
+        if hardware and hardware["section"] not in ("ascend", "nvidia"):
+            others.append({"name": name, "rank": backends.backend(name).rank, "hardware": hardware,
+                           "section": sections.get(hardware["section"]) or {}})
+    return others
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
@@ -680,17 +692,14 @@ def main() -> None:
         module.fail_json(msg="command_timeout must be at least 1 second, got {}".format(module.params["command_timeout"]))
     arch = normalize_architecture(module.params["architecture"] or platform.machine())
     runner = Runner(module)
-    pci = probe_pci(module.params["sysfs_root"])
+    pci = probe_pci(module.params["sysfs_root"], device_rules(backends.BACKENDS))
     ascend = probe_ascend(runner, module.params, arch)
     nvidia = probe_nvidia(runner, module.params, pci)
     cpu = probe_cpu(module.params, arch)
-    facts = {
-        "pci": pci,
-        "ascend": ascend,
-        "nvidia": nvidia,
-        "cpu": cpu,
-        "summary": summarize(pci, ascend, nvidia, cpu),
-    }
+    # Every probe section by its name; a backend beyond these two adds its tool's section here.
+    sections: Dict[str, Dict[str, Any]] = {"ascend": ascend, "nvidia": nvidia}
+    facts = {"pci": pci, **sections, "cpu": cpu,
+             "summary": summarize(pci, ascend, nvidia, cpu, other_backends(sections))}
     module.exit_json(changed=False, ansible_facts={"kunpeng_accelerators": facts})
 
 

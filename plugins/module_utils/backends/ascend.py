@@ -15,6 +15,7 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.device impor
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import ascend_plan, compat_matrix
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.vllm_requirements import COMMON_REQUIREMENTS
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import chips
 
 # The image label naming the CANN release the image's user space was built for (plan/container.py).
 LABEL_CANN = "io.kunpeng.vllm.cann-version"
@@ -64,7 +65,11 @@ class Ascend(Device):
     record: Dict[str, Any] = {
         "label": "Ascend NPU",
         "hardware": {"pci_count": "ascend_count", "section": "ascend", "devices": "devices", "device": "Ascend NPU",
-                     "tool": "npu-smi"},
+                     "tool": "npu-smi",
+                     # Huawei's vendor id also covers the Kunpeng SoC's NICs, SAS and RoCE functions: only the
+                     # device ids of the chip table (probe/chips.py) are NPUs.
+                     "pci": {"vendor": chips.HUAWEI_VENDOR, "classes": None,
+                             "device_ids": tuple(row.device_id for row in chips.CHIPS)}},
         "visible": {"section": "ascend", "devices": "devices", "id_keys": ("logic_id",), "variable": "ASCEND_RT_VISIBLE_DEVICES"},
         "driver": {"role": "kunpeng.vllm.ascend", "fact": "kunpeng_ascend", "reboot_variable": "ascend_reboot",
                    "reboot_what": "the new Ascend firmware or driver", "env_file_key": "env_file",

@@ -26,7 +26,9 @@ from typing import Any, Dict, List, Optional, Tuple
 FIELDS = {
     "label": "what the backend's device is called in messages",
     "hardware": "None (runs anywhere) or how the probe shows the device: pci_count (kunpeng_accelerators.pci key), "
-                "section and devices (probe section and its device list), device (its name), tool (its CLI)",
+                "section and devices (probe section and its device list), device (its name), tool (its CLI), "
+                "pci (the functions that count as the device: vendor id, classes (class-code prefixes, or None for "
+                "any) and device_ids (or None for any); pci.py lists them under the section's name)",
     "visible": "None (no device selection) or the visible-devices variable: section, devices, id_keys (the device "
                "keys an id may name), variable (the environment variable)",
     "driver": "None (no driver) or the driver role: role, fact (the role's report fact), reboot_variable, "

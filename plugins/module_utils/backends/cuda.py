@@ -30,7 +30,10 @@ class Cuda(Device):
     record: Dict[str, Any] = {
         "label": "NVIDIA GPU",
         "hardware": {"pci_count": "nvidia_count", "section": "nvidia", "devices": "gpus", "device": "NVIDIA GPU",
-                     "tool": "nvidia-smi"},
+                     "tool": "nvidia-smi",
+                     # NVIDIA's vendor id; display (0x0300) and 3D (0x0302) controllers are GPUs, the
+                     # audio and USB functions of consumer cards are not.
+                     "pci": {"vendor": "0x10de", "classes": ("0x0300", "0x0302"), "device_ids": None}},
         "visible": {"section": "nvidia", "devices": "gpus", "id_keys": ("index", "uuid"), "variable": "CUDA_VISIBLE_DEVICES"},
         "driver": {"role": "kunpeng.vllm.nvidia", "fact": "kunpeng_nvidia", "reboot_variable": "nvidia_reboot",
                    "reboot_what": "the new NVIDIA driver", "env_file_key": "env_file", "group_key": None},

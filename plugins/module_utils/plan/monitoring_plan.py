@@ -143,8 +143,9 @@ def node_plan(host_groups: List[str], address: str, backend: Optional[str], vllm
               sources: Optional[List[str]] = None) -> Dict[str, Any]:
     """What one node offers to Prometheus (the ``kunpeng_monitoring`` fact).
 
-    ``ports`` holds ``node_exporter``, ``vllm``, ``gateway``, ``dcgm``, ``npu``
-    (their ``monitoring_*_port`` variables); an empty ``gateway`` port means the gateway exports no metrics
+    ``ports`` holds ``node_exporter``, ``vllm``, ``gateway`` and the exporters' jobs (``dcgm``, ``npu``: their
+    ``monitoring_*_port`` variables; a job without one scrapes its backend record's ``exporter.port``);
+    an empty ``gateway`` port means the gateway exports no metrics
     (kunpeng.vllm.gateway does not), so no gateway target.  ``listen`` is the node's :func:`listen_address`,
     ``sources`` (``monitoring_sources``) the addresses of the Prometheus servers.  Returns ``address``,
     ``listen`` (the address the node exporter binds), ``node_exporter_listen`` (its ``--web.listen-address``),
@@ -167,7 +168,10 @@ def node_plan(host_groups: List[str], address: str, backend: Optional[str], vllm
         scraped.append(_port("monitoring_gateway_metrics_port", ports["gateway"]))
         targets.append({"job": "gateway", "target": _target(address, scraped[-1])})
     if exporter["job"]:
-        scraped.append(_port(f"monitoring_{exporter['job']}_exporter_port", ports[exporter["job"]]))
+        # The operator's monitoring_<job>_exporter_port, else the record's port: a new backend's exporter
+        # needs no variable of the monitoring role.
+        default = backends.field(backend, "exporter")["port"]
+        scraped.append(_port(f"monitoring_{exporter['job']}_exporter_port", ports.get(exporter["job"], default)))
         targets.append({"job": exporter["job"], "target": _target(address, scraped[-1])})
     return {
         "address": address,

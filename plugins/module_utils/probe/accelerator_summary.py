@@ -20,6 +20,10 @@ BACKEND_ASCEND = "ascend"
 BACKEND_CUDA = "cuda"
 BACKEND_CPU = "cpu"
 
+# The registry's ranks of the two backends with rules of their own here (backends/ascend.py, cuda.py; a test
+# compares them).
+BUILTIN_RANKS = {BACKEND_ASCEND: 2, BACKEND_CUDA: 1}
+
 FABRIC_READY_STATES = ("completed",)
 
 
@@ -76,8 +80,28 @@ def _nvidia_problems(pci: Dict[str, Any], nvidia: Dict[str, Any]) -> List[str]:
     return problems
 
 
-def summarize(pci: Dict[str, Any], ascend: Dict[str, Any], nvidia: Dict[str, Any], cpu: Dict[str, Any]) -> Dict[str, Any]:
-    """Build the ``summary`` fact: backend, its reason, device counts, memory and problems."""
+def _other_problems(hardware: Dict[str, Any], pci: Dict[str, Any], section: Dict[str, Any]) -> List[str]:
+    """The findings of a backend this module has no rules of its own for, from its record's ``hardware``."""
+    tool, device = hardware["tool"], hardware["device"]
+    problems = [f"{tool}: {finding}" for finding in section.get("findings", [])]
+    pci_count = pci.get(hardware["pci_count"], 0)
+    devices = section.get(hardware["devices"], [])
+    if pci_count and not section.get("tool"):
+        problems.append(f"PCI shows {pci_count} {device}(s) but {tool} was not found: driver tool missing")
+    elif pci_count and section.get("tool") and _visible_count(devices) < pci_count:
+        problems.append(f"PCI shows {pci_count} {device}(s) but {tool} reports only {_visible_count(devices)}")
+    return problems
+
+
+def summarize(pci: Dict[str, Any], ascend: Dict[str, Any], nvidia: Dict[str, Any], cpu: Dict[str, Any],
+              others: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+    """Build the ``summary`` fact: backend, its reason, device counts, memory and problems.
+
+    ``others`` are the device backends beyond Ascend and NVIDIA, each ``{"name", "rank", "hardware", "section"}``
+    (the registry's rank and record ``hardware``, and the probe section the facts module gathered): their
+    findings follow the record, and where several are present the highest ``rank`` is chosen (Ascend's is 2,
+    NVIDIA's 1, as in the registry), so a new backend needs no rule here.
+    """
     problems = _ascend_problems(pci, ascend) + _nvidia_problems(pci, nvidia)
     npu_devices = ascend.get("devices", [])
     gpu_devices = nvidia.get("gpus", [])
@@ -87,8 +111,32 @@ def summarize(pci: Dict[str, Any], ascend: Dict[str, Any], nvidia: Dict[str, Any
     if has_ascend and has_nvidia:
         problems.append("both Ascend and NVIDIA accelerators are present; backend 'ascend' was chosen")
 
+    present = []
+    for other in others or []:
+        hardware, section = other["hardware"], other["section"] or {}
+        problems += _other_problems(hardware, pci, section)
+        if section.get(hardware["devices"]) or pci.get(hardware["pci_count"], 0) > 0:
+            present.append(other)
+    chosen = max(present, key=lambda other: other["rank"], default=None)
+    builtin_rank = (BUILTIN_RANKS[BACKEND_ASCEND] if has_ascend else BUILTIN_RANKS[BACKEND_CUDA] if has_nvidia else -1)
+    if chosen is not None and chosen["rank"] < builtin_rank:
+        chosen = None
+    if present and (has_ascend or has_nvidia or len(present) > 1):
+        names = [other["name"] for other in present] + ([BACKEND_ASCEND] if has_ascend else []) + ([BACKEND_CUDA] if has_nvidia else [])
+        winner = chosen["name"] if chosen is not None else (BACKEND_ASCEND if has_ascend else BACKEND_CUDA)
+        problems.append(f"accelerators of several backends are present ({', '.join(sorted(names))}); backend '{winner}' was chosen")
+
     devices: List[Dict[str, Any]] = []
-    if has_ascend:
+    if chosen is not None:
+        hardware, section = chosen["hardware"], chosen["section"] or {}
+        backend = chosen["name"]
+        devices = section.get(hardware["devices"], [])
+        pci_count = pci.get(hardware["pci_count"], 0)
+        if devices:
+            reason = f"{hardware['tool']} reports {len(devices)} {hardware['device']}(s) ({_most_common_name(devices) or 'unknown model'})"
+        else:
+            reason = f"PCI shows {pci_count} {hardware['device']}(s); {hardware['tool']} gives no devices, so the driver is not ready"
+    elif has_ascend:
         backend = BACKEND_ASCEND
         devices = npu_devices
         if npu_devices:

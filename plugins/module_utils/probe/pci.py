@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import chips
 
@@ -24,9 +24,7 @@ NVIDIA_VENDOR = "0x10de"
 # device id -> (chip, product family), from the one chip table (chips.py).
 ASCEND_DEVICES = {row.device_id: (row.chip, row.product) for row in chips.CHIPS}
 
-# PCI class codes (base class + subclass) that matter here.
-CLASS_VGA = "0x0300"
-CLASS_3D = "0x0302"
+# PCI class code (base class + subclass) of NVSwitch; the backends' device classes are their records'.
 CLASS_BRIDGE_OTHER = "0x0680"  # NVSwitch presents itself as "other bridge"
 
 PCI_ATTRIBUTES = ("vendor", "device", "subsystem_vendor", "subsystem_device", "class", "numa_node")
@@ -76,17 +74,45 @@ def read_pci_devices(sysfs_root: str) -> List[Dict[str, Optional[str]]]:
     return devices
 
 
-def classify_pci_devices(raw_devices: List[Dict[str, Optional[str]]]) -> Dict[str, Any]:
-    """Pick the Ascend NPUs, NVIDIA GPUs and NVSwitch bridges out of ``raw_devices``.
+Rules = List[Tuple[str, str, Dict[str, Any]]]
 
-    Huawei functions count only when their device id is a known Ascend chip
-    (vendor 0x19e5 also covers the Kunpeng SoC's own NICs, SAS and RoCE
-    functions).  NVIDIA functions count as GPUs for class 0x0300xx / 0x0302xx
-    and as NVSwitch for 0x0680xx; audio and USB functions of consumer cards are
-    ignored.
+
+def device_rules(records: Dict[str, Dict[str, Any]]) -> Rules:
+    """``(list name, count key, pci rule)`` of every backend record that shows its device on the PCI bus.
+
+    ``records`` is the backend registry's ``BACKENDS``; the rules are their ``hardware.pci`` (backends/base.py
+    ``FIELDS``), so a new backend's functions are counted without an edit here.  The caller hands the
+    records in because this module is also installed beside the metrics collector, which has no registry.
     """
-    ascend: List[Dict[str, Any]] = []
-    nvidia: List[Dict[str, Any]] = []
+    rules = []
+    for record in records.values():
+        hardware = record.get("hardware")
+        if hardware and hardware.get("pci"):
+            rules.append((hardware["section"], hardware["pci_count"], hardware["pci"]))
+    return rules
+
+
+def _matches(rule: Dict[str, Any], vendor: Optional[str], device: Optional[str], pci_class: Optional[str]) -> bool:
+    if vendor != _norm_hex(rule["vendor"]):
+        return False
+    if rule.get("device_ids") is not None and device not in {_norm_hex(d) for d in rule["device_ids"]}:
+        return False
+    if rule.get("classes") is not None and (not pci_class or pci_class[:6] not in {_norm_hex(c) for c in rule["classes"]}):
+        return False
+    return True
+
+
+def classify_pci_devices(raw_devices: List[Dict[str, Optional[str]]], rules: Rules) -> Dict[str, Any]:
+    """Pick every backend's devices and the NVSwitch bridges out of ``raw_devices``.
+
+    A function counts for a backend when it matches the record's ``hardware.pci`` rule (vendor, and where
+    given the class-code prefixes and device ids): Huawei functions only with a known Ascend chip's device
+    id (vendor 0x19e5 also covers the Kunpeng SoC's own NICs, SAS and RoCE functions), NVIDIA functions as
+    GPUs for class 0x0300xx / 0x0302xx.  Each backend's list is named after its probe section, its length
+    after its ``pci_count``.  Ascend functions also name their chip, and NVIDIA 0x0680xx functions are
+    NVSwitch bridges.
+    """
+    found: Dict[str, List[Dict[str, Any]]] = {section: [] for section, _count, _rule in rules}
     nvswitch: List[Dict[str, Any]] = []
     for raw in raw_devices:
         vendor = _norm_hex(raw.get("vendor"))
@@ -103,28 +129,25 @@ def classify_pci_devices(raw_devices: List[Dict[str, Optional[str]]]) -> Dict[st
         }
         if vendor == HUAWEI_VENDOR and device in ASCEND_DEVICES:
             entry["chip"], entry["product"] = ASCEND_DEVICES[device]
-            ascend.append(entry)
-        elif vendor == NVIDIA_VENDOR and pci_class:
-            prefix = pci_class[:6]
-            if prefix in (CLASS_VGA, CLASS_3D):
-                nvidia.append(entry)
-            elif prefix == CLASS_BRIDGE_OTHER:
-                nvswitch.append(entry)
-    return {
-        "ascend": ascend,
-        "ascend_count": len(ascend),
-        "ascend_chips": sorted(set(d["chip"] for d in ascend)),
-        "nvidia": nvidia,
-        "nvidia_count": len(nvidia),
-        "nvswitch": nvswitch,
-        "nvswitch_count": len(nvswitch),
-        "scanned": len(raw_devices),
-    }
+        section = next((section for section, _count, rule in rules if _matches(rule, vendor, device, pci_class)), None)
+        if section is not None:
+            found[section].append(entry)
+        elif vendor == NVIDIA_VENDOR and pci_class and pci_class[:6] == CLASS_BRIDGE_OTHER:
+            nvswitch.append(entry)
+    result: Dict[str, Any] = {}
+    for section, count, _rule in rules:
+        result[section] = found[section]
+        result[count] = len(found[section])
+    result["ascend_chips"] = sorted(set(d["chip"] for d in result.get("ascend", []) if "chip" in d))
+    result["nvswitch"] = nvswitch
+    result["nvswitch_count"] = len(nvswitch)
+    result["scanned"] = len(raw_devices)
+    return result
 
 
-def probe_pci(sysfs_root: str) -> Dict[str, Any]:
-    """Convenience wrapper: read sysfs and classify in one go."""
-    return classify_pci_devices(read_pci_devices(sysfs_root))
+def probe_pci(sysfs_root: str, rules: Rules) -> Dict[str, Any]:
+    """Convenience wrapper: read sysfs and classify by ``rules`` (:func:`device_rules`) in one go."""
+    return classify_pci_devices(read_pci_devices(sysfs_root), rules)
 
 
 def normalize_bus_id(bus_id: Optional[str]) -> Optional[str]:

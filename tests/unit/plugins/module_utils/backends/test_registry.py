@@ -46,7 +46,7 @@ def test_unknown_backend_names_the_known_ones():
 @pytest.mark.parametrize("name", backends.NAMES)
 def test_nested_records_have_their_keys(name):
     record = backends.BACKENDS[name]
-    shapes = {"hardware": {"pci_count", "section", "devices", "device", "tool"},
+    shapes = {"hardware": {"pci_count", "section", "devices", "device", "tool", "pci"},
               "visible": {"section", "devices", "id_keys", "variable"},
               "driver": {"role", "fact", "reboot_variable", "reboot_what", "env_file_key", "group_key"},
               "exporter": {"name", "variable", "job", "port"}}

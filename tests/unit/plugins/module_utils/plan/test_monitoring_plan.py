@@ -214,3 +214,12 @@ def test_prometheus_binds_the_server_address_and_opens_to_its_sources_only():
     assert plan["args"][0] == "--web.listen-address=10.0.0.9:9090"
     assert plan["url"] == "http://10.0.0.9:9090"
     assert plan["firewall"] == [{"ports": [9090], "sources": ["10.0.0.0/24"], "protocol": "tcp"}]
+
+
+@pytest.mark.parametrize("name", [n for n in mp.backends.NAMES if mp.backends.field(n, "exporter")])
+def test_exporter_port_defaults_to_the_record(name):
+    """Without a monitoring_<job>_exporter_port the node is scraped on its backend record's exporter port."""
+    exporter = mp.backends.field(name, "exporter")
+    ports = {key: value for key, value in PORTS.items() if key != exporter["job"]}
+    plan = mp.node_plan(["vllm"], "n1", name, ["vllm"], [], ports, {exporter["variable"]: "pkg"}, "auto", [])
+    assert {"job": exporter["job"], "target": f"n1:{exporter['port']}"} in plan["targets"]

@@ -1,5 +1,6 @@
 """The backend decision and problem list, from hand-built probe results."""
 
+import pytest
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.accelerator_summary import summarize
 
 CPU = {"model_name": "Kunpeng 920", "architecture": "aarch64", "memory_mib": 1024}
@@ -60,3 +61,33 @@ def test_both_vendors_prefers_ascend():
     summary = summarize(pci, ascend, nvidia, CPU)
     assert summary["backend"] == "ascend"
     assert summary["problems"] == ["both Ascend and NVIDIA accelerators are present; backend 'ascend' was chosen"]
+
+
+# A backend with no rules of its own here: its findings and its place in the `auto` order come from its record.
+FOURTH = {"name": "fourth", "hardware": {"pci_count": "fourth_count", "section": "fourth", "devices": "gpus",
+                                         "device": "Fourth GPU", "tool": "fourth-smi"}}
+
+
+def test_builtin_ranks_are_the_registry_ranks():
+    from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
+    from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.accelerator_summary import BUILTIN_RANKS
+
+    assert BUILTIN_RANKS == {name: backends.backend(name).rank for name in BUILTIN_RANKS}
+
+
+@pytest.mark.parametrize("rank, with_npus, backend, problem", [
+    (3, False, "fourth", None),
+    (3, True, "fourth", "accelerators of several backends are present (ascend, fourth); backend 'fourth' was chosen"),
+    (0, True, "ascend", "accelerators of several backends are present (ascend, fourth); backend 'ascend' was chosen"),
+])
+def test_other_backend_follows_its_record(rank, with_npus, backend, problem):
+    pci = dict(pci_with_npus(8 if with_npus else 0), fourth_count=2)
+    ascend = dict(NO_ASCEND, tool="/usr/local/bin/npu-smi", devices=[npu(i, f"b{i}") for i in range(8)]) if with_npus else NO_ASCEND
+    section = {"tool": "/usr/bin/fourth-smi", "gpus": [{"name": "Fourth X1", "bus_id": "c0"}], "findings": []}
+    summary = summarize(pci, ascend, NO_NVIDIA, CPU, [dict(FOURTH, rank=rank, section=section)])
+    assert summary["backend"] == backend
+    assert "PCI shows 2 Fourth GPU(s) but fourth-smi reports only 1" in summary["problems"]
+    if problem:
+        assert problem in summary["problems"]
+    if backend == "fourth":
+        assert summary["backend_reason"] == "fourth-smi reports 1 Fourth GPU(s) (Fourth X1)"
