@@ -86,7 +86,32 @@ def _versions(backend: str, params: Dict[str, Any]) -> Dict[str, Optional[str]]:
     return versions
 
 
-def load_model(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+# vLLM's ``--quantization`` values that quantize a 16-bit checkpoint's weights at load time, with the weight format
+# the engine then holds (vllm/model_executor/layers/quantization/fp8.py: Fp8Config quantizes BF16/FP16 weights to
+# FP8 on load).  Other methods (awq, gptq, ascend, ...) only name the checkpoint's own quantization, which
+# config.json's quantization_config already describes.
+ONLINE_QUANTIZATION = {"fp8": "fp8"}
+
+
+def effective_weight_dtype(declared: str, quantization: Optional[str]) -> str:
+    """The weight format the plan sizes: ``vllm_model_weight_dtype`` (``declared``) read together with
+    ``vllm_engine_args.quantization``.
+
+    ``quantization: fp8`` makes vLLM load the weights as FP8 whatever the checkpoint's dtype, so with ``auto`` the
+    plan must size FP8, not the checkpoint's bf16 (a 70B model is ~68 GiB, not ~131 GiB).  A declared format that
+    contradicts the engine's is refused: the plan would size one thing and the engine load another.
+    """
+    engine_fmt = ONLINE_QUANTIZATION.get(str(quantization).lower()) if quantization else None
+    if engine_fmt is None or declared == engine_fmt:
+        return declared
+    if declared == "auto":
+        return engine_fmt
+    raise PlanError(f"vllm_engine_args.quantization {quantization} makes vLLM load {engine_fmt} weights but "
+                    f"vllm_model_weight_dtype is {declared}; set vllm_model_weight_dtype to {engine_fmt} or auto, "
+                    "or drop quantization from vllm_engine_args")
+
+
+def load_model(params: Dict[str, Any], requested: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
     config = params["model_config"]
     if params["model_config_path"]:
         try:
@@ -94,7 +119,7 @@ def load_model(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                 config = json.load(handle)
         except (OSError, ValueError) as exc:
             raise PlanError(f"cannot read {params['model_config_path']}: {exc}") from None
-    declared = params["weight_dtype"]
+    declared = effective_weight_dtype(params["weight_dtype"], (requested or {}).get("quantization"))
     if config is not None:
         model = capacity.model_from_config(config)
         if declared != "auto":
@@ -107,7 +132,7 @@ def load_model(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
             model["weight_dtype"] = declared
     elif params["params_b"]:
         if declared == "auto":
-            raise PlanError("params_b needs weight_dtype (bf16, fp8, w8a8, int4, ...)")
+            raise PlanError("params_b needs weight_dtype (bf16, fp8, w8a8, int4, ...) or vllm_engine_args.quantization fp8")
         model = capacity.model_from_declared(params["params_b"], declared)
     else:
         return None
@@ -163,7 +188,7 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
         raise PlanError("vllm_engine_args does not fit vLLM {}:\n- {}".format(release, "\n- ".join(problems)))
     requested = _normalized(params["requested_engine_args"])
     plan["rehearsal"] = rehearsal(requested, params.get("model_files"))
-    model = load_model(params)
+    model = load_model(params, requested)
     plan["fp8_mode"] = engine.fp8_mode(model["weight_dtype"] if model else None, caps)
     plan["atlas_series"] = params["atlas_series"]
     limits = compat_matrix.series_limits(params["atlas_series"])
