@@ -214,6 +214,11 @@ plan:
       description: The flavour a new driver gets, C(open) or C(proprietary) (C(auto) resolved by the GPU generation).
       type: str
       sample: open
+    open_only_gpus:
+      description: GPUs of a platform NVIDIA supports with the open kernel modules only (Grace Hopper, Blackwell), from
+        nvidia-smi's compute capability, else the PCI device id; empty when none. C(proprietary) is refused for them.
+      type: list
+      elements: str
     pre_turing_gpus:
       description: GPUs older than Turing (from nvidia-smi's compute capability, else the PCI device id); empty when none.
       type: list

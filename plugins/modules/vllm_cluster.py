@@ -28,7 +28,7 @@ description:
   - On Ascend, M(kunpeng.vllm.vllm_plan) plans a mixture-of-experts model over several nodes as vllm-ascend's
     DeepSeek guides run it (data parallel replicas within one node each, for example 4 x tensor parallel 4 over two
     Atlas 800 A2 nodes, with expert parallelism, on the multiprocessing executor, no Ray); every member then also gets
-    the guides' C(HCCL_BUFFSIZE), C(OMP_PROC_BIND) and C(OMP_NUM_THREADS).
+    the guides' C(HCCL_BUFFSIZE), C(OMP_PROC_BIND), C(OMP_NUM_THREADS) and C(PYTORCH_NPU_ALLOC_CONF=expandable_segments:True).
   - Where Ray runs, it is the backend's release (vllm-ascend pins C(ray>=2.47.1,<=2.48.0)), and every member gets a
     short C(RAY_TMPDIR) (C(<cache_dir>/ray-<hash of the instance>)) so that Ray's Unix sockets stay within the
     107-byte AF_UNIX limit whatever the instance's name; a O(cache_dir) too long for that fails.
@@ -273,7 +273,8 @@ env:
   returned: always
   type: dict
   sample: {"VLLM_HOST_IP": "10.20.0.12", "GLOO_SOCKET_IFNAME": "enp189s0f0", "HCCL_SOCKET_IFNAME": "enp189s0f0",
-           "HCCL_BUFFSIZE": "200", "OMP_PROC_BIND": "false", "OMP_NUM_THREADS": "1"}
+           "HCCL_BUFFSIZE": "200", "OMP_PROC_BIND": "false", "OMP_NUM_THREADS": "1",
+           "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}
 rdma:
   description: Whether every member has C(/dev/infiniband) (never on cpu).
   returned: always

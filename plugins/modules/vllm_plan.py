@@ -124,7 +124,8 @@ options:
     type: str
   params_b:
     description:
-      - Parameter count in billions, for a model without a config at hand. Needs O(weight_dtype); without a config no KV
+      - Parameter count in billions, for a model without a config at hand. Needs O(weight_dtype) (or C(quantization=fp8) in
+        O(requested_engine_args)); without a config no KV
         cache size is known, so only the weights are checked and no C(max_model_len) is set.
     type: float
   weight_dtype:
@@ -134,6 +135,8 @@ options:
         C(config.json) does not say so.
       - Bytes per parameter of the linear layers, bf16/fp16 2, fp8/w8a8/int8 1, w4a8/int4/awq/gptq 0.515 (0.5 plus group scales).
       - C(fp8) on a checkpoint that is not FP8 means online FP8 quantization (C(quantization=fp8) on CUDA).
+      - C(quantization=fp8) in O(requested_engine_args) (vLLM's own C(--quantization fp8)) makes C(auto) mean C(fp8); any
+        other declared format with it is refused, since the engine would load FP8 whatever is declared.
     type: str
     choices: [auto, bf16, fp16, fp32, fp8, w8a8, int8, w4a8, int4, awq, gptq]
     default: auto

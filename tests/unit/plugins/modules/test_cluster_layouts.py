@@ -21,7 +21,8 @@ CPU = ("cpu-x86", (), {"vllm_version": "0.32.0", "python_version": "3.11", "requ
 
 # The environment both nodes export in vllm-ascend's DeepSeek-R1 guide (docs/source/tutorials/models/DeepSeek-R1.md,
 # "Multi-Node Data Parallel Deployment", v0.13.0 and later).
-ASCEND_DP_ENV = {"HCCL_BUFFSIZE": "200", "OMP_PROC_BIND": "false", "OMP_NUM_THREADS": "1"}
+ASCEND_DP_ENV = {"HCCL_BUFFSIZE": "200", "OMP_PROC_BIND": "false", "OMP_NUM_THREADS": "1",
+                 "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}
 
 
 def members_of(machine, model, weight_dtype="auto", requested=None, names=("n1", "n2")):

@@ -17,6 +17,7 @@ from module_runner import run_main
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import nvidia_plan as nvidia_decisions
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.service import service_spec
 from ansible_collections.kunpeng.vllm.plugins.modules import nvidia_plan, vllm_plan
 
@@ -381,6 +382,40 @@ def test_gpu_generation_picks_the_kernel_module(tmp_path, device_id, distributio
         assert any(re.search(refused, line) for line in plan["refusals"]), plan["refusals"]
     else:
         assert plan["refusals"] == []
+
+
+@pytest.mark.parametrize("device_id, architecture, asked, module, refused", [
+    # Blackwell (B200 0x2901, RTX 5090 0x2b85): proprietary refused on any CPU; auto is open.
+    ("0x2901", "x86_64", "proprietary", "proprietary", True),
+    ("0x2901", "aarch64", "proprietary", "proprietary", True),
+    ("0x2b85", "x86_64", "proprietary", "proprietary", True),
+    ("0x2901", "x86_64", "auto", "open", False),
+    # Grace Hopper: a Hopper GPU on the aarch64 Grace CPU.
+    ("0x2330", "aarch64", "proprietary", "proprietary", True),
+    ("0x2330", "aarch64", "auto", "open", False),
+    # Hopper on x86_64 (HGX H100) and Ada (L40S 0x26b9) still take the proprietary flavour when asked.
+    ("0x2330", "x86_64", "proprietary", "proprietary", False),
+    ("0x26b9", "x86_64", "proprietary", "proprietary", False),
+])
+def test_proprietary_is_refused_on_open_only_platforms(tmp_path, device_id, architecture, asked, module, refused):
+    probe = probe_without_driver(tmp_path, device_id)
+    plan = decide(args_for(probe, "Ubuntu", architecture=architecture, kernel_module=asked))
+    assert plan["action"] == "install" and plan["kernel_module"] == module
+    # every auto row of the table is an open-only platform; the proprietary rows are one exactly when refused
+    assert bool(plan["open_only_gpus"]) is (refused or asked == "auto")
+    lines = [line for line in plan["refusals"] if "nvidia_kernel_module is proprietary" in line]
+    assert bool(lines) is refused, plan["refusals"]
+    if refused:
+        assert "Nothing was changed" in lines[0] and "nvidia_kernel_module: auto" in lines[0]
+
+
+@pytest.mark.parametrize("cap, architecture, refused", [
+    ("10.0", "x86_64", True), ("12.0", "x86_64", True), ("9.0", "aarch64", True), ("9.0", "x86_64", False),
+    ("8.9", "aarch64", False),
+])
+def test_open_only_gpus_by_compute_capability(cap, architecture, refused):
+    probe = {"nvidia": {"gpus": [{"index": 0, "name": "GPU", "compute_cap": cap}]}}
+    assert bool(nvidia_decisions.open_only_gpus(probe, architecture)) is refused
 
 
 def test_working_volta_driver_is_judged_by_compute_capability(tmp_path):

