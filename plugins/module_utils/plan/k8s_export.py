@@ -415,7 +415,8 @@ def _base(plan: Mapping[str, Any], opts: Dict[str, Any], config: Dict[str, Any])
                 "capabilities": {"drop": ["ALL"]}}
     pod_security: Dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
     if int(opts["run_as_user"] or 0):
-        # No fsGroup: the model volume is read-only (a recursive chown of a large claim takes minutes) and
+        # No fsGroup here (a multi-node pod sets one for its Ray token, ray_token_mode): the model volume is
+        # read-only (a recursive chown of a large claim takes minutes) and
         # emptyDir volumes are writable by any user.
         pod_security.update(runAsNonRoot=True, runAsUser=int(opts["run_as_user"]), runAsGroup=int(opts["run_as_group"]))
     if opts["supplemental_groups"]:
@@ -591,6 +592,23 @@ def ray_environment(plan: Mapping[str, Any], opts: Mapping[str, Any]) -> Tuple[s
     return version, env
 
 
+def ray_token_mode(pod_security: Dict[str, Any], opts: Mapping[str, Any]) -> int:
+    """The token file's mode, setting the pod's fsGroup so that the pod's user reads it.
+
+    A Secret volume's files belong to root; a 0400 file is unreadable to the non-root user the pod runs as, and
+    Ray then starts without its token.  With ``fsGroup`` the kubelet gives the files that group and its read
+    bit, so 0440 reads for the pod's group only.  The model volume is read-only in its volume source, which the
+    kubelet does not chown.  When the image's own user is kept (``run_as_user`` 0) that user is not known here,
+    so the file is readable to every user of the pod (it has one container).
+    """
+    group = int(opts["run_as_group"] or 0)
+    if int(opts["run_as_user"] or 0) and group:
+        pod_security["fsGroup"] = group
+        pod_security["fsGroupChangePolicy"] = "OnRootMismatch"
+        return 0o440
+    return 0o444
+
+
 def ray_commands(plan: Mapping[str, Any], head: str, port: int) -> Dict[str, List[str]]:
     """``ray start`` of the head and of a worker, as the vllm role's Ray units run it (plan/cluster.py): the node's
     address (the pod's IP), the worker port range, the accelerators as Ray resources, no usage stats."""
@@ -667,7 +685,8 @@ def render_multinode(plan: Mapping[str, Any], options: Optional[Mapping[str, Any
                                  "type": "Opaque", "stringData": {RAY_TOKEN_KEY: str(opts["ray_token"])}})
         container["volumeMounts"].append({"name": "ray-token", "mountPath": RAY_TOKEN_DIR, "readOnly": True})
         base["pod_spec"]["volumes"].append({"name": "ray-token", "secret": {
-            "secretName": token_secret, "defaultMode": 0o400, "items": [{"key": RAY_TOKEN_KEY, "path": RAY_TOKEN_KEY}]}})
+            "secretName": token_secret, "defaultMode": ray_token_mode(base["pod_spec"]["securityContext"], opts),
+            "items": [{"key": RAY_TOKEN_KEY, "path": RAY_TOKEN_KEY}]}})
     base["template_meta"]["annotations"]["kunpeng.vllm/ray"] = f"{version} {'token' if 'RAY_AUTH_MODE' in ray_env else 'none'}"
     manifests.append({
         "apiVersion": "v1", "kind": "Service", "metadata": _meta(headless, namespace, labels),
