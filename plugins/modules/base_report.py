@@ -217,7 +217,7 @@ driver_build:
 firewall:
   description:
     - With O(firewall). C(firewall), C(active), C(default_deny) (active, and inbound connections no rule admits are
-      refused - ufw's C(Default: deny (incoming)), firewalld's default zone not C(trusted) with target C(default),
+      refused - ufw's default C(deny (incoming)), firewalld's default zone not C(trusted) with target C(default),
       C(DROP) or C(REJECT)), C(ports) (first port of each opened rule; empty when not active),
       C(rules) (to allow, each C(port), C(proto), C(source), C(family), C(ufw_port), C(rich_rule)),
       C(close) (each managed C(port), C(proto), C(ufw_port) whose allow-from-anywhere rule is removed) and C(note).
