@@ -15,8 +15,9 @@ short_description: Render a vLLM plan as Kubernetes manifests (Deployment, Servi
 description:
   - Takes the plan of M(kunpeng.vllm.vllm_plan) run with a C(request) (the C(kunpeng_vllm_plan) fact, with
     C(engine_config), C(arch) and C(service)) and returns the manifests of one pod serving that instance, in apply
-    order - a Secret with the API key (when O(options.api_key) is set), a ConfigMap with the engine config, a
-    Deployment and a Service.
+    order - a Secret with the API key (when O(options.api_key) is set), a ConfigMap with the engine config (and,
+    with a key, the role's route guard, which the engine loads as on a host), a Deployment, a NetworkPolicy
+    admitting ingress on the API port only, and a Service.
   - Nothing is decided again. The engine config is the plan's, listening on every address of the pod at O(options.port);
     the accelerator count is the plan's tensor x pipeline x data parallel size; the node architecture is the plan's
     (C(kubernetes.io/arch) C(arm64) for Kunpeng, C(amd64) for x86_64).
@@ -79,9 +80,17 @@ options:
         type: int
         default: 8000
       service_type:
-        description: The Service's C(type) (C(ClusterIP), C(NodePort), C(LoadBalancer)).
+        description:
+          - The Service's C(type) (C(ClusterIP), C(NodePort), C(LoadBalancer)). C(NodePort) and C(LoadBalancer) publish
+            the API outside the cluster network and are refused unless O(options.expose_api_outside_cluster).
         type: str
         default: ClusterIP
+      expose_api_outside_cluster:
+        description:
+          - Accept a C(NodePort) or C(LoadBalancer) Service, which publishes the API on every node's port or a load
+            balancer (the explicit opt-in; the API key and the route guard still apply).
+        type: bool
+        default: false
       model_volume:
         description:
           - Where the weights come from, C(type) C(hostPath) (C(path), the model's directory on every node that may

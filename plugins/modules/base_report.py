@@ -78,7 +78,7 @@ options:
         type: str
         required: true
       probe_rc:
-        description: Exit status of C(ufw status) or C(firewall-cmd --state) (null when not run).
+        description: Exit status of C(ufw status verbose) or C(firewall-cmd --list-all) (null when not run).
         type: int
       probe_stdout:
         description: What that command printed.
@@ -216,13 +216,15 @@ driver_build:
            "reason": "dkms and linux-headers-6.1.0-28-amd64"}
 firewall:
   description:
-    - With O(firewall). C(firewall), C(active), C(ports) (first port of each opened rule; empty when not active),
+    - With O(firewall). C(firewall), C(active), C(default_deny) (active, and inbound connections no rule admits are
+      refused - ufw's default C(deny (incoming)), firewalld's default zone not C(trusted) with target C(default),
+      C(DROP) or C(REJECT)), C(ports) (first port of each opened rule; empty when not active),
       C(rules) (to allow, each C(port), C(proto), C(source), C(family), C(ufw_port), C(rich_rule)),
       C(close) (each managed C(port), C(proto), C(ufw_port) whose allow-from-anywhere rule is removed) and C(note).
     - C(rules) and C(close) are empty when the firewall is not active.
   returned: when O(firewall) is given
   type: dict
-  sample: {"firewall": "ufw", "active": true, "ports": [8000],
+  sample: {"firewall": "ufw", "active": true, "default_deny": true, "ports": [8000],
            "rules": [{"port": "8000", "proto": "tcp", "source": "10.0.0.0/8", "family": "ipv4", "ufw_port": "8000",
                       "rich_rule": "rule family=\"ipv4\" source address=\"10.0.0.0/8\" port port=\"8000\" protocol=\"tcp\" accept"}],
            "close": [{"port": "8000", "proto": "tcp", "ufw_port": "8000"}],

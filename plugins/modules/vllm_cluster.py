@@ -43,8 +43,8 @@ description:
     and C(LimitMEMLOCK=infinity) (RDMA for NCCL/HCCL).
   - A Ray node runs behind the cluster's token (Ray's token authentication, Ray 2.52.0 and later) - C(RAY_AUTH_MODE=token)
     and C(RAY_AUTH_TOKEN_PATH) (O(ray_token_path)) in the Ray unit's environment, and in the engine's when it drives the Ray
-    cluster. A Ray without token authentication is refused on a host whose firewall is not active, unless
-    O(ray_allow_unauthenticated).
+    cluster. A Ray without token authentication is refused on a host whose firewall is not active with a default deny
+    for incoming connections (O(firewall_default_deny)), unless O(ray_allow_unauthenticated).
   - Sets the fact C(kunpeng_vllm_cluster) with the same keys as the module result. Never changes the node.
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
@@ -141,14 +141,16 @@ options:
         service user). Required when the plan runs Ray with token authentication.
     type: str
     default: ""
-  firewall_active:
+  firewall_default_deny:
     description:
-      - Whether this host's firewall is active, as the base role last recorded it (C(ansible_local.kunpeng_vllm_base.firewall.active));
-        unset when not known. Read only for a Ray without token authentication.
+      - Whether this host's firewall is active and refuses inbound connections no rule admits, as the base role last
+        recorded it (C(ansible_local.kunpeng_vllm_base.firewall.default_deny)); unset when not known. An active firewall
+        with a default allow (ufw's default C(allow (incoming)), firewalld's C(trusted) zone) does not count. Read only
+        for a Ray without token authentication.
     type: bool
   ray_allow_unauthenticated:
     description:
-      - Run a Ray without token authentication on a host whose firewall is not active (anyone who reaches its ports can run
+      - Run a Ray without token authentication on a host whose firewall does not deny incoming by default (anyone who reaches its ports can run
         code as the service user on every member).
     type: bool
     default: false
@@ -368,7 +370,7 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     cache_dir=dict(type="path", default="/var/cache/vllm"),
     instance=dict(type="str", default=""),
     ray_token_path=dict(type="str", default="", no_log=False),  # the file's path, not the token
-    firewall_active=dict(type="bool"),
+    firewall_default_deny=dict(type="bool"),
     ray_allow_unauthenticated=dict(type="bool", default=False),
 )
 
@@ -393,7 +395,7 @@ def build(params: Dict[str, Any]) -> Dict[str, Any]:
                         network=params["network"], interface=params["interface"], ports=ports, group=params["group"],
                         ray_units=bool(params.get("ray_units")), cache_dir=params.get("cache_dir") or "/var/cache/vllm",
                         instance=params.get("instance") or "", ray_token_path=params.get("ray_token_path") or "",
-                        firewall_active=params.get("firewall_active"),
+                        firewall_default_deny=params.get("firewall_default_deny"),
                         ray_allow_unauthenticated=bool(params.get("ray_allow_unauthenticated")))
 
 

@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 import ipaddress
+import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
@@ -69,10 +70,41 @@ def toolchain(request, plan, install_method, backend=None):
 
 
 def firewall_active(manage: bool, firewall: str, probe_rc: Optional[int], probe_stdout: str) -> bool:
-    """firewalld answers ``firewall-cmd --state`` with rc 0 only when running; ufw says ``Status: active``."""
+    """firewalld answers ``firewall-cmd --list-all`` with rc 0 only when running; ufw says ``Status: active``."""
     if not manage or probe_rc != 0:
         return False
     return firewall == "firewalld" or "Status: active" in (probe_stdout or "")
+
+
+#: firewalld zone targets that refuse what no rule admits ("default" rejects, as %%REJECT%% does).
+_FIREWALLD_DENY_TARGETS = ("default", "DROP", "REJECT", "%%REJECT%%")
+
+
+def firewall_default_deny(firewall: str, probe_rc: Optional[int], probe_stdout: str) -> bool:
+    """Whether the firewall refuses inbound connections that no rule admits, read from the probe's output.
+
+    An active firewall is not a closed one: ufw with ``Default: allow (incoming)`` or firewalld's default zone
+    ``trusted`` (target ACCEPT) admits everyone, so a service without authentication behind it is open.
+    ``ufw status verbose`` prints ``Default: deny (incoming), ...`` (or ``reject``); ``firewall-cmd --list-all``
+    prints the default zone's name first (``public (active)``) and ``target: default`` (or DROP, REJECT, ACCEPT);
+    ``nft list ruleset`` holds ``type filter hook input priority ...; policy drop;`` for a closed input chain.
+    """
+    if probe_rc != 0:
+        return False
+    text = probe_stdout or ""
+    if firewall == "ufw":
+        match = re.search(r"^Default:\s*(\w+)\s*\(incoming\)", text, re.MULTILINE)
+        return "Status: active" in text and bool(match) and match.group(1) in ("deny", "reject")
+    if firewall == "firewalld":
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if not lines or lines[0].split()[0] == "trusted":
+            return False
+        target = re.search(r"^\s*target:\s*(\S+)", text, re.MULTILINE)
+        return bool(target) and target.group(1) in _FIREWALLD_DENY_TARGETS
+    if firewall == "nftables":
+        chains = re.findall(r"type filter hook input priority [^;]+;\s*policy (\w+);", text)
+        return bool(chains) and all(policy == "drop" for policy in chains)
+    return False
 
 
 def _source(value: Any, variable: str) -> Tuple[str, str]:
@@ -163,8 +195,8 @@ def firewall(manage: bool, name: str, probe_rc: Optional[int], probe_stdout: str
         note = (f"in {name}, allowed nothing: base_firewall_sources is empty, so "
                 f"{', '.join(p['port'] + '/' + p['proto'] for p in managed)} can be reached from this host only")
     opened = sorted({int(item["port"].split("-")[0]) for item in allow}) if active else []
-    return {"firewall": name, "active": active, "ports": opened, "rules": allow if active else [],
-            "close": managed if active else [], "note": note}
+    return {"firewall": name, "active": active, "default_deny": active and firewall_default_deny(name, probe_rc, probe_stdout),
+            "ports": opened, "rules": allow if active else [], "close": managed if active else [], "note": note}
 
 
 def _why_not(tunable: Dict[str, Any], exists: bool, writeable: bool, governors: List[str], service_mgr: str) -> Optional[str]:

@@ -303,30 +303,35 @@ def ray_token_auth(version: str) -> bool:
     return tuple(parts + [0] * (3 - len(parts))) >= RAY_TOKEN_AUTH_SINCE
 
 
-def ray_auth(version: str, token_path: str, host: str, firewall_active: Optional[bool] = None,
+def ray_auth(version: str, token_path: str, host: str, firewall_default_deny: Optional[bool] = None,
              allow_unauthenticated: bool = False) -> Dict[str, str]:
     """The environment of a Ray node (and of its clients) of Ray ``version`` on ``host``.
 
     A Ray with token authentication runs behind the cluster's token, read from
     ``token_path`` (never on a command line).  A Ray without it (vllm-ascend
     pins ray<=2.48.0) accepts anyone who reaches its ports, who then runs code
-    as the service user on every member: it runs only behind an active host
-    firewall (the base role opens the Ray ports to the members alone), or with
-    the explicit opt-out ``allow_unauthenticated``.  ``firewall_active`` is
-    what the base role last recorded (None: not known yet).
+    as the service user on every member: it runs only behind a host firewall
+    that denies inbound connections by default (the base role opens the Ray
+    ports to the members alone; a merely active firewall with a default allow
+    admits everyone), or with the explicit opt-out ``allow_unauthenticated``.
+    ``firewall_default_deny`` is what the base role last recorded (None: not
+    known yet).
     """
     if ray_token_auth(version):
         if not str(token_path or "").startswith("/"):
             raise ClusterError(f"Ray {version} runs behind a token: the token file must be an absolute path, not {token_path!r}")
         return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_path)}
-    if allow_unauthenticated or firewall_active:
+    if allow_unauthenticated or firewall_default_deny:
         return {}
-    state = "not known yet (the base role records it; run it first)" if firewall_active is None else "not active"
+    state = ("not known yet (the base role records it; run it first)" if firewall_default_deny is None
+             else "not active or not denying incoming connections by default (a default allow, or the trusted zone)")
     raise ClusterError(
         f"Ray {version} has no token authentication (Ray >= 2.52.0 has it): anyone who reaches {host}'s Ray ports could "
-        f"run code as the service user on every member, and the host firewall of {host} is {state}. Prefer a layout "
-        "without Ray (vllm_cluster_executor dp or mp), activate the firewall (firewalld or ufw; the base role then opens "
-        "the Ray ports to the members only), or accept the exposure with vllm_cluster_ray_allow_unauthenticated: true")
+        f"run code as the service user on every member, and the host firewall of {host} is {state}. Use an engine release "
+        "whose Ray has token authentication, or activate the firewall with a default deny for incoming connections "
+        "(ufw default deny incoming; firewalld's default zone not trusted, the NIC not in the trusted zone; the base "
+        "role then opens the Ray ports to the members only), or accept the exposure with "
+        "vllm_cluster_ray_allow_unauthenticated: true")
 
 
 # --- per member ------------------------------------------------------------------------------
@@ -429,7 +434,7 @@ def _ray(shape: Dict[str, Any], backend: str, rank: int, head_address: str, port
         args = ["start", f"--address={head_address}:{ports['ray']}"] + common + resources
     env = dict(backends.backend(backend).ray_env())
     version = auth["version"] or backends.field(backend, "ray_version")
-    token = ray_auth(version, auth["token_path"], node["name"], auth["firewall_active"], auth["allow_unauthenticated"])
+    token = ray_auth(version, auth["token_path"], node["name"], auth["firewall_default_deny"], auth["allow_unauthenticated"])
     env.update(token)
     return {"version": version, "package": f"ray[default]=={version}", "args": args, "env": env,
             "head_address": f"{head_address}:{ports['ray']}", "executor": executor,
@@ -451,12 +456,12 @@ def ray_tmpdir(cache_dir: str, instance: str) -> str:
 def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], moe: bool = False, executor: str = "auto",
          network: str = "", interface: str = "", ports: Optional[Dict[str, int]] = None,
          group: str = "", ray_units: bool = False, cache_dir: str = "/var/cache/vllm", instance: str = "",
-         ray_token_path: str = "", firewall_active: Optional[bool] = None, ray_allow_unauthenticated: bool = False,
+         ray_token_path: str = "", firewall_default_deny: Optional[bool] = None, ray_allow_unauthenticated: bool = False,
          ray_version: str = "") -> Dict[str, Any]:
     """The cluster plan seen from ``host`` (one of ``members``; the first member is the head).
 
     A Ray node runs behind the cluster's token (``ray_token_path``, see
-    :func:`ray_auth`; ``firewall_active`` and ``ray_allow_unauthenticated``
+    :func:`ray_auth`; ``firewall_default_deny`` and ``ray_allow_unauthenticated``
     decide for a Ray ``ray_version`` without token authentication).
 
     ``ray_units`` forms the Ray cluster (Ray head and worker units) even when
@@ -486,7 +491,7 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     head_address = net["members"][head["name"]]["address"]
     rdma = all(node["rdma"] for node in members) and backends.field(backend, "rdma")
     sources = [net["members"][name]["address"] for name in names]
-    auth = {"version": ray_version, "token_path": ray_token_path, "firewall_active": firewall_active,
+    auth = {"version": ray_version, "token_path": ray_token_path, "firewall_default_deny": firewall_default_deny,
             "allow_unauthenticated": ray_allow_unauthenticated}
     ray = _ray(shape, backend, rank, head_address, ports, me, where["address"], ray_units, auth)
     if ray is not None:

@@ -28,6 +28,7 @@ __metaclass__ = type  # noqa: UP001
 
 import hashlib
 import json
+import os
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -49,6 +50,15 @@ UNPINNED_VARIABLE = "vllm_k8s_allow_unpinned_image"
 CONFIG_DIR = "/etc/vllm"
 CONFIG_KEY = "config.yaml"
 API_KEY_KEY = "api-key"
+#: The route guard the vllm role installs beside the engine (roles/vllm/files/kunpeng_vllm_route_guard.py): the pod
+#: gets the same file in its ConfigMap, mounted with the config, and finds it through PYTHONPATH as the host's
+#: unit does (roles/vllm/templates/vllm.env.j2).
+GUARD_MODULE = "kunpeng_vllm_route_guard"
+GUARD_KEY = f"{GUARD_MODULE}.py"
+GUARD_CLASS = f"{GUARD_MODULE}.RouteGuard"
+GUARD_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "roles", "vllm", "files", GUARD_KEY)
+#: Service types that publish the API outside the cluster network (a port on every node, a cloud load balancer).
+EXTERNAL_SERVICE_TYPES = ("NodePort", "LoadBalancer")
 CACHE_DIR = "/var/cache/vllm"
 TMP_DIR = "/tmp"
 SHM_DIR = "/dev/shm"
@@ -80,6 +90,7 @@ DEFAULTS: Dict[str, Any] = {
     "replicas": 1,
     "port": 8000,
     "service_type": "ClusterIP",
+    "expose_api_outside_cluster": False,
     "model_volume": {"type": "hostPath", "path": "", "claim": "", "sub_path": ""},
     "model_mount": "/model",
     "api_key": "",
@@ -182,12 +193,13 @@ def shm_gib(plan: Mapping[str, Any], requested: float) -> float:
     return float(max(1, devices))
 
 
-def engine_config(plan: Mapping[str, Any], port: int) -> Dict[str, Any]:
+def engine_config(plan: Mapping[str, Any], port: int, guard: bool = False) -> Dict[str, Any]:
     """The plan's engine config for the pod: listening on every address of the pod at ``port``, no key in it.
 
     The key is refused here for the same reason as on a host (plan/endpoint_security.py): an ``api-key`` in the
-    config would sit in a ConfigMap and beat ``VLLM_API_KEY``.  The role's route guard middleware is a file on
-    the host, not in the image, so it is dropped; vLLM's own key check guards the /v1 routes.
+    config would sit in a ConfigMap and beat ``VLLM_API_KEY``.  With a key (``guard``) the engine loads the role's
+    route guard, as on a host: vLLM's own check covers /v1 only and ``POST /invocations`` would serve anyone on
+    the cluster network.  Without a key (the explicit opt-out) there is nothing for the guard to check.
     """
     config = dict(plan.get("engine_config") or {})
     if not config:
@@ -197,12 +209,34 @@ def engine_config(plan: Mapping[str, Any], port: int) -> Dict[str, Any]:
         raise ExportError("the plan's engine config sets api-key, which would land in the ConfigMap: remove it "
                           "from vllm_engine_args and set vllm_k8s_api_key (a Secret)")
     config.pop("middleware", None)
+    if guard:
+        config["middleware"] = GUARD_CLASS
     # The model is the positional argument, as in the role's unit (vllm serve <model> --config <file>).
     config.update(host="0.0.0.0", port=int(port))  # nosec B104 - the pod's own network namespace
     normalized, problems = engine_options.normalize_engine_args(config, plan.get("release"))
     if problems:
         raise ExportError("the engine config does not fit vLLM {}:\n- {}".format(plan.get("release"), "\n- ".join(problems)))
     return normalized
+
+
+def route_guard_source(path: str = GUARD_FILE) -> str:
+    """The route guard's source, for the pod's ConfigMap; the image does not carry it."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise ExportError(f"the route guard {path} cannot be read ({exc}): the collection is incomplete; reinstall "
+                          "kunpeng.vllm") from exc
+
+
+def check_service_type(service_type: str, expose: bool) -> None:
+    """Refuse a Service that publishes the API outside the cluster unless the operator says so."""
+    if service_type not in ("ClusterIP",) + EXTERNAL_SERVICE_TYPES:
+        raise ExportError(f"vllm_k8s_service_type {service_type!r} is not ClusterIP, NodePort or LoadBalancer")
+    if service_type in EXTERNAL_SERVICE_TYPES and not expose:
+        raise ExportError(f"vllm_k8s_service_type {service_type} publishes the API outside the cluster network (a port "
+                          "on every node or a load balancer): keep ClusterIP behind an Ingress or gateway, or set "
+                          "vllm_k8s_expose_api_outside_cluster: true to publish it")
 
 
 def config_yaml(config: Mapping[str, Any]) -> str:
@@ -320,7 +354,7 @@ def _meta(name: str, namespace: str, labels: Mapping[str, str]) -> Dict[str, Any
 
 
 BOOLEANS = ("allow_unpinned_image", "allow_unauthenticated", "accelerator_node_labels", "read_only_root_filesystem",
-            "ray_allow_unauthenticated")
+            "ray_allow_unauthenticated", "expose_api_outside_cluster")
 
 
 def _options(options: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
@@ -367,16 +401,22 @@ def _base(plan: Mapping[str, Any], opts: Dict[str, Any], config: Dict[str, Any])
     if api_key:
         manifests.append({"apiVersion": "v1", "kind": "Secret", "metadata": _meta(secret_name, namespace, labels),
                           "type": "Opaque", "stringData": {API_KEY_KEY: api_key}})
-    manifests.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(f"{name}-config", namespace, labels),
-                      "data": {CONFIG_KEY: config_text}})
+    data = {CONFIG_KEY: config_text}
     env = environment(plan)
     if api_key or key_secret:
         env.append({"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": secret_name, "key": API_KEY_KEY}}})
+    if config.get("middleware") == GUARD_CLASS:
+        # The guard reads /metrics keyless from loopback only (no sources: Prometheus in the cluster sends the key).
+        data[GUARD_KEY] = route_guard_source()
+        env.extend([{"name": "PYTHONPATH", "value": CONFIG_DIR}, {"name": "KUNPENG_VLLM_METRICS_SOURCES", "value": ""}])
+    manifests.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(f"{name}-config", namespace, labels),
+                      "data": data})
     security = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": bool(opts["read_only_root_filesystem"]),
                 "capabilities": {"drop": ["ALL"]}}
     pod_security: Dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
     if int(opts["run_as_user"] or 0):
-        # No fsGroup: the model volume is read-only (a recursive chown of a large claim takes minutes) and
+        # No fsGroup here (a multi-node pod sets one for its Ray token, ray_token_mode): the model volume is
+        # read-only (a recursive chown of a large claim takes minutes) and
         # emptyDir volumes are writable by any user.
         pod_security.update(runAsNonRoot=True, runAsUser=int(opts["run_as_user"]), runAsGroup=int(opts["run_as_group"]))
     if opts["supplemental_groups"]:
@@ -420,13 +460,29 @@ def _base(plan: Mapping[str, Any], opts: Dict[str, Any], config: Dict[str, Any])
     if opts["tolerations"]:
         pod_spec["tolerations"] = list(opts["tolerations"])
     template_meta = {"labels": labels, "annotations": {
-        "kunpeng.vllm/config-sha256": hashlib.sha256(config_text.encode()).hexdigest(),
+        "kunpeng.vllm/config-sha256": hashlib.sha256((config_text + data.get(GUARD_KEY, "")).encode()).hexdigest(),
         "kunpeng.vllm/engine": f"{plan['backend']} {plan.get('engine_version')}"}}
     return {"name": name, "namespace": namespace, "labels": labels, "selector": selector, "resource": resource,
             "manifests": manifests, "container": container, "pod_spec": pod_spec, "template_meta": template_meta}
 
 
+def keyed(opts: Mapping[str, Any]) -> bool:
+    """Whether the pod has an API key, and so runs the route guard."""
+    return bool(opts["api_key"] or opts["api_key_secret"])
+
+
+def api_network_policy(base: Mapping[str, Any], opts: Mapping[str, Any]) -> Dict[str, Any]:
+    """Ingress to the pods on the API port only: every other port the engine or a library opens stays closed."""
+    return {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": _meta(base["name"], base["namespace"], base["labels"]),
+        "spec": {"podSelector": {"matchLabels": dict(base["selector"])}, "policyTypes": ["Ingress"],
+                 "ingress": [{"ports": [{"port": int(opts["port"]), "protocol": "TCP"}]}]},
+    }
+
+
 def _service(base: Dict[str, Any], opts: Dict[str, Any], selector: Mapping[str, str]) -> Dict[str, Any]:
+    check_service_type(opts["service_type"], opts["expose_api_outside_cluster"])
     return {
         "apiVersion": "v1", "kind": "Service", "metadata": _meta(base["name"], base["namespace"], base["labels"]),
         "spec": {"type": opts["service_type"], "selector": dict(selector),
@@ -442,12 +498,12 @@ def _checked(manifests: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 
 def render(plan: Mapping[str, Any], options: Optional[Mapping[str, Any]] = None) -> List[Dict[str, Any]]:
-    """The manifests of the planned instance in apply order: [Secret], ConfigMap, Deployment, Service; a plan over
+    """The manifests of the planned instance in apply order: [Secret], ConfigMap, Deployment, NetworkPolicy, Service; a plan over
     several nodes: :func:`render_multinode`."""
     opts = _options(options)
     if (plan.get("nodes_needed") or 1) > 1:
         return render_multinode(plan, opts)
-    base = _base(plan, opts, engine_config(plan, opts["port"]))
+    base = _base(plan, opts, engine_config(plan, opts["port"], keyed(opts)))
     res = resources(opts, base["resource"], device_count(plan))
     if res:
         base["container"]["resources"] = res
@@ -461,7 +517,7 @@ def render(plan: Mapping[str, Any], options: Optional[Mapping[str, Any]] = None)
             "strategy": {"type": "Recreate"} if base["resource"] else {"type": "RollingUpdate"},
             "template": {"metadata": base["template_meta"], "spec": base["pod_spec"]},
         },
-    }, _service(base, opts, base["selector"])]
+    }, api_network_policy(base, opts), _service(base, opts, base["selector"])]
     return _checked(manifests)
 
 
@@ -536,6 +592,23 @@ def ray_environment(plan: Mapping[str, Any], opts: Mapping[str, Any]) -> Tuple[s
     return version, env
 
 
+def ray_token_mode(pod_security: Dict[str, Any], opts: Mapping[str, Any]) -> int:
+    """The token file's mode, setting the pod's fsGroup so that the pod's user reads it.
+
+    A Secret volume's files belong to root; a 0400 file is unreadable to the non-root user the pod runs as, and
+    Ray then starts without its token.  With ``fsGroup`` the kubelet gives the files that group and its read
+    bit, so 0440 reads for the pod's group only.  The model volume is read-only in its volume source, which the
+    kubelet does not chown.  When the image's own user is kept (``run_as_user`` 0) that user is not known here,
+    so the file is readable to every user of the pod (it has one container).
+    """
+    group = int(opts["run_as_group"] or 0)
+    if int(opts["run_as_user"] or 0) and group:
+        pod_security["fsGroup"] = group
+        pod_security["fsGroupChangePolicy"] = "OnRootMismatch"
+        return 0o440
+    return 0o444
+
+
 def ray_commands(plan: Mapping[str, Any], head: str, port: int) -> Dict[str, List[str]]:
     """``ray start`` of the head and of a worker, as the vllm role's Ray units run it (plan/cluster.py): the node's
     address (the pod's IP), the worker port range, the accelerators as Ray resources, no usage stats."""
@@ -569,7 +642,7 @@ def render_multinode(plan: Mapping[str, Any], options: Optional[Mapping[str, Any
     opts = _options(options)
     nodes = int(plan["nodes_needed"])
     shape = multinode_layout(plan)
-    config = engine_config(plan, opts["port"])
+    config = engine_config(plan, opts["port"], keyed(opts))
     # The engine drives the Ray cluster, as the vllm role's head does (plan/cluster.py, layout ray).
     config["distributed-executor-backend"] = "ray"
     base = _base(plan, opts, config)
@@ -612,7 +685,8 @@ def render_multinode(plan: Mapping[str, Any], options: Optional[Mapping[str, Any
                                  "type": "Opaque", "stringData": {RAY_TOKEN_KEY: str(opts["ray_token"])}})
         container["volumeMounts"].append({"name": "ray-token", "mountPath": RAY_TOKEN_DIR, "readOnly": True})
         base["pod_spec"]["volumes"].append({"name": "ray-token", "secret": {
-            "secretName": token_secret, "defaultMode": 0o400, "items": [{"key": RAY_TOKEN_KEY, "path": RAY_TOKEN_KEY}]}})
+            "secretName": token_secret, "defaultMode": ray_token_mode(base["pod_spec"]["securityContext"], opts),
+            "items": [{"key": RAY_TOKEN_KEY, "path": RAY_TOKEN_KEY}]}})
     base["template_meta"]["annotations"]["kunpeng.vllm/ray"] = f"{version} {'token' if 'RAY_AUTH_MODE' in ray_env else 'none'}"
     manifests.append({
         "apiVersion": "v1", "kind": "Service", "metadata": _meta(headless, namespace, labels),

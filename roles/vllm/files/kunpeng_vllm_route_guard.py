@@ -96,7 +96,11 @@ class RouteGuard:
             return True
         if scope["type"] == "http" and path == METRICS_PATH and self._metrics_source(scope):
             return True
-        return scope.get("method") == "OPTIONS" and b"access-control-request-method" in headers
+        # Only a real CORS preflight (Origin and Access-Control-Request-Method) passes keyless: vLLM's CORS
+        # middleware answers it without reaching a route.  Without Origin that middleware passes the request on,
+        # so a keyless OPTIONS would reach the app (the /metrics mount answers every method).
+        return (scope["type"] == "http" and scope.get("method") == "OPTIONS"
+                and b"access-control-request-method" in headers and b"origin" in headers)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket") or self.allowed(scope):

@@ -59,7 +59,7 @@ def render(template, plan, cluster, **extra):
 A2_RAY = {"tensor_parallel_size": 8, "pipeline_parallel_size": 2}
 # The Ascend backend's Ray is vllm-ascend's pin (2.48.0), without token authentication: the planner plans it only
 # behind an active host firewall (as the base role records it), and its units then carry no RAY_AUTH_* variable.
-A2_RAY_PLAN = {"moe": True, "firewall_active": True}
+A2_RAY_PLAN = {"moe": True, "firewall_default_deny": True}
 
 
 def a2_members(requested=None):

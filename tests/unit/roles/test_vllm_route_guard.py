@@ -100,6 +100,10 @@ BEARER = ("Authorization", f"Bearer {KEY}")
     ("OPTIONS", "/v1/completions", (("Access-Control-Request-Method", "POST"), ("Origin", "https://x")),
      "203.0.113.9", 200),
     ("OPTIONS", "/invocations", (), "203.0.113.9", 401),
+    # Issue 37: a "preflight" without Origin is not one; vLLM's CORS middleware passes it on to the app, where
+    # the /metrics mount answered every method keyless.
+    ("OPTIONS", "/metrics", (("Access-Control-Request-Method", "GET"),), "203.0.113.9", 401),
+    ("OPTIONS", "/invocations", (("Access-Control-Request-Method", "POST"),), "203.0.113.9", 401),
 ])
 def test_every_route_needs_the_key(guard, method, path, headers, client, status):
     sent = _call(guard, path, method, headers, client)

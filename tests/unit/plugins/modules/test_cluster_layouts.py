@@ -43,7 +43,7 @@ def ray_security(plan):
     backend's Ray without token authentication (Ascend: vllm-ascend's 2.48.0), an active host firewall, without
     which the planner refuses a Ray layout."""
     old_ray = not cluster.ray_token_auth(backends.field(plan["backend"], "ray_version"))
-    return dict({"ray_token_path": TOKEN}, **({"firewall_active": True} if old_ray else {}))
+    return dict({"ray_token_path": TOKEN}, **({"firewall_default_deny": True} if old_ray else {}))
 
 
 def part(members, plan, host, **params):

@@ -100,23 +100,27 @@ def test_every_ray_node_runs_behind_the_cluster_token_given_by_path():
     assert failed and "the token file must be an absolute path" in result["msg"]
 
 
-@pytest.mark.parametrize("version, firewall_active, opt_out, expect", [
+@pytest.mark.parametrize("version, firewall_default_deny, opt_out, expect", [
     ("2.60.0", None, False, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}),
     ("2.52.0", False, False, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}),
     ("3.0.0.dev0", False, False, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}),
     # vllm-ascend pins ray<=2.48.0, which has no token authentication
     ("2.48.0", True, False, {}),
     ("2.48.0", False, True, {}),
-    ("2.48.0", False, False, "host firewall of a2-node-1 is not active"),
+    # an active firewall that admits everyone (ufw default allow incoming, the NIC in firewalld's trusted zone)
+    # records default_deny false (base_report.firewall_default_deny): refused, as no firewall is (issue 37)
+    ("2.48.0", False, False, "host firewall of a2-node-1 is not active or not denying incoming connections by default"),
     ("2.51.2", None, False, "host firewall of a2-node-1 is not known yet"),
 ])
-def test_a_ray_without_token_auth_needs_an_active_firewall_or_the_opt_out(version, firewall_active, opt_out, expect):
+def test_a_ray_without_token_auth_needs_an_active_firewall_or_the_opt_out(version, firewall_default_deny, opt_out, expect):
     if isinstance(expect, dict):
-        assert cluster.ray_auth(version, TOKEN, "a2-node-1", firewall_active, opt_out) == expect
+        assert cluster.ray_auth(version, TOKEN, "a2-node-1", firewall_default_deny, opt_out) == expect
         return
     with pytest.raises(cluster.ClusterError) as raised:
-        cluster.ray_auth(version, TOKEN, "a2-node-1", firewall_active, opt_out)
+        cluster.ray_auth(version, TOKEN, "a2-node-1", firewall_default_deny, opt_out)
     assert expect in str(raised.value) and "vllm_cluster_ray_allow_unauthenticated" in str(raised.value)
+    # the refusal recommends only secure layouts: dp and mp run unauthenticated cluster ports too
+    assert "dp or mp" not in str(raised.value) and "default deny" in str(raised.value)
 
 
 def plain_members(members):
@@ -128,8 +132,8 @@ def test_the_ray_plan_of_an_old_ray_is_refused_without_a_firewall():
     members, plan = a2_cluster(requested_engine_args=A2_RAY)
     args = dict(engine_args=plan["engine_args"], moe=True, ray_token_path=TOKEN)
     with pytest.raises(cluster.ClusterError, match="has no token authentication"):
-        cluster.plan(plain_members(members), "a2-node-1", firewall_active=False, **args)
-    ray = cluster.plan(plain_members(members), "a2-node-1", firewall_active=True, **args)["ray"]
+        cluster.plan(plain_members(members), "a2-node-1", firewall_default_deny=False, **args)
+    ray = cluster.plan(plain_members(members), "a2-node-1", firewall_default_deny=True, **args)["ray"]
     assert ray["auth"] == "none" and ray["package"] == "ray[default]==2.48.0" and "RAY_AUTH_MODE" not in ray["env"]
 
 
@@ -245,7 +249,7 @@ def a2_cluster(rdma=True, **params):
 A2_RAY = {"tensor_parallel_size": 8, "pipeline_parallel_size": 2}
 # The Ascend backend's Ray (vllm-ascend's pin, 2.48.0) has no token authentication: the planner refuses its
 # Ray layouts unless the host firewall is active (the base role opens the Ray ports to the members only).
-BEHIND_FIREWALL = {"firewall_active": True}
+BEHIND_FIREWALL = {"firewall_default_deny": True}
 
 
 def test_r1_w8a8_over_two_a2_nodes_asked_for_pipeline_stages_runs_them_through_ray():

