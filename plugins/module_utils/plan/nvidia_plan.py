@@ -151,7 +151,7 @@ def open_only_gpus(probe: Dict[str, Any], architecture: str) -> List[str]:
             label = f"{gpu.get('name') or 'GPU ' + str(gpu.get('index'))} (compute capability {cap}"
             if version_cmp(cap, FIRST_BLACKWELL_COMPUTE_CAP) >= 0:
                 out.append(label + ", Blackwell)")
-            elif grace and cap.split(".")[0] == "9":
+            elif grace and cap.split(".", maxsplit=1)[0] == "9":
                 out.append(label + ", Grace Hopper)")
         return out
     out = []
