@@ -2,19 +2,23 @@
 # Unit tests and ansible-test sanity on the ansible-core minors that
 # meta/runtime.yml claims besides the development venv's (requirements-dev.txt
 # pins 2.19, which the sanity and unit stages test). Each minor gets a venv of
-# its own, .build/core-<X.Y>/venv, made here from the development venv's
-# interpreter (Python 3.11: ansible-core 2.20 and later need 3.12, which is why
-# the claim stops below 2.20) with the newest patch release of the minor.
+# its own, .build/core-<X.Y>/venv, with the newest patch release of the minor.
+#
+# ansible-core 2.20 and later need Python >= 3.12 on the controller; Debian 12
+# (the CI machine, the development venv) has 3.11. Those minors run inside
+# scripts/core-python.sh's image, Debian 13's Python 3.13 built by the
+# project itself from Debian's mirror, with the checkout mounted at its own
+# path (the venv is made there, by that interpreter).
 #
 # Collections: ansible-core alone has none, so each venv also takes the
 # `ansible` release of its minor for ansible.posix, community.general and
-# community.docker. 2.16 takes the oldest (ansible 9.0.1: ansible.posix 1.5.4,
-# community.general 8.0.2, community.docker 3.4.11), the lower bounds that
-# galaxy.yml states; tests/unit/test_core_versions.py holds this table, the
-# runtime claim, the ignore files and galaxy.yml to each other.
+# community.docker. tests/unit/test_core_versions.py holds this table, the
+# runtime claim, the ignore files and galaxy.yml to each other (galaxy.yml's
+# lower bounds are the collections of the lowest minor: the development
+# venv's ansible release).
 #
 #   scripts/core-versions.sh            every minor below, one after the other
-#   CORE_VERSIONS="2.17" scripts/core-versions.sh
+#   CORE_VERSIONS="2.21" scripts/core-versions.sh
 # Env: VENV (the development venv), CORE_VERSIONS, CORE_UNIT_WORKERS (2).
 set -uo pipefail
 
@@ -24,17 +28,28 @@ venv=${VENV:-$root/.venv}
 
 # minor -> the `ansible` release installed beside it (its collections).
 declare -A bundle=(
-  [2.16]=9.0.1
-  [2.17]=10.7.0
-  [2.18]=11.13.0
+  [2.20]=13.8.0
+  [2.21]=14.5.0
 )
-# Sanity tests a minor skips: 2.16's Python 2 boilerplate tests (gone from
-# 2.17 on) want `from __future__ import ...` and `__metaclass__` in every
-# file, the unit tests too; nothing here runs on Python 2.
-declare -A sanity_skip=(
-  [2.16]="future-import-boilerplate metaclass-boilerplate"
+# Minors whose controller Python the development venv's interpreter is not:
+# they run in scripts/core-python.sh's image (Python 3.13).
+declare -A in_image=(
+  [2.20]=1
+  [2.21]=1
 )
-versions=${CORE_VERSIONS:-2.16 2.17 2.18}
+# Sanity tests a minor skips (none today).
+declare -A sanity_skip=()
+versions=${CORE_VERSIONS:-2.20 2.21}
+
+# Inside the image (scripts/core-python.sh run ...): one minor, its venv made by
+# the image's interpreter, then the same unit and sanity steps.
+if [ "${1:-}" = --in-image ]; then
+  python_for_venv=/usr/bin/python3
+  versions=$2
+  in_image=()
+else
+  python_for_venv=$venv/bin/python
+fi
 
 failed=()
 results=()
@@ -42,6 +57,13 @@ for v in $versions; do
   if [ -z "${bundle[$v]:-}" ]; then
     echo "core-versions: no collection bundle is set for ansible-core $v" >&2
     failed+=("$v:setup"); continue
+  fi
+  if [ -n "${in_image[$v]:-}" ]; then
+    printf '\n--- ansible-core %s: in the Python 3.12+ image (scripts/core-python.sh)\n' "$v"
+    if ! bash scripts/core-python.sh run bash scripts/core-versions.sh --in-image "$v"; then
+      failed+=("$v:image")
+    fi
+    continue
   fi
   dir=$root/.build/core-$v
   cvenv=$dir/venv
@@ -52,7 +74,7 @@ for v in $versions; do
   if [ "$(cat "$cvenv/.installed" 2>/dev/null)" != "$want" ]; then
     rm -rf "$cvenv"
     # shellcheck disable=SC2086  # $want is a list of requirements
-    if ! { "$venv/bin/python" -m venv "$cvenv" && "$cvenv/bin/pip" install -q $want; }; then
+    if ! { "$python_for_venv" -m venv "$cvenv" && "$cvenv/bin/pip" install -q $want; }; then
       failed+=("$v:venv"); continue
     fi
     echo "$want" >"$cvenv/.installed"

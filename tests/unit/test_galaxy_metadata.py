@@ -34,6 +34,11 @@ def _yaml(*parts):
         return yaml.safe_load(f)
 
 
+def _text(*parts):
+    with open(os.path.join(ROOT, *parts)) as f:
+        return f.read()
+
+
 def _fqcn_uses():
     """(namespace.name, file) of every FQCN in the YAML and templates the tarball ships, in file order."""
     for top in SHIPPED_DIRS:
@@ -119,6 +124,13 @@ def test_execution_environment_builds_from_the_checkout():
     assert collection["type"] == "dir"
     dests = {e["dest"] for e in files}
     assert collection["name"] in dests and f"{collection['name']}/plugins" in dests
+    # The EE's ansible-core is a minor CI tests, on a Python that minor runs on (2.20 and later: >= 3.12).
+    core = re.match(r"ansible-core==2\.([0-9]+)\.", ee["dependencies"]["ansible_core"]["package_pip"])
+    assert core, ee["dependencies"]["ansible_core"]
+    tested = re.search(r"versions=\$\{CORE_VERSIONS:-([0-9. ]+)\}", _text("scripts", "core-versions.sh")).group(1).split()
+    assert f"2.{core.group(1)}" in tested
+    python = re.search(r"python3\.([0-9]+)$", ee["dependencies"]["python_interpreter"]["python_path"])
+    assert int(core.group(1)) < 20 or int(python.group(1)) >= 12, ee["dependencies"]["python_interpreter"]
     # The collection's requirements come in through meta/execution-environment.yml.
     assert "python" not in ee["dependencies"] and "system" not in ee["dependencies"]
     assert f"{collection['name']}/meta" in dests
