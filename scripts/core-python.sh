@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
-# A Python the development venv's interpreter cannot stand in for: ansible-core
-# 2.20 and later need Python >= 3.12 on the controller, and Debian 12 (the CI
-# machine and the development venv) ships 3.11.  This builds, once, a Docker
-# image with Debian 13 (trixie)'s Python 3.13 from Debian's mirror (debootstrap
-# + `docker import`, no registry) and runs a command in it with the checkout
-# mounted at its own path, as root, with the host's CA bundle and pip settings
-# (pip inside reaches PyPI through the same certificates as the host).
+# A controller Python for the ansible-core minors the development venv's
+# interpreter cannot run: ansible-core 2.20 and later need Python >= 3.12, and
+# Debian 12 (the CI machine, the development venv) ships 3.11.
 #
-#   scripts/core-python.sh build            build the image (tagged with this script's hash)
-#   scripts/core-python.sh run CMD [ARG...] run CMD in it, in the checkout
+# This installs Debian 13 (trixie)'s Python 3.13 from Debian's mirror into
+# .build/python-trixie (debootstrap, no registry, no compiler) and makes it run
+# on this host: a copy of the interpreter, and its extension modules, load
+# trixie's own dynamic loader and libraries (patchelf: interpreter and rpath),
+# so nothing of the host's libc is replaced and the processes it starts
+# (ansible-playbook's targets, /bin/sh, apt) are the host's own. The roles'
+# playbook tests therefore still run against this host (Debian 12), as they
+# do on the development venv.
 #
+#   scripts/core-python.sh            build it if needed, print the interpreter's path
 # Env: KV_DEBIAN_MIRROR (default: the host's apt source, else deb.debian.org).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-hash=$(sha256sum "$root/scripts/core-python.sh" | cut -c1-12)
-repo=kvllm/python-trixie
-tag=$repo:$hash
-packages=python3,python3-venv,git,ca-certificates
+dest=$root/.build/python-trixie
+python=$dest/usr/bin/python3.13-host
+stamp="$(sha256sum "$root/scripts/core-python.sh" | cut -c1-12) $dest"
 
 log() { printf 'core-python: %s\n' "$*" >&2; }
 
@@ -29,37 +31,40 @@ mirror() {
   echo "${url:-http://deb.debian.org/debian}"
 }
 
-build() {
-  if docker image inspect "$tag" >/dev/null 2>&1; then log "$tag exists, reusing it"; return; fi
-  command -v debootstrap >/dev/null || { log "debootstrap is missing: apt-get install debootstrap"; exit 1; }
-  local rootfs
-  rootfs=$(mktemp -d /var/tmp/kvllm-trixie.XXXXXX)
-  trap 'rm -rf "$rootfs" "$rootfs.log"' RETURN
-  log "debootstrap trixie into $rootfs from $(mirror)"
-  debootstrap --variant=minbase --arch=amd64 --include="$packages" trixie "$rootfs" "$(mirror)" >"$rootfs.log" 2>&1 \
-    || { tail -n 30 "$rootfs.log" >&2; exit 1; }
-  chroot "$rootfs" apt-get clean 2>/dev/null || rm -rf "$rootfs"/var/cache/apt/archives/*.deb
-  rm -rf "$rootfs"/var/lib/apt/lists/*
-  tar -C "$rootfs" -c . | docker import - "$tag" >/dev/null
-  log "built $tag ($(docker run --rm "$tag" python3 --version))"
-}
-
-run() {
-  build
-  local args=(--rm --network bridge -v "$root:$root" -w "$root" -e HOME=/root -e CI="${CI:-}")
-  # The host's CA bundle (it may trust a proxy's CA) and pip's settings.
-  if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
-    args+=(-v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro
-           -e PIP_CERT=/etc/ssl/certs/ca-certificates.crt -e SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt)
+need() {
+  command -v "$1" >/dev/null && return
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
+  else
+    log "$1 is missing: apt-get install $1"; exit 1
   fi
-  for var in PIP_INDEX_URL PIP_DEFAULT_TIMEOUT; do
-    [ -n "${!var:-}" ] && args+=(-e "$var=${!var}")
-  done
-  docker run "${args[@]}" "$tag" "$@"
 }
 
-case "${1:-}" in
-  build) build ;;
-  run) shift; run "$@" ;;
-  *) echo "usage: $0 build | run CMD [ARG...]" >&2; exit 2 ;;
-esac
+build() {
+  need debootstrap
+  need patchelf
+  rm -rf "$dest" "$dest.log"
+  mkdir -p "$dest"
+  log "debootstrap trixie (python3, python3-venv) into $dest from $(mirror)"
+  debootstrap --variant=minbase --arch=amd64 --include=python3,python3-venv,ca-certificates \
+    trixie "$dest" "$(mirror)" >"$dest.log" 2>&1 || { tail -n 30 "$dest.log" >&2; exit 1; }
+  rm -rf "$dest"/var/cache/apt/archives/*.deb "$dest"/var/lib/apt/lists/*
+  local libs=$dest/lib/x86_64-linux-gnu:$dest/usr/lib/x86_64-linux-gnu so
+  cp "$dest/usr/bin/python3.13" "$python"
+  patchelf --set-interpreter "$dest/lib64/ld-linux-x86-64.so.2" --set-rpath "$libs" "$python"
+  for so in "$dest"/usr/lib/python3.13/lib-dynload/*.so; do patchelf --set-rpath "$libs" "$so"; done
+  # ensurepip (venv, ansible-test's per-test virtualenvs) takes pip from
+  # Debian's wheel directory: trixie's, not the host's.
+  sed -i "s#'WHEEL_PKG_DIR': '/usr/share/python-wheels/'#'WHEEL_PKG_DIR': '$dest/usr/share/python-wheels/'#" \
+    "$dest"/usr/lib/python3.13/_sysconfigdata_*.py
+  "$python" -c 'import ssl, sqlite3, ctypes, lzma, bz2, hashlib, venv' \
+    || { log "the interpreter in $dest does not start"; exit 1; }
+  echo "$stamp" >"$dest/.kvllm-built"
+  rm -f "$dest.log"
+  log "built $("$python" --version) in $dest"
+}
+
+if [ "$(cat "$dest/.kvllm-built" 2>/dev/null)" != "$stamp" ]; then
+  build
+fi
+echo "$python"

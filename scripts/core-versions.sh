@@ -5,10 +5,10 @@
 # its own, .build/core-<X.Y>/venv, with the newest patch release of the minor.
 #
 # ansible-core 2.20 and later need Python >= 3.12 on the controller; Debian 12
-# (the CI machine, the development venv) has 3.11. Those minors run inside
-# scripts/core-python.sh's image, Debian 13's Python 3.13 built by the
-# project itself from Debian's mirror, with the checkout mounted at its own
-# path (the venv is made there, by that interpreter).
+# (the CI machine, the development venv) has 3.11. Those minors' venvs are made
+# from scripts/core-python.sh's interpreter: Debian 13's Python 3.13, which the
+# project installs from Debian's mirror into .build/python-trixie and runs on
+# this host (the playbook tests still apply the roles to this Debian 12 host).
 #
 # Collections: ansible-core alone has none, so each venv also takes the
 # `ansible` release of its minor for ansible.posix, community.general and
@@ -31,25 +31,15 @@ declare -A bundle=(
   [2.20]=13.8.0
   [2.21]=14.5.0
 )
-# Minors whose controller Python the development venv's interpreter is not:
-# they run in scripts/core-python.sh's image (Python 3.13).
-declare -A in_image=(
+# Minors whose controller Python the development venv's interpreter cannot be:
+# their venvs come from scripts/core-python.sh's Python 3.13.
+declare -A newer_python=(
   [2.20]=1
   [2.21]=1
 )
 # Sanity tests a minor skips (none today).
 declare -A sanity_skip=()
 versions=${CORE_VERSIONS:-2.20 2.21}
-
-# Inside the image (scripts/core-python.sh run ...): one minor, its venv made by
-# the image's interpreter, then the same unit and sanity steps.
-if [ "${1:-}" = --in-image ]; then
-  python_for_venv=/usr/bin/python3
-  versions=$2
-  in_image=()
-else
-  python_for_venv=$venv/bin/python
-fi
 
 failed=()
 results=()
@@ -58,12 +48,11 @@ for v in $versions; do
     echo "core-versions: no collection bundle is set for ansible-core $v" >&2
     failed+=("$v:setup"); continue
   fi
-  if [ -n "${in_image[$v]:-}" ]; then
-    printf '\n--- ansible-core %s: in the Python 3.12+ image (scripts/core-python.sh)\n' "$v"
-    if ! bash scripts/core-python.sh run bash scripts/core-versions.sh --in-image "$v"; then
-      failed+=("$v:image")
+  python_for_venv=$venv/bin/python
+  if [ -n "${newer_python[$v]:-}" ]; then
+    if ! python_for_venv=$(bash scripts/core-python.sh); then
+      failed+=("$v:python"); continue
     fi
-    continue
   fi
   dir=$root/.build/core-$v
   cvenv=$dir/venv

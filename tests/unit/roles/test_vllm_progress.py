@@ -72,7 +72,7 @@ def test_a_slow_download_reports_bytes_and_elapsed_time(collections_path, tmp_pa
     (tmp_path / "models").mkdir()
     proc = _run(collections_path, tmp_path, SLOW, 30)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    lines = re.findall(r"FAILED - RETRYING: \[localhost\]: Wait for the model download.*", proc.stdout)
+    lines = re.findall(r"FAILED - RETRYING: \[localhost\]: (?:kunpeng\.vllm\.vllm : )?Wait for the model download.*", proc.stdout)
     assert lines, proc.stdout[-3000:]
     progress = re.findall(r'"msg": "model download from Hugging Face org/model: ([0-9.]+ [KMG]iB) so far, (\d+) s"',
                           proc.stdout)

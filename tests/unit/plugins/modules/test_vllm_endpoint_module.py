@@ -118,11 +118,16 @@ def test_a_given_key_comes_back_as_itself_not_as_the_no_log_placeholder(tmp_path
     result = _run_for_real(tmp_path, args(tmp_path / "k", api_key="demo-key-change-me"))
     assert result["api_key_source"] == "given"
     assert result["api_key"] == "demo-key-change-me"
-    assert result["invocation"]["module_args"]["api_key"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
-    assert "demo-key-change-me" not in json.dumps(result["invocation"])
+    # The key is in the result once, as api_key. ansible-core up to 2.20 also echoes the module's arguments
+    # (``invocation``), masked; 2.21 leaves them out of a module run this way.
+    assert json.dumps(result).count("demo-key-change-me") == 1
+    if "invocation" in result:
+        assert result["invocation"]["module_args"]["api_key"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
 
 
 def test_a_generated_key_comes_back_for_real_too(tmp_path):
     result = _run_for_real(tmp_path, args(tmp_path / "k"))
     assert result["api_key_source"] == "generate" and len(result["api_key"]) >= 40
-    assert result["invocation"]["module_args"]["api_key"] == ""
+    assert json.dumps(result).count(result["api_key"]) == 1
+    if "invocation" in result:
+        assert result["invocation"]["module_args"]["api_key"] == ""
