@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import version_tuple
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.device import Device, refuse_host_torch
+from ansible_collections.kunpeng.vllm.plugins.module_utils.fact_fields import FLOAT, DICT, PCI_FUNCTION, _bool, _dicts, _f, _int, _nstr, _str, _strs
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import ascend_plan, compat_matrix
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.vllm_requirements import COMMON_REQUIREMENTS
@@ -138,6 +139,86 @@ class Ascend(Device):
         "cache_env": {"ASCEND_PROCESS_LOG_PATH": "ascend-log"},
         "runtime_env": {},
     }
+
+    # kunpeng_accelerators: the keys of the probe section (hardware.section), and what the PCI section adds to
+    # the functions and count pci.py lists for every device backend.
+    probe_keys = {
+        "tool": _nstr(),
+        "source": _nstr(),
+        "npu_smi_version": _nstr(),
+        "table_layout": _nstr(),
+        "driver_version": _nstr(),
+        "firmware_version": _nstr(),
+        "cann_version": _nstr(),
+        "versions": _f(DICT, keys={
+            "driver": _f(DICT, open_keys=True),
+            "firmware": _f(DICT, open_keys=True),
+            "install_info": _f(DICT, open_keys=True),
+            "toolkit": _f(DICT, open_keys=True),
+            "toolkit_info_path": _nstr(),
+        }),
+        "npu_count": _int(),
+        "chip_count": _int(),
+        "devices": _dicts({
+            "npu_id": _int(),
+            "chip_id": _int(nullable=True),
+            "logic_id": _int(nullable=True),
+            "phy_id": _int(nullable=True),
+            "device_id": _int(nullable=True),
+            "name": _nstr(),
+            "health": _nstr(),
+            "error_code": _nstr(),
+            "bus_id": _nstr(),
+            "power_w": _f(FLOAT, nullable=True),
+            "temp_c": _f(FLOAT, nullable=True),
+            "aicore_percent": _f(FLOAT, nullable=True),
+            "hbm_total_mib": _int(nullable=True),
+            "hbm_used_mib": _int(nullable=True),
+            "memory_total_mib": _int(nullable=True),
+            "memory_used_mib": _int(nullable=True),
+            "device_memory_mib": _int(nullable=True),
+        }),
+        "boards": _dicts({
+            "npu_id": _int(),
+            "product_name": _nstr(),
+            "software_version": _nstr(),
+            "firmware_version": _nstr(),
+            "compatibility": _nstr(),
+            "bus_id": _nstr(),
+            "vendor_id": _nstr(),
+            "device_id": _nstr(),
+            "chip_count": _int(nullable=True),
+        }),
+        "processes": _dicts({
+            "npu_id": _int(),
+            "chip_id": _int(nullable=True),
+            "pid": _int(),
+            "name": _nstr(),
+            "memory_mib": _int(nullable=True),
+        }),
+        "findings": _strs(),
+    }
+    pci_keys = {"ascend": _dicts(dict(PCI_FUNCTION, chip=_str(), product=_nstr())), "ascend_chips": _strs()}
+    # The driver role's report fact (driver.fact): its keys and where it is set.
+    driver_keys = {
+        "driver_version": _nstr(),
+        "firmware_version": _nstr(),
+        "cann_version": _nstr(),
+        "kernels_version": _nstr(),
+        "nnal_version": _nstr(),
+        "nnal_installed": _bool(),
+        "env_file": _str(),
+        "series": _nstr(),
+        "changed": _strs(),
+        "reboot_required": _bool(),
+        # A reboot the role left for later, and the driver's group the service
+        # user must join (Huawei's CANN Software Installation Guide, "Preparing
+        # Installation and Running Users"); '' when installed for all users.
+        "reboot_pending": _bool(),
+        "device_group": _str(),
+        "device_nodes": _strs(),
+    }
+    driver_fact_from = "plugins/modules/ascend_plan.py"
 
     def series(self, facts: Dict[str, Any]) -> Optional[str]:
         return compat_matrix.atlas_series(facts)

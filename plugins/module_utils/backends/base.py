@@ -78,6 +78,14 @@ class Backend:
     # name (Device) is a base, not a backend.
     rank = 100
     record: Dict[str, Any] = {}
+    # The facts the backend adds (fact_fields.Field shapes, plugins/module_utils/fact_contract.py builds
+    # kunpeng_accelerators and the driver facts from them): the keys of its probe section (record
+    # hardware.section), what it adds to the PCI section beyond the functions and count probe/pci.py lists
+    # for it, the keys of its driver role's report fact (record driver.fact) and the file that sets that fact.
+    probe_keys: Dict[str, Any] = {}
+    pci_keys: Dict[str, Any] = {}
+    driver_keys: Dict[str, Any] = {}
+    driver_fact_from = ""
 
     def __init__(self) -> None:
         for key, value in self.record.items():

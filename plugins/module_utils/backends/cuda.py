@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import version_tuple
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.device import Device
+from ansible_collections.kunpeng.vllm.plugins.module_utils.fact_fields import DICT, PCI_FUNCTION, _bool, _dicts, _f, _int, _nstr, _str, _strs
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
 
@@ -75,6 +76,57 @@ class Cuda(Device):
         "cache_env": {},
         "runtime_env": {},
     }
+
+    # kunpeng_accelerators: the keys of the probe section (hardware.section), and what the PCI section adds to
+    # the functions and count pci.py lists for every device backend.
+    probe_keys = {
+        "tool": _nstr(),
+        "driver_version": _nstr(),
+        "cuda_version": _nstr(),
+        "kernel_module": _nstr(),
+        "kernel_module_loaded": _bool(),
+        "kernel_module_banner": _nstr(),
+        "gpus": _dicts({
+            "index": _int(),
+            "uuid": _nstr(),
+            "name": _nstr(),
+            "bus_id": _nstr(),
+            "memory_total_mib": _int(nullable=True),
+            "memory_used_mib": _int(nullable=True),
+            "device_memory_mib": _int(nullable=True),
+            "driver_version": _nstr(),
+            "compute_cap": _nstr(),
+            "persistence_mode": _nstr(),
+            "mig_mode": _nstr(),
+            "architecture": _nstr(),
+            "addressing_mode": _nstr(),
+            "fabric": _f(DICT, keys={
+                "state": _str(optional=True),
+                "status": _str(optional=True),
+                "clique_id": _str(optional=True),
+                "cluster_uuid": _str(optional=True),
+            }),
+            "nvlink": _f(DICT, open_keys=True),
+        }),
+        "nvswitch_count": _int(),
+        "fabric_manager_required": _bool(),
+        "findings": _strs(),
+    }
+    pci_keys = {"nvswitch": _dicts(PCI_FUNCTION), "nvswitch_count": _int()}
+    # The driver role's report fact (driver.fact): its keys and where it is set.
+    driver_keys = {
+        "driver_version": _nstr(),
+        "kernel_module": _nstr(),
+        "adopted": _bool(),
+        "env_file": _str(),
+        "cuda_home": _str(),
+        "action": _str(),
+        "source": _str(),
+        "gpu_count": _int(),
+        "reboot_pending": _bool(),
+        "services_managed": _bool(),
+    }
+    driver_fact_from = "plugins/modules/nvidia_plan.py"
 
     def series(self, facts: Dict[str, Any]) -> Optional[str]:
         return None
