@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
+import os
 import json
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -17,6 +18,8 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import ascend_pl
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.vllm_requirements import COMMON_REQUIREMENTS
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import chips
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import npu_smi
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.kv_files import get_ci, parse_kv_text, read_text
 
 # The image label naming the CANN release the image's user space was built for (plan/container.py).
 LABEL_CANN = "io.kunpeng.vllm.cann-version"
@@ -58,6 +61,115 @@ def atlas_source(row: Dict[str, Any], series: Optional[str], request: Optional[D
                      f"(vllm_wheelhouse_requirements); it must be the build with SOC_VERSION={install['soc_version']}, "
                      "the PyPI wheel is the A2 build.")
     return install
+
+
+def _ascend_versions(params: Dict[str, Any], arch: Optional[str]) -> Dict[str, Any]:
+    root = params["ascend_root"]
+    toolkit_dir = os.path.join(root, "ascend-toolkit", "latest")
+    candidates = []
+    if arch:
+        candidates.append(os.path.join(toolkit_dir, f"{arch}-linux", "ascend_toolkit_install.info"))
+    try:
+        candidates.extend(sorted(os.path.join(toolkit_dir, name, "ascend_toolkit_install.info")
+                                 for name in os.listdir(toolkit_dir) if name.endswith("-linux")))
+    except OSError:
+        pass
+    toolkit: Dict[str, str] = {}
+    toolkit_path: Optional[str] = None
+    for candidate in candidates:
+        text = read_text(candidate)
+        if text is not None:
+            toolkit, toolkit_path = parse_kv_text(text), candidate
+            break
+    return {
+        "driver": parse_kv_text(read_text(os.path.join(root, "driver", "version.info"))),
+        "firmware": parse_kv_text(read_text(os.path.join(root, "firmware", "version.info"))),
+        "install_info": parse_kv_text(read_text(params["ascend_install_info"])),
+        "toolkit": toolkit,
+        "toolkit_info_path": toolkit_path,
+    }
+
+
+def _device_from_table(row: Dict[str, Any]) -> Dict[str, Any]:
+    device = {
+        "npu_id": row.get("npu_id"), "chip_id": row.get("chip_id"), "logic_id": None,
+        "phy_id": row.get("phy_id"), "device_id": row.get("device_id"), "name": row.get("name") or None,
+        "health": row.get("health"), "error_code": None, "bus_id": row.get("bus_id"),
+        "power_w": row.get("power_w"), "temp_c": row.get("temp_c"), "aicore_percent": row.get("aicore_percent"),
+        "hbm_total_mib": row.get("hbm_total_mib"), "hbm_used_mib": row.get("hbm_used_mib"),
+        "memory_total_mib": row.get("memory_total_mib"), "memory_used_mib": row.get("memory_used_mib"),
+    }
+    device["device_memory_mib"] = npu_smi.device_memory_mib(device)
+    return device
+
+
+def probe_ascend(runner: Any, params: Dict[str, Any], arch: Optional[str]) -> Dict[str, Any]:
+    versions = _ascend_versions(params, arch)
+    tool = runner.find_tool("npu-smi")
+    findings: List[str] = []
+    result: Dict[str, Any] = {
+        "tool": tool, "source": None, "npu_smi_version": None, "table_layout": None,
+        "versions": versions, "npu_count": 0, "chip_count": 0,
+        "devices": [], "boards": [], "processes": [], "findings": findings,
+    }
+    table = listing = mapping = None
+    boards: Dict[int, Dict[str, Any]] = {}
+    devices: List[Dict[str, Any]] = []
+    if tool:
+        table = runner.query(tool, ["info"], npu_smi.parse_info_table, findings)
+        listing = runner.query(tool, ["info", "-l"], npu_smi.parse_info_list, findings)
+        mapping = runner.query(tool, ["info", "-m"], npu_smi.parse_info_mapping, findings)
+        table_rows = dict(((row["npu_id"], row["chip_id"]), row) for row in (table or {}).get("devices", []))
+        chips: List[Dict[str, Any]] = []
+        if mapping:
+            chips = [chip for chip in mapping if chip["compute"]]
+        elif listing:
+            chips = [{"npu_id": npu["npu_id"], "chip_id": chip, "logic_id": None, "phy_id": None, "name": None}
+                     for npu in listing["npus"] for chip in range(npu["chip_count"] or 1)]
+        if chips:
+            result["source"] = "key-value"
+            for npu_id in sorted(set(chip["npu_id"] for chip in chips)):
+                board = runner.query(tool, ["info", "-t", "board", "-i", str(npu_id)], npu_smi.parse_board, findings)
+                if board:
+                    board["npu_id"] = npu_id
+                    boards[npu_id] = board
+            for chip in chips:
+                ids = ["-i", str(chip["npu_id"]), "-c", str(chip["chip_id"])]
+                health = runner.query(tool, ["info", "-t", "health"] + ids, npu_smi.parse_health, findings) or {}
+                usages = runner.query(tool, ["info", "-t", "usages"] + ids, npu_smi.parse_usages, findings) or {}
+                row = table_rows.get((chip["npu_id"], chip["chip_id"]), {})
+                device = _device_from_table(row)
+                device.update({"npu_id": chip["npu_id"], "chip_id": chip["chip_id"], "logic_id": chip.get("logic_id")})
+                device["name"] = chip.get("name") or device["name"]
+                device["phy_id"] = chip.get("phy_id") if chip.get("phy_id") is not None else device["phy_id"]
+                if health.get("health"):
+                    device["health"] = health["health"]
+                    device["error_code"] = health.get("error_code")
+                if usages.get("hbm_capacity_mib"):
+                    device["hbm_total_mib"] = usages["hbm_capacity_mib"]
+                if usages.get("ddr_capacity_mib"):
+                    device["memory_total_mib"] = usages["ddr_capacity_mib"]
+                board = boards.get(chip["npu_id"], {})
+                if not device["bus_id"] and board.get("bus_id") and (board.get("chip_count") or 1) == 1:
+                    device["bus_id"] = board["bus_id"]
+                device["device_memory_mib"] = npu_smi.device_memory_mib(device)
+                devices.append(device)
+        elif table:
+            result["source"] = "table"
+            devices = [_device_from_table(row) for row in table["devices"]]
+    if table:
+        result["npu_smi_version"] = table["version"]
+        result["table_layout"] = table["layout"]
+        result["processes"] = table["processes"]
+    first_board = boards[min(boards)] if boards else {}
+    result["devices"] = devices
+    result["boards"] = [boards[key] for key in sorted(boards)]
+    result["chip_count"] = len(devices)
+    result["npu_count"] = listing["total_count"] if listing else len(set(d["npu_id"] for d in devices))
+    result["driver_version"] = get_ci(versions["driver"], "Version") or first_board.get("software_version")
+    result["firmware_version"] = get_ci(versions["firmware"], "Version") or first_board.get("firmware_version")
+    result["cann_version"] = get_ci(versions["toolkit"], "version")
+    return result
 
 
 class Ascend(Device):
@@ -324,3 +436,6 @@ class Ascend(Device):
             raise ValueError(f"no device plugin resource is known for the {self.name} plan (Atlas series {key!r}): set "
                              f"vllm_k8s_resource_names, for example {{'{key}': 'huawei.com/Ascend910'}}")
         return names[key], dict(K8S_NODE_LABELS.get(key) or {})
+
+    def probe(self, runner: Any, params: Dict[str, Any], arch: Optional[str], pci: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        return probe_ascend(runner, params, arch)

@@ -96,6 +96,13 @@ class Backend:
 
     # --- the probe and the matrix ------------------------------------------------------------
 
+    def probe(self, runner: Any, params: Dict[str, Any], arch: Optional[str], pci: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """The backend's section of kunpeng_accelerators (record ``hardware.section``), or ``None`` without a device.
+
+        ``runner`` runs the vendor tool (``find_tool``, ``query`` with a parser from the backend's probe module,
+        ``warn``: plugins/modules/accelerator_facts.py ``Runner``); ``params`` are that module's options."""
+        raise self._missing("probe")
+
     def series(self, facts: Dict[str, Any]) -> Optional[str]:
         """The device series the probe shows (Atlas A2, ...) or ``None`` where the backend has no series."""
         raise self._missing("series")

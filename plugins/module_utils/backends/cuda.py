@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
+import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import version_tuple
@@ -14,6 +15,8 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.device impor
 from ansible_collections.kunpeng.vllm.plugins.module_utils.fact_fields import DICT, PCI_FUNCTION, _bool, _dicts, _f, _int, _nstr, _str, _strs
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import nvidia_smi
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.kv_files import read_text
 
 # The image label naming the oldest NVIDIA driver the image's CUDA runs on (plan/container.py).
 LABEL_CUDA_DRIVER_MIN = "io.kunpeng.vllm.cuda-driver-min"
@@ -23,6 +26,45 @@ LABEL_CUDA_DRIVER_MIN = "io.kunpeng.vllm.cuda-driver-min"
 # feature discovery (part of k8s-device-plugin and the GPU Operator).
 K8S_RESOURCE = "nvidia.com/gpu"
 K8S_NODE_LABELS = {"nvidia.com/gpu.present": "true"}
+
+
+def probe_nvidia(runner: Any, params: Dict[str, Any], pci: Dict[str, Any]) -> Dict[str, Any]:
+    findings: List[str] = []
+    proc: Dict[str, Any] = {"loaded": False, "driver_version": None, "kernel_module": None, "banner": None}
+    proc_path = os.path.join(params["procfs_root"], "driver", "nvidia", "version")
+    try:
+        proc = nvidia_smi.parse_proc_version(read_text(proc_path))
+    except ValueError as exc:
+        proc["loaded"] = True
+        findings.append(f"{proc_path} could not be parsed: {exc}")
+        runner.warn(findings[-1])
+    tool = runner.find_tool("nvidia-smi")
+    gpus: List[Dict[str, Any]] = []
+    xml = None
+    if tool:
+        gpus = runner.query(tool, nvidia_smi.QUERY_ARGS, nvidia_smi.parse_query_gpu, findings) or []
+        xml = runner.query(tool, ["-q", "-x"], nvidia_smi.parse_query_xml, findings)
+    xml_gpus = dict((gpu["bus_id"], gpu) for gpu in (xml or {}).get("gpus", []))
+    for gpu in gpus:
+        extra = xml_gpus.get(gpu["bus_id"], {})
+        gpu["device_memory_mib"] = gpu["memory_total_mib"]
+        gpu["architecture"] = extra.get("architecture")
+        gpu["addressing_mode"] = extra.get("addressing_mode")
+        gpu["fabric"] = extra.get("fabric", {})
+        gpu["nvlink"] = extra.get("nvlink", {})
+    driver = (gpus[0]["driver_version"] if gpus else None) or (xml or {}).get("driver_version") or proc["driver_version"]
+    return {
+        "tool": tool,
+        "driver_version": driver,
+        "cuda_version": (xml or {}).get("cuda_version"),
+        "kernel_module": proc["kernel_module"],
+        "kernel_module_loaded": proc["loaded"],
+        "kernel_module_banner": proc["banner"],
+        "gpus": gpus,
+        "nvswitch_count": pci["nvswitch_count"],
+        "fabric_manager_required": pci["nvswitch_count"] > 0,
+        "findings": findings,
+    }
 
 
 class Cuda(Device):
@@ -208,3 +250,6 @@ class Cuda(Device):
 
     def k8s_resource(self, plan: Dict[str, Any], overrides: Dict[str, str]) -> Tuple[Optional[str], Dict[str, str]]:
         return dict({self.name: K8S_RESOURCE}, **(overrides or {}))[self.name], dict(K8S_NODE_LABELS)
+
+    def probe(self, runner: Any, params: Dict[str, Any], arch: Optional[str], pci: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        return probe_nvidia(runner, params, pci)
