@@ -331,6 +331,29 @@ class Ascend(Device):
         "device_nodes": _strs(),
     }
     driver_fact_from = "plugins/modules/ascend_plan.py"
+    # The driver role's value rules (plugins/module_utils/plan/input_check.py names them), one per variable of its
+    # meta/argument_specs.yml: None where argument validation is enough.
+    driver_rules = {
+        "ascend_packages": ("dict_of_text",),
+        "ascend_package_source": None,
+        "ascend_package_dir": ("opt_path",),
+        "ascend_package_base_url": ("url",),
+        "ascend_package_validate_certs": None,
+        "ascend_staging_dir": ("path",),
+        "ascend_install_path": ("path",),
+        "ascend_install_user": ("account",),
+        "ascend_install_group": ("account",),
+        "ascend_series": None,
+        "ascend_install_timeout": ("int_range", 60, 86400),
+        "ascend_driver_prereq_check": None,
+        "ascend_reboot": None,
+        "ascend_reboot_timeout": ("int_range", 60, 86400),
+        "ascend_verify_devices": None,
+        "ascend_log_fetch_dir": ("controller_path",),
+        "ascend_env_file": ("path",),
+        "ascend_nnal_cxx_abi": None,
+        "ascend_probe_options": ("dict_of_text",),
+    }
 
     def series(self, facts: Dict[str, Any]) -> Optional[str]:
         return compat_matrix.atlas_series(facts)

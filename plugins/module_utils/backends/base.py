@@ -86,6 +86,9 @@ class Backend:
     pci_keys: Dict[str, Any] = {}
     driver_keys: Dict[str, Any] = {}
     driver_fact_from = ""
+    # The driver role's value rules, variable -> None or a rule input_check.py names (plan/input_check.py
+    # _declared_rule): one per variable of the role's meta/argument_specs.yml.
+    driver_rules: Dict[str, Any] = {}
 
     def __init__(self) -> None:
         for key, value in self.record.items():

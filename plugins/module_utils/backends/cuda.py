@@ -169,6 +169,27 @@ class Cuda(Device):
         "services_managed": _bool(),
     }
     driver_fact_from = "plugins/modules/nvidia_plan.py"
+    # The driver role's value rules (plugins/module_utils/plan/input_check.py names them), one per variable of its
+    # meta/argument_specs.yml: None where argument validation is enough.
+    driver_rules = {
+        "nvidia_driver_min_version": ("version",),
+        "nvidia_driver_replace": None,
+        "nvidia_driver_source": None,
+        "nvidia_driver_branch": ("regex", r"^[0-9]{3}(-open|-server|-server-open)?$", "a driver branch such as 580"),
+        "nvidia_kernel_module": None,
+        "nvidia_cuda_repo_base_url": ("url",),
+        "nvidia_cuda_repo_trusted": None,
+        "nvidia_runfile_src": ("model_src",),
+        "nvidia_runfile_sha256": ("sha256",),
+        "nvidia_cuda_toolkit_version": ("version",),
+        "nvidia_persistenced": None,
+        "nvidia_reboot": None,
+        "nvidia_reboot_timeout": ("int_range", 60, 86400),
+        "nvidia_manage_env_file": None,
+        "nvidia_env_file": ("path",),
+        "nvidia_cuda_home": ("path",),
+        "nvidia_probe_options": ("dict_of_text",),
+    }
 
     def series(self, facts: Dict[str, Any]) -> Optional[str]:
         return None
