@@ -14,6 +14,7 @@ import yaml
 from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import deployment
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import accelerator_metrics
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = os.path.join(ROOT, "docs", "extending.md")
@@ -60,6 +61,19 @@ def test_every_record_has_its_probe_section_and_exporter(name):
         port = f"monitoring_{record['exporter']['job']}_exporter_port"
         if port in defaults:
             assert defaults[port] == record["exporter"]["port"], f"backend {name}: roles/monitoring {port}"
+
+
+@pytest.mark.parametrize("name", backends.NAMES)
+def test_every_device_is_read_by_the_metrics_collector(name):
+    """The monitoring role's collector runs each device's tool (accelerator_metrics TOOLS and PARSERS, keyed by the
+    probe section); tests/unit/roles/test_monitoring_collector.py fails when its parser module is not shipped."""
+    hardware = backends.BACKENDS[name]["hardware"]
+    if not hardware:
+        return
+    section = hardware["section"]
+    assert section in accelerator_metrics.TOOLS and section in accelerator_metrics.PARSERS, (
+        f"backend {name}: plugins/module_utils/probe/accelerator_metrics.py has no TOOLS/PARSERS entry {section!r}")
+    assert accelerator_metrics.TOOLS[section][0] == hardware["tool"], f"backend {name}: the collector runs another tool"
 
 
 @pytest.mark.parametrize("name", backends.NAMES)
