@@ -29,8 +29,8 @@ __metaclass__ = type  # noqa: UP001
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
-from ansible_collections.kunpeng.vllm.plugins.module_utils.fact_fields import (  # noqa: F401
-    PCI_FUNCTION, _PYTHON_TYPES, ANY, BOOL, DICT, FLOAT, INT, LIST, STR, Field, _bool, _dicts, _f, _int, _nstr, _optional, _str, _strs)
+from ansible_collections.kunpeng.vllm.plugins.module_utils.fact_fields import (
+    PCI_FUNCTION, _PYTHON_TYPES, ANY, DICT, FLOAT, INT, LIST, STR, Field, _bool, _dicts, _f, _int, _nstr, _optional, _str, _strs)
 
 # --- kunpeng_accelerators (plugins/modules/accelerator_facts.py) -------------
 
