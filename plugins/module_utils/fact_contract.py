@@ -10,11 +10,11 @@ Eight facts cross role boundaries:
 - ``kunpeng_vllm_cluster``: a member's part of a multi-node plan (``kunpeng.vllm.vllm_cluster``);
 - ``kunpeng_vllm_converged``: whether the host still holds what the plan puts there (roles/vllm/tasks/converged.yml);
 - ``kunpeng_base``: what ``kunpeng.vllm.base`` set up (tasks/preflight.yml);
-- ``kunpeng_nvidia``: what ``kunpeng.vllm.nvidia`` left (tasks/report.yml);
-- ``kunpeng_ascend``: what ``kunpeng.vllm.ascend`` left (tasks/report.yml);
+- ``kunpeng_nvidia``, ``kunpeng_ascend``: what each backend's driver role left (``kunpeng.vllm.nvidia``,
+  ``kunpeng.vllm.ascend``), declared by the backend's class (``driver_keys``);
 - ``kunpeng_monitoring``: what a node offers to Prometheus (``kunpeng.vllm.monitoring_plan``).
 
-Each is declared here once, as a nested mapping of key -> :class:`Field`.
+Each is declared once (here, or by a backend's class for its probe section and driver fact), as a nested mapping of key -> :class:`Field`.
 The modules' RETURN documentation mirrors these shapes, the modules' real
 output on the committed fixtures has exactly these keys, and every read of
 ``kunpeng_<fact>.<key>...`` in the roles, playbooks, Molecule scenarios and
@@ -28,191 +28,34 @@ __metaclass__ = type  # noqa: UP001
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-STR = "str"
-INT = "int"
-FLOAT = "float"
-BOOL = "bool"
-LIST = "list"
-DICT = "dict"
-ANY = "any"
-
-_PYTHON_TYPES = {
-    STR: (str,),
-    INT: (int,),
-    FLOAT: (float, int),
-    BOOL: (bool,),
-    LIST: (list,),
-    DICT: (dict,),
-}
-
-
-class Field:
-    """One key of a fact.
-
-    ``kind`` is one of STR, INT, FLOAT, BOOL, LIST, DICT, ANY.  ``keys`` is the
-    declared sub-shape of a DICT (or of each element of a LIST of dicts);
-    ``open_keys`` marks a DICT whose keys are data, not contract (engine
-    arguments, raw KEY=VALUE files).  ``optional`` keys may be absent;
-    ``nullable`` values may be None.
-    """
-
-    def __init__(self, kind: str, keys: Optional[Dict[str, "Field"]] = None, optional: bool = False,
-                 nullable: bool = False, open_keys: bool = False, elements: Optional[str] = None) -> None:
-        self.kind = kind
-        self.keys = keys
-        self.optional = optional
-        self.nullable = nullable
-        self.open_keys = open_keys
-        self.elements = elements
-
-    def __repr__(self) -> str:
-        return f"Field({self.kind}{', optional' if self.optional else ''}{', nullable' if self.nullable else ''})"
-
-
-def _f(kind, **kwargs):
-    return Field(kind, **kwargs)
-
-
-def _str(**kwargs):
-    return Field(STR, **kwargs)
-
-
-def _int(**kwargs):
-    return Field(INT, **kwargs)
-
-
-def _bool(**kwargs):
-    return Field(BOOL, **kwargs)
-
-
-def _nstr(**kwargs):
-    return Field(STR, nullable=True, **kwargs)
-
-
-def _strs(**kwargs):
-    return Field(LIST, elements=STR, **kwargs)
-
-
-def _dicts(keys, **kwargs):
-    return Field(LIST, elements=DICT, keys=keys, **kwargs)
-
-
-def _optional(kind, *names):
-    return {name: Field(kind, optional=True) for name in names}
-
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.fact_fields import (
+    PCI_FUNCTION, _PYTHON_TYPES, ANY, DICT, FLOAT, INT, LIST, STR, Field, _bool, _dicts, _f, _int, _nstr, _optional, _str, _strs)
 
 # --- kunpeng_accelerators (plugins/modules/accelerator_facts.py) -------------
 
-_PCI_FUNCTION = {
-    "bus_id": _str(),
-    "vendor_id": _str(),
-    "device_id": _str(),
-    "subsystem_vendor_id": _str(),
-    "subsystem_device_id": _str(),
-    "class": _str(),
-    "numa_node": _int(nullable=True),
-}
+
+def _backend_keys(part: str) -> Dict[str, Any]:
+    """What the registry's device backends declare of kunpeng_accelerators: ``pci`` (the functions pci.py lists
+    under the section's name, their count and the class's ``pci_keys``) or ``sections`` (section -> the class's
+    ``probe_keys``)."""
+    keys: Dict[str, Any] = {}
+    for instance in backends.INSTANCES.values():
+        hardware = instance.record.get("hardware")
+        if not hardware:
+            continue
+        if part == "pci":
+            keys.update({hardware["section"]: _dicts(PCI_FUNCTION), hardware["pci_count"]: _int()}, **instance.pci_keys)
+        else:
+            keys[hardware["section"]] = instance.probe_keys
+    return keys
+
 
 ACCELERATORS = {
-    "pci": _f(DICT, keys={
-        "ascend": _dicts(dict(_PCI_FUNCTION, chip=_str(), product=_nstr())),
-        "ascend_count": _int(),
-        "ascend_chips": _strs(),
-        "nvidia": _dicts(_PCI_FUNCTION),
-        "nvidia_count": _int(),
-        "nvswitch": _dicts(_PCI_FUNCTION),
-        "nvswitch_count": _int(),
-        "scanned": _int(),
-    }),
-    "ascend": _f(DICT, keys={
-        "tool": _nstr(),
-        "source": _nstr(),
-        "npu_smi_version": _nstr(),
-        "table_layout": _nstr(),
-        "driver_version": _nstr(),
-        "firmware_version": _nstr(),
-        "cann_version": _nstr(),
-        "versions": _f(DICT, keys={
-            "driver": _f(DICT, open_keys=True),
-            "firmware": _f(DICT, open_keys=True),
-            "install_info": _f(DICT, open_keys=True),
-            "toolkit": _f(DICT, open_keys=True),
-            "toolkit_info_path": _nstr(),
-        }),
-        "npu_count": _int(),
-        "chip_count": _int(),
-        "devices": _dicts({
-            "npu_id": _int(),
-            "chip_id": _int(nullable=True),
-            "logic_id": _int(nullable=True),
-            "phy_id": _int(nullable=True),
-            "device_id": _int(nullable=True),
-            "name": _nstr(),
-            "health": _nstr(),
-            "error_code": _nstr(),
-            "bus_id": _nstr(),
-            "power_w": _f(FLOAT, nullable=True),
-            "temp_c": _f(FLOAT, nullable=True),
-            "aicore_percent": _f(FLOAT, nullable=True),
-            "hbm_total_mib": _int(nullable=True),
-            "hbm_used_mib": _int(nullable=True),
-            "memory_total_mib": _int(nullable=True),
-            "memory_used_mib": _int(nullable=True),
-            "device_memory_mib": _int(nullable=True),
-        }),
-        "boards": _dicts({
-            "npu_id": _int(),
-            "product_name": _nstr(),
-            "software_version": _nstr(),
-            "firmware_version": _nstr(),
-            "compatibility": _nstr(),
-            "bus_id": _nstr(),
-            "vendor_id": _nstr(),
-            "device_id": _nstr(),
-            "chip_count": _int(nullable=True),
-        }),
-        "processes": _dicts({
-            "npu_id": _int(),
-            "chip_id": _int(nullable=True),
-            "pid": _int(),
-            "name": _nstr(),
-            "memory_mib": _int(nullable=True),
-        }),
-        "findings": _strs(),
-    }),
-    "nvidia": _f(DICT, keys={
-        "tool": _nstr(),
-        "driver_version": _nstr(),
-        "cuda_version": _nstr(),
-        "kernel_module": _nstr(),
-        "kernel_module_loaded": _bool(),
-        "kernel_module_banner": _nstr(),
-        "gpus": _dicts({
-            "index": _int(),
-            "uuid": _nstr(),
-            "name": _nstr(),
-            "bus_id": _nstr(),
-            "memory_total_mib": _int(nullable=True),
-            "memory_used_mib": _int(nullable=True),
-            "device_memory_mib": _int(nullable=True),
-            "driver_version": _nstr(),
-            "compute_cap": _nstr(),
-            "persistence_mode": _nstr(),
-            "mig_mode": _nstr(),
-            "architecture": _nstr(),
-            "addressing_mode": _nstr(),
-            "fabric": _f(DICT, keys={
-                "state": _str(optional=True),
-                "status": _str(optional=True),
-                "clique_id": _str(optional=True),
-                "cluster_uuid": _str(optional=True),
-            }),
-            "nvlink": _f(DICT, open_keys=True),
-        }),
-        "nvswitch_count": _int(),
-        "fabric_manager_required": _bool(),
-        "findings": _strs(),
-    }),
+    # Every device backend's PCI functions and count (probe/pci.py), what its class adds, and its probe
+    # section: declared by the backend's class (plugins/module_utils/backends/).
+    "pci": _f(DICT, keys=dict({"scanned": _int()}, **_backend_keys("pci"))),
+    **{section: _f(DICT, keys=keys) for section, keys in _backend_keys("sections").items()},
     "cpu": _f(DICT, keys={
         "architecture": _str(),
         "vendor": _nstr(),
@@ -439,38 +282,6 @@ BASE = {
     "pip_conf": _str(),
 }
 
-NVIDIA = {
-    "driver_version": _nstr(),
-    "kernel_module": _nstr(),
-    "adopted": _bool(),
-    "env_file": _str(),
-    "cuda_home": _str(),
-    "action": _str(),
-    "source": _str(),
-    "gpu_count": _int(),
-    "reboot_pending": _bool(),
-    "services_managed": _bool(),
-}
-
-ASCEND = {
-    "driver_version": _nstr(),
-    "firmware_version": _nstr(),
-    "cann_version": _nstr(),
-    "kernels_version": _nstr(),
-    "nnal_version": _nstr(),
-    "nnal_installed": _bool(),
-    "env_file": _str(),
-    "series": _nstr(),
-    "changed": _strs(),
-    "reboot_required": _bool(),
-    # A reboot the role left for later, and the driver's group the service
-    # user must join (Huawei's CANN Software Installation Guide, "Preparing
-    # Installation and Running Users"); '' when installed for all users.
-    "reboot_pending": _bool(),
-    "device_group": _str(),
-    "device_nodes": _strs(),
-}
-
 # --- kunpeng_monitoring (plugins/modules/monitoring_plan.py, scope node) -----
 
 MONITORING = {
@@ -515,9 +326,10 @@ FACTS = {
     "kunpeng_vllm_cluster": (VLLM_CLUSTER, "plugins/modules/vllm_cluster.py"),
     "kunpeng_vllm_container": (VLLM_CONTAINER, "plugins/modules/vllm_container_plan.py"),
     "kunpeng_base": (BASE, "roles/base/tasks/preflight.yml"),
-    "kunpeng_nvidia": (NVIDIA, "plugins/modules/nvidia_plan.py"),
-    "kunpeng_ascend": (ASCEND, "plugins/modules/ascend_plan.py"),
     "kunpeng_monitoring": (MONITORING, "plugins/modules/monitoring_plan.py"),
+    # Each backend's driver role report fact, declared by its class (driver_keys, driver_fact_from).
+    **{instance.record["driver"]["fact"]: (instance.driver_keys, instance.driver_fact_from)
+       for instance in backends.INSTANCES.values() if instance.record.get("driver")},
 }
 
 

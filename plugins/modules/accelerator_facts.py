@@ -435,25 +435,15 @@ import platform  # noqa: E402
 from typing import Any, Callable, Dict, List, Optional  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import npu_smi, nvidia_smi  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.accelerator_summary import summarize  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.cpu import normalize_architecture, numa_node_ids, parse_cpuinfo, parse_meminfo  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.kv_files import get_ci, parse_kv_text  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.kv_files import read_text  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.pci import device_rules, probe_pci  # noqa: E402
 
 C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
 TIMEOUT_RCS = (124, 137)
 EXTRA_TOOL_DIRS = ["/usr/local/bin", "/usr/local/sbin"]
-
-
-def read_text(path: str) -> Optional[str]:
-    """File contents, or ``None`` when it is missing or unreadable (both mean "not there")."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8", "replace")
-    except OSError:
-        return None
 
 
 class Runner:
@@ -474,9 +464,12 @@ class Runner:
             return None
         return self.module.get_bin_path(name, opt_dirs=EXTRA_TOOL_DIRS)
 
+    def warn(self, message: str) -> None:
+        self.module.warn(message)
+
     def _problem(self, findings: List[str], message: str) -> None:
         findings.append(message)
-        self.module.warn(message)
+        self.warn(message)
 
     def query(self, tool: str, args: List[str], parser: Callable[[str], Any], findings: List[str]) -> Any:
         """Run ``tool args`` and return ``parser(stdout)``, or ``None`` after recording why not."""
@@ -502,154 +495,6 @@ class Runner:
             return None
 
 
-def _ascend_versions(params: Dict[str, Any], arch: Optional[str]) -> Dict[str, Any]:
-    root = params["ascend_root"]
-    toolkit_dir = os.path.join(root, "ascend-toolkit", "latest")
-    candidates = []
-    if arch:
-        candidates.append(os.path.join(toolkit_dir, f"{arch}-linux", "ascend_toolkit_install.info"))
-    try:
-        candidates.extend(sorted(os.path.join(toolkit_dir, name, "ascend_toolkit_install.info")
-                                 for name in os.listdir(toolkit_dir) if name.endswith("-linux")))
-    except OSError:
-        pass
-    toolkit: Dict[str, str] = {}
-    toolkit_path: Optional[str] = None
-    for candidate in candidates:
-        text = read_text(candidate)
-        if text is not None:
-            toolkit, toolkit_path = parse_kv_text(text), candidate
-            break
-    return {
-        "driver": parse_kv_text(read_text(os.path.join(root, "driver", "version.info"))),
-        "firmware": parse_kv_text(read_text(os.path.join(root, "firmware", "version.info"))),
-        "install_info": parse_kv_text(read_text(params["ascend_install_info"])),
-        "toolkit": toolkit,
-        "toolkit_info_path": toolkit_path,
-    }
-
-
-def _device_from_table(row: Dict[str, Any]) -> Dict[str, Any]:
-    device = {
-        "npu_id": row.get("npu_id"), "chip_id": row.get("chip_id"), "logic_id": None,
-        "phy_id": row.get("phy_id"), "device_id": row.get("device_id"), "name": row.get("name") or None,
-        "health": row.get("health"), "error_code": None, "bus_id": row.get("bus_id"),
-        "power_w": row.get("power_w"), "temp_c": row.get("temp_c"), "aicore_percent": row.get("aicore_percent"),
-        "hbm_total_mib": row.get("hbm_total_mib"), "hbm_used_mib": row.get("hbm_used_mib"),
-        "memory_total_mib": row.get("memory_total_mib"), "memory_used_mib": row.get("memory_used_mib"),
-    }
-    device["device_memory_mib"] = npu_smi.device_memory_mib(device)
-    return device
-
-
-def probe_ascend(runner: Runner, params: Dict[str, Any], arch: Optional[str]) -> Dict[str, Any]:
-    versions = _ascend_versions(params, arch)
-    tool = runner.find_tool("npu-smi")
-    findings: List[str] = []
-    result: Dict[str, Any] = {
-        "tool": tool, "source": None, "npu_smi_version": None, "table_layout": None,
-        "versions": versions, "npu_count": 0, "chip_count": 0,
-        "devices": [], "boards": [], "processes": [], "findings": findings,
-    }
-    table = listing = mapping = None
-    boards: Dict[int, Dict[str, Any]] = {}
-    devices: List[Dict[str, Any]] = []
-    if tool:
-        table = runner.query(tool, ["info"], npu_smi.parse_info_table, findings)
-        listing = runner.query(tool, ["info", "-l"], npu_smi.parse_info_list, findings)
-        mapping = runner.query(tool, ["info", "-m"], npu_smi.parse_info_mapping, findings)
-        table_rows = dict(((row["npu_id"], row["chip_id"]), row) for row in (table or {}).get("devices", []))
-        chips: List[Dict[str, Any]] = []
-        if mapping:
-            chips = [chip for chip in mapping if chip["compute"]]
-        elif listing:
-            chips = [{"npu_id": npu["npu_id"], "chip_id": chip, "logic_id": None, "phy_id": None, "name": None}
-                     for npu in listing["npus"] for chip in range(npu["chip_count"] or 1)]
-        if chips:
-            result["source"] = "key-value"
-            for npu_id in sorted(set(chip["npu_id"] for chip in chips)):
-                board = runner.query(tool, ["info", "-t", "board", "-i", str(npu_id)], npu_smi.parse_board, findings)
-                if board:
-                    board["npu_id"] = npu_id
-                    boards[npu_id] = board
-            for chip in chips:
-                ids = ["-i", str(chip["npu_id"]), "-c", str(chip["chip_id"])]
-                health = runner.query(tool, ["info", "-t", "health"] + ids, npu_smi.parse_health, findings) or {}
-                usages = runner.query(tool, ["info", "-t", "usages"] + ids, npu_smi.parse_usages, findings) or {}
-                row = table_rows.get((chip["npu_id"], chip["chip_id"]), {})
-                device = _device_from_table(row)
-                device.update({"npu_id": chip["npu_id"], "chip_id": chip["chip_id"], "logic_id": chip.get("logic_id")})
-                device["name"] = chip.get("name") or device["name"]
-                device["phy_id"] = chip.get("phy_id") if chip.get("phy_id") is not None else device["phy_id"]
-                if health.get("health"):
-                    device["health"] = health["health"]
-                    device["error_code"] = health.get("error_code")
-                if usages.get("hbm_capacity_mib"):
-                    device["hbm_total_mib"] = usages["hbm_capacity_mib"]
-                if usages.get("ddr_capacity_mib"):
-                    device["memory_total_mib"] = usages["ddr_capacity_mib"]
-                board = boards.get(chip["npu_id"], {})
-                if not device["bus_id"] and board.get("bus_id") and (board.get("chip_count") or 1) == 1:
-                    device["bus_id"] = board["bus_id"]
-                device["device_memory_mib"] = npu_smi.device_memory_mib(device)
-                devices.append(device)
-        elif table:
-            result["source"] = "table"
-            devices = [_device_from_table(row) for row in table["devices"]]
-    if table:
-        result["npu_smi_version"] = table["version"]
-        result["table_layout"] = table["layout"]
-        result["processes"] = table["processes"]
-    first_board = boards[min(boards)] if boards else {}
-    result["devices"] = devices
-    result["boards"] = [boards[key] for key in sorted(boards)]
-    result["chip_count"] = len(devices)
-    result["npu_count"] = listing["total_count"] if listing else len(set(d["npu_id"] for d in devices))
-    result["driver_version"] = get_ci(versions["driver"], "Version") or first_board.get("software_version")
-    result["firmware_version"] = get_ci(versions["firmware"], "Version") or first_board.get("firmware_version")
-    result["cann_version"] = get_ci(versions["toolkit"], "version")
-    return result
-
-
-def probe_nvidia(runner: Runner, params: Dict[str, Any], pci: Dict[str, Any]) -> Dict[str, Any]:
-    findings: List[str] = []
-    proc: Dict[str, Any] = {"loaded": False, "driver_version": None, "kernel_module": None, "banner": None}
-    proc_path = os.path.join(params["procfs_root"], "driver", "nvidia", "version")
-    try:
-        proc = nvidia_smi.parse_proc_version(read_text(proc_path))
-    except ValueError as exc:
-        proc["loaded"] = True
-        findings.append(f"{proc_path} could not be parsed: {exc}")
-        runner.module.warn(findings[-1])
-    tool = runner.find_tool("nvidia-smi")
-    gpus: List[Dict[str, Any]] = []
-    xml = None
-    if tool:
-        gpus = runner.query(tool, nvidia_smi.QUERY_ARGS, nvidia_smi.parse_query_gpu, findings) or []
-        xml = runner.query(tool, ["-q", "-x"], nvidia_smi.parse_query_xml, findings)
-    xml_gpus = dict((gpu["bus_id"], gpu) for gpu in (xml or {}).get("gpus", []))
-    for gpu in gpus:
-        extra = xml_gpus.get(gpu["bus_id"], {})
-        gpu["device_memory_mib"] = gpu["memory_total_mib"]
-        gpu["architecture"] = extra.get("architecture")
-        gpu["addressing_mode"] = extra.get("addressing_mode")
-        gpu["fabric"] = extra.get("fabric", {})
-        gpu["nvlink"] = extra.get("nvlink", {})
-    driver = (gpus[0]["driver_version"] if gpus else None) or (xml or {}).get("driver_version") or proc["driver_version"]
-    return {
-        "tool": tool,
-        "driver_version": driver,
-        "cuda_version": (xml or {}).get("cuda_version"),
-        "kernel_module": proc["kernel_module"],
-        "kernel_module_loaded": proc["loaded"],
-        "kernel_module_banner": proc["banner"],
-        "gpus": gpus,
-        "nvswitch_count": pci["nvswitch_count"],
-        "fabric_manager_required": pci["nvswitch_count"] > 0,
-        "findings": findings,
-    }
-
-
 def probe_cpu(params: Dict[str, Any], arch: Optional[str]) -> Dict[str, Any]:
     cpu = parse_cpuinfo(read_text(os.path.join(params["procfs_root"], "cpuinfo")), arch)
     cpu["memory_mib"] = parse_meminfo(read_text(os.path.join(params["procfs_root"], "meminfo")))
@@ -661,6 +506,16 @@ def probe_cpu(params: Dict[str, Any], arch: Optional[str]) -> Dict[str, Any]:
     except OSError:
         cpu["numa_nodes"], cpu["numa_node_ids"], cpu["numa_cpus"] = None, [], []
     return cpu
+
+
+def probe_sections(runner: Any, params: Dict[str, Any], arch: Optional[str], pci: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """Every device backend's probe section by its name (record ``hardware.section``): its class runs its tool
+    through ``runner`` (``probe``), so a new backend adds its section without an edit here."""
+    sections: Dict[str, Dict[str, Any]] = {}
+    for instance in backends.INSTANCES.values():
+        if instance.record.get("hardware"):
+            sections[instance.record["hardware"]["section"]] = instance.probe(runner, params, arch, pci)
+    return sections
 
 
 def other_backends(sections: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -693,13 +548,10 @@ def main() -> None:
     arch = normalize_architecture(module.params["architecture"] or platform.machine())
     runner = Runner(module)
     pci = probe_pci(module.params["sysfs_root"], device_rules(backends.BACKENDS))
-    ascend = probe_ascend(runner, module.params, arch)
-    nvidia = probe_nvidia(runner, module.params, pci)
+    sections = probe_sections(runner, module.params, arch, pci)
     cpu = probe_cpu(module.params, arch)
-    # Every probe section by its name; a backend beyond these two adds its tool's section here.
-    sections: Dict[str, Dict[str, Any]] = {"ascend": ascend, "nvidia": nvidia}
     facts = {"pci": pci, **sections, "cpu": cpu,
-             "summary": summarize(pci, ascend, nvidia, cpu, other_backends(sections))}
+             "summary": summarize(pci, sections.get("ascend") or {}, sections.get("nvidia") or {}, cpu, other_backends(sections))}
     module.exit_json(changed=False, ansible_facts={"kunpeng_accelerators": facts})
 
 

@@ -25,10 +25,11 @@ author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
 options:
   role:
-    description: Role whose variables these are.
+    description:
+      - Role whose variables these are - V(vllm), V(base), V(wheelhouse), V(monitoring), V(gateway) or the driver role of
+        a backend (V(nvidia), V(ascend), ...); another name fails, naming the known ones.
     type: str
     required: true
-    choices: [vllm, base, nvidia, ascend, wheelhouse, monitoring, gateway]
   values:
     description: Variable name -> value, the role's non-secret variables.
     type: dict
@@ -98,7 +99,7 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import input_che
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            role=dict(type="str", required=True, choices=sorted(input_check.RULES)),
+            role=dict(type="str", required=True),
             values=dict(type="dict", default={}),
             secrets=dict(type="dict", default={}, no_log=True),
             where=dict(type="str", default="node", choices=["node", "controller"]),
@@ -109,6 +110,8 @@ def main():
     p = module.params
     values = dict(p["values"])
     values.update(p["secrets"])
+    if p["role"] not in input_check.RULES:
+        module.fail_json(msg=f"unknown role {p['role']!r}; one of {', '.join(sorted(input_check.RULES))}")
     problems = []
     if p["where"] == "node":
         problems += input_check.check_values(p["role"], values, memory_mb=p["memory_mb"])

@@ -7,15 +7,19 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
+import os
 import json
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import version_tuple
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.device import Device, refuse_host_torch
+from ansible_collections.kunpeng.vllm.plugins.module_utils.fact_fields import FLOAT, DICT, PCI_FUNCTION, _bool, _dicts, _f, _int, _nstr, _str, _strs
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import ascend_plan, compat_matrix
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.vllm_requirements import COMMON_REQUIREMENTS
 from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import chips
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import npu_smi
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.kv_files import get_ci, parse_kv_text, read_text
 
 # The image label naming the CANN release the image's user space was built for (plan/container.py).
 LABEL_CANN = "io.kunpeng.vllm.cann-version"
@@ -57,6 +61,115 @@ def atlas_source(row: Dict[str, Any], series: Optional[str], request: Optional[D
                      f"(vllm_wheelhouse_requirements); it must be the build with SOC_VERSION={install['soc_version']}, "
                      "the PyPI wheel is the A2 build.")
     return install
+
+
+def _ascend_versions(params: Dict[str, Any], arch: Optional[str]) -> Dict[str, Any]:
+    root = params["ascend_root"]
+    toolkit_dir = os.path.join(root, "ascend-toolkit", "latest")
+    candidates = []
+    if arch:
+        candidates.append(os.path.join(toolkit_dir, f"{arch}-linux", "ascend_toolkit_install.info"))
+    try:
+        candidates.extend(sorted(os.path.join(toolkit_dir, name, "ascend_toolkit_install.info")
+                                 for name in os.listdir(toolkit_dir) if name.endswith("-linux")))
+    except OSError:
+        pass
+    toolkit: Dict[str, str] = {}
+    toolkit_path: Optional[str] = None
+    for candidate in candidates:
+        text = read_text(candidate)
+        if text is not None:
+            toolkit, toolkit_path = parse_kv_text(text), candidate
+            break
+    return {
+        "driver": parse_kv_text(read_text(os.path.join(root, "driver", "version.info"))),
+        "firmware": parse_kv_text(read_text(os.path.join(root, "firmware", "version.info"))),
+        "install_info": parse_kv_text(read_text(params["ascend_install_info"])),
+        "toolkit": toolkit,
+        "toolkit_info_path": toolkit_path,
+    }
+
+
+def _device_from_table(row: Dict[str, Any]) -> Dict[str, Any]:
+    device = {
+        "npu_id": row.get("npu_id"), "chip_id": row.get("chip_id"), "logic_id": None,
+        "phy_id": row.get("phy_id"), "device_id": row.get("device_id"), "name": row.get("name") or None,
+        "health": row.get("health"), "error_code": None, "bus_id": row.get("bus_id"),
+        "power_w": row.get("power_w"), "temp_c": row.get("temp_c"), "aicore_percent": row.get("aicore_percent"),
+        "hbm_total_mib": row.get("hbm_total_mib"), "hbm_used_mib": row.get("hbm_used_mib"),
+        "memory_total_mib": row.get("memory_total_mib"), "memory_used_mib": row.get("memory_used_mib"),
+    }
+    device["device_memory_mib"] = npu_smi.device_memory_mib(device)
+    return device
+
+
+def probe_ascend(runner: Any, params: Dict[str, Any], arch: Optional[str]) -> Dict[str, Any]:
+    versions = _ascend_versions(params, arch)
+    tool = runner.find_tool("npu-smi")
+    findings: List[str] = []
+    result: Dict[str, Any] = {
+        "tool": tool, "source": None, "npu_smi_version": None, "table_layout": None,
+        "versions": versions, "npu_count": 0, "chip_count": 0,
+        "devices": [], "boards": [], "processes": [], "findings": findings,
+    }
+    table = listing = mapping = None
+    boards: Dict[int, Dict[str, Any]] = {}
+    devices: List[Dict[str, Any]] = []
+    if tool:
+        table = runner.query(tool, ["info"], npu_smi.parse_info_table, findings)
+        listing = runner.query(tool, ["info", "-l"], npu_smi.parse_info_list, findings)
+        mapping = runner.query(tool, ["info", "-m"], npu_smi.parse_info_mapping, findings)
+        table_rows = dict(((row["npu_id"], row["chip_id"]), row) for row in (table or {}).get("devices", []))
+        chips: List[Dict[str, Any]] = []
+        if mapping:
+            chips = [chip for chip in mapping if chip["compute"]]
+        elif listing:
+            chips = [{"npu_id": npu["npu_id"], "chip_id": chip, "logic_id": None, "phy_id": None, "name": None}
+                     for npu in listing["npus"] for chip in range(npu["chip_count"] or 1)]
+        if chips:
+            result["source"] = "key-value"
+            for npu_id in sorted(set(chip["npu_id"] for chip in chips)):
+                board = runner.query(tool, ["info", "-t", "board", "-i", str(npu_id)], npu_smi.parse_board, findings)
+                if board:
+                    board["npu_id"] = npu_id
+                    boards[npu_id] = board
+            for chip in chips:
+                ids = ["-i", str(chip["npu_id"]), "-c", str(chip["chip_id"])]
+                health = runner.query(tool, ["info", "-t", "health"] + ids, npu_smi.parse_health, findings) or {}
+                usages = runner.query(tool, ["info", "-t", "usages"] + ids, npu_smi.parse_usages, findings) or {}
+                row = table_rows.get((chip["npu_id"], chip["chip_id"]), {})
+                device = _device_from_table(row)
+                device.update({"npu_id": chip["npu_id"], "chip_id": chip["chip_id"], "logic_id": chip.get("logic_id")})
+                device["name"] = chip.get("name") or device["name"]
+                device["phy_id"] = chip.get("phy_id") if chip.get("phy_id") is not None else device["phy_id"]
+                if health.get("health"):
+                    device["health"] = health["health"]
+                    device["error_code"] = health.get("error_code")
+                if usages.get("hbm_capacity_mib"):
+                    device["hbm_total_mib"] = usages["hbm_capacity_mib"]
+                if usages.get("ddr_capacity_mib"):
+                    device["memory_total_mib"] = usages["ddr_capacity_mib"]
+                board = boards.get(chip["npu_id"], {})
+                if not device["bus_id"] and board.get("bus_id") and (board.get("chip_count") or 1) == 1:
+                    device["bus_id"] = board["bus_id"]
+                device["device_memory_mib"] = npu_smi.device_memory_mib(device)
+                devices.append(device)
+        elif table:
+            result["source"] = "table"
+            devices = [_device_from_table(row) for row in table["devices"]]
+    if table:
+        result["npu_smi_version"] = table["version"]
+        result["table_layout"] = table["layout"]
+        result["processes"] = table["processes"]
+    first_board = boards[min(boards)] if boards else {}
+    result["devices"] = devices
+    result["boards"] = [boards[key] for key in sorted(boards)]
+    result["chip_count"] = len(devices)
+    result["npu_count"] = listing["total_count"] if listing else len(set(d["npu_id"] for d in devices))
+    result["driver_version"] = get_ci(versions["driver"], "Version") or first_board.get("software_version")
+    result["firmware_version"] = get_ci(versions["firmware"], "Version") or first_board.get("firmware_version")
+    result["cann_version"] = get_ci(versions["toolkit"], "version")
+    return result
 
 
 class Ascend(Device):
@@ -137,6 +250,109 @@ class Ascend(Device):
         # CANN's process logs (ASCEND_PROCESS_LOG_PATH) go to the cache volume: the root file system is read-only.
         "cache_env": {"ASCEND_PROCESS_LOG_PATH": "ascend-log"},
         "runtime_env": {},
+    }
+
+    # kunpeng_accelerators: the keys of the probe section (hardware.section), and what the PCI section adds to
+    # the functions and count pci.py lists for every device backend.
+    probe_keys = {
+        "tool": _nstr(),
+        "source": _nstr(),
+        "npu_smi_version": _nstr(),
+        "table_layout": _nstr(),
+        "driver_version": _nstr(),
+        "firmware_version": _nstr(),
+        "cann_version": _nstr(),
+        "versions": _f(DICT, keys={
+            "driver": _f(DICT, open_keys=True),
+            "firmware": _f(DICT, open_keys=True),
+            "install_info": _f(DICT, open_keys=True),
+            "toolkit": _f(DICT, open_keys=True),
+            "toolkit_info_path": _nstr(),
+        }),
+        "npu_count": _int(),
+        "chip_count": _int(),
+        "devices": _dicts({
+            "npu_id": _int(),
+            "chip_id": _int(nullable=True),
+            "logic_id": _int(nullable=True),
+            "phy_id": _int(nullable=True),
+            "device_id": _int(nullable=True),
+            "name": _nstr(),
+            "health": _nstr(),
+            "error_code": _nstr(),
+            "bus_id": _nstr(),
+            "power_w": _f(FLOAT, nullable=True),
+            "temp_c": _f(FLOAT, nullable=True),
+            "aicore_percent": _f(FLOAT, nullable=True),
+            "hbm_total_mib": _int(nullable=True),
+            "hbm_used_mib": _int(nullable=True),
+            "memory_total_mib": _int(nullable=True),
+            "memory_used_mib": _int(nullable=True),
+            "device_memory_mib": _int(nullable=True),
+        }),
+        "boards": _dicts({
+            "npu_id": _int(),
+            "product_name": _nstr(),
+            "software_version": _nstr(),
+            "firmware_version": _nstr(),
+            "compatibility": _nstr(),
+            "bus_id": _nstr(),
+            "vendor_id": _nstr(),
+            "device_id": _nstr(),
+            "chip_count": _int(nullable=True),
+        }),
+        "processes": _dicts({
+            "npu_id": _int(),
+            "chip_id": _int(nullable=True),
+            "pid": _int(),
+            "name": _nstr(),
+            "memory_mib": _int(nullable=True),
+        }),
+        "findings": _strs(),
+    }
+    pci_keys = {"ascend": _dicts(dict(PCI_FUNCTION, chip=_str(), product=_nstr())), "ascend_chips": _strs()}
+    # The driver role's report fact (driver.fact): its keys and where it is set.
+    driver_keys = {
+        "driver_version": _nstr(),
+        "firmware_version": _nstr(),
+        "cann_version": _nstr(),
+        "kernels_version": _nstr(),
+        "nnal_version": _nstr(),
+        "nnal_installed": _bool(),
+        "env_file": _str(),
+        "series": _nstr(),
+        "changed": _strs(),
+        "reboot_required": _bool(),
+        # A reboot the role left for later, and the driver's group the service
+        # user must join (Huawei's CANN Software Installation Guide, "Preparing
+        # Installation and Running Users"); '' when installed for all users.
+        "reboot_pending": _bool(),
+        "device_group": _str(),
+        "device_nodes": _strs(),
+    }
+    driver_fact_from = "plugins/modules/ascend_plan.py"
+    # The driver role's value rules (plugins/module_utils/plan/input_check.py names them), one per variable of its
+    # meta/argument_specs.yml: None where argument validation is enough.
+    driver_rules = {
+        "ascend_packages": ("dict_of_text",),
+        "ascend_package_source": None,
+        "ascend_package_dir": ("opt_path",),
+        "ascend_package_base_url": ("url",),
+        "ascend_package_validate_certs": None,
+        "ascend_staging_dir": ("path",),
+        "ascend_install_path": ("path",),
+        "ascend_install_user": ("account",),
+        "ascend_install_group": ("account",),
+        "ascend_series": None,
+        "ascend_install_timeout": ("int_range", 60, 86400),
+        "ascend_driver_prereq_check": None,
+        "ascend_reboot": None,
+        "ascend_reboot_timeout": ("int_range", 60, 86400),
+        "ascend_verify_devices": None,
+        "ascend_log_fetch_dir": ("controller_path",),
+        "ascend_env_file": ("path",),
+        "ascend_nnal_cxx_abi": None,
+        "ascend_probe_options": ("dict_of_text",),
     }
 
     def series(self, facts: Dict[str, Any]) -> Optional[str]:
@@ -243,3 +459,6 @@ class Ascend(Device):
             raise ValueError(f"no device plugin resource is known for the {self.name} plan (Atlas series {key!r}): set "
                              f"vllm_k8s_resource_names, for example {{'{key}': 'huawei.com/Ascend910'}}")
         return names[key], dict(K8S_NODE_LABELS.get(key) or {})
+
+    def probe(self, runner: Any, params: Dict[str, Any], arch: Optional[str], pci: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        return probe_ascend(runner, params, arch)

@@ -78,6 +78,17 @@ class Backend:
     # name (Device) is a base, not a backend.
     rank = 100
     record: Dict[str, Any] = {}
+    # The facts the backend adds (fact_fields.Field shapes, plugins/module_utils/fact_contract.py builds
+    # kunpeng_accelerators and the driver facts from them): the keys of its probe section (record
+    # hardware.section), what it adds to the PCI section beyond the functions and count probe/pci.py lists
+    # for it, the keys of its driver role's report fact (record driver.fact) and the file that sets that fact.
+    probe_keys: Dict[str, Any] = {}
+    pci_keys: Dict[str, Any] = {}
+    driver_keys: Dict[str, Any] = {}
+    driver_fact_from = ""
+    # The driver role's value rules, variable -> None or a rule input_check.py names (plan/input_check.py
+    # _declared_rule): one per variable of the role's meta/argument_specs.yml.
+    driver_rules: Dict[str, Any] = {}
 
     def __init__(self) -> None:
         for key, value in self.record.items():
@@ -87,6 +98,13 @@ class Backend:
         return BackendMissing(f"backend {self.name}: no {method} (plugins/module_utils/backends/{self.name}.py)")
 
     # --- the probe and the matrix ------------------------------------------------------------
+
+    def probe(self, runner: Any, params: Dict[str, Any], arch: Optional[str], pci: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """The backend's section of kunpeng_accelerators (record ``hardware.section``), or ``None`` without a device.
+
+        ``runner`` runs the vendor tool (``find_tool``, ``query`` with a parser from the backend's probe module,
+        ``warn``: plugins/modules/accelerator_facts.py ``Runner``); ``params`` are that module's options."""
+        raise self._missing("probe")
 
     def series(self, facts: Dict[str, Any]) -> Optional[str]:
         """The device series the probe shows (Atlas A2, ...) or ``None`` where the backend has no series."""

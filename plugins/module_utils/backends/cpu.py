@@ -51,6 +51,10 @@ class Cpu(Backend):
         "runtime_env": {"VLLM_CPU_KVCACHE_SPACE": "kvcache_space_gib", "VLLM_CPU_OMP_THREADS_BIND": "omp_threads_bind"},
     }
 
+    def probe(self, runner: Any, params: Dict[str, Any], arch: Optional[str], pci: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        # The CPU section is every host's (accelerator_facts probe_cpu), not a backend's.
+        return None
+
     def series(self, facts: Dict[str, Any]) -> Optional[str]:
         return None
 

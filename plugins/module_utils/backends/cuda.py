@@ -7,12 +7,16 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
+import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import version_tuple
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.device import Device
+from ansible_collections.kunpeng.vllm.plugins.module_utils.fact_fields import DICT, PCI_FUNCTION, _bool, _dicts, _f, _int, _nstr, _str, _strs
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import compat_matrix
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe import nvidia_smi
+from ansible_collections.kunpeng.vllm.plugins.module_utils.probe.kv_files import read_text
 
 # The image label naming the oldest NVIDIA driver the image's CUDA runs on (plan/container.py).
 LABEL_CUDA_DRIVER_MIN = "io.kunpeng.vllm.cuda-driver-min"
@@ -22,6 +26,45 @@ LABEL_CUDA_DRIVER_MIN = "io.kunpeng.vllm.cuda-driver-min"
 # feature discovery (part of k8s-device-plugin and the GPU Operator).
 K8S_RESOURCE = "nvidia.com/gpu"
 K8S_NODE_LABELS = {"nvidia.com/gpu.present": "true"}
+
+
+def probe_nvidia(runner: Any, params: Dict[str, Any], pci: Dict[str, Any]) -> Dict[str, Any]:
+    findings: List[str] = []
+    proc: Dict[str, Any] = {"loaded": False, "driver_version": None, "kernel_module": None, "banner": None}
+    proc_path = os.path.join(params["procfs_root"], "driver", "nvidia", "version")
+    try:
+        proc = nvidia_smi.parse_proc_version(read_text(proc_path))
+    except ValueError as exc:
+        proc["loaded"] = True
+        findings.append(f"{proc_path} could not be parsed: {exc}")
+        runner.warn(findings[-1])
+    tool = runner.find_tool("nvidia-smi")
+    gpus: List[Dict[str, Any]] = []
+    xml = None
+    if tool:
+        gpus = runner.query(tool, nvidia_smi.QUERY_ARGS, nvidia_smi.parse_query_gpu, findings) or []
+        xml = runner.query(tool, ["-q", "-x"], nvidia_smi.parse_query_xml, findings)
+    xml_gpus = dict((gpu["bus_id"], gpu) for gpu in (xml or {}).get("gpus", []))
+    for gpu in gpus:
+        extra = xml_gpus.get(gpu["bus_id"], {})
+        gpu["device_memory_mib"] = gpu["memory_total_mib"]
+        gpu["architecture"] = extra.get("architecture")
+        gpu["addressing_mode"] = extra.get("addressing_mode")
+        gpu["fabric"] = extra.get("fabric", {})
+        gpu["nvlink"] = extra.get("nvlink", {})
+    driver = (gpus[0]["driver_version"] if gpus else None) or (xml or {}).get("driver_version") or proc["driver_version"]
+    return {
+        "tool": tool,
+        "driver_version": driver,
+        "cuda_version": (xml or {}).get("cuda_version"),
+        "kernel_module": proc["kernel_module"],
+        "kernel_module_loaded": proc["loaded"],
+        "kernel_module_banner": proc["banner"],
+        "gpus": gpus,
+        "nvswitch_count": pci["nvswitch_count"],
+        "fabric_manager_required": pci["nvswitch_count"] > 0,
+        "findings": findings,
+    }
 
 
 class Cuda(Device):
@@ -74,6 +117,78 @@ class Cuda(Device):
         "rdma": True,
         "cache_env": {},
         "runtime_env": {},
+    }
+
+    # kunpeng_accelerators: the keys of the probe section (hardware.section), and what the PCI section adds to
+    # the functions and count pci.py lists for every device backend.
+    probe_keys = {
+        "tool": _nstr(),
+        "driver_version": _nstr(),
+        "cuda_version": _nstr(),
+        "kernel_module": _nstr(),
+        "kernel_module_loaded": _bool(),
+        "kernel_module_banner": _nstr(),
+        "gpus": _dicts({
+            "index": _int(),
+            "uuid": _nstr(),
+            "name": _nstr(),
+            "bus_id": _nstr(),
+            "memory_total_mib": _int(nullable=True),
+            "memory_used_mib": _int(nullable=True),
+            "device_memory_mib": _int(nullable=True),
+            "driver_version": _nstr(),
+            "compute_cap": _nstr(),
+            "persistence_mode": _nstr(),
+            "mig_mode": _nstr(),
+            "architecture": _nstr(),
+            "addressing_mode": _nstr(),
+            "fabric": _f(DICT, keys={
+                "state": _str(optional=True),
+                "status": _str(optional=True),
+                "clique_id": _str(optional=True),
+                "cluster_uuid": _str(optional=True),
+            }),
+            "nvlink": _f(DICT, open_keys=True),
+        }),
+        "nvswitch_count": _int(),
+        "fabric_manager_required": _bool(),
+        "findings": _strs(),
+    }
+    pci_keys = {"nvswitch": _dicts(PCI_FUNCTION), "nvswitch_count": _int()}
+    # The driver role's report fact (driver.fact): its keys and where it is set.
+    driver_keys = {
+        "driver_version": _nstr(),
+        "kernel_module": _nstr(),
+        "adopted": _bool(),
+        "env_file": _str(),
+        "cuda_home": _str(),
+        "action": _str(),
+        "source": _str(),
+        "gpu_count": _int(),
+        "reboot_pending": _bool(),
+        "services_managed": _bool(),
+    }
+    driver_fact_from = "plugins/modules/nvidia_plan.py"
+    # The driver role's value rules (plugins/module_utils/plan/input_check.py names them), one per variable of its
+    # meta/argument_specs.yml: None where argument validation is enough.
+    driver_rules = {
+        "nvidia_driver_min_version": ("version",),
+        "nvidia_driver_replace": None,
+        "nvidia_driver_source": None,
+        "nvidia_driver_branch": ("regex", r"^[0-9]{3}(-open|-server|-server-open)?$", "a driver branch such as 580"),
+        "nvidia_kernel_module": None,
+        "nvidia_cuda_repo_base_url": ("url",),
+        "nvidia_cuda_repo_trusted": None,
+        "nvidia_runfile_src": ("model_src",),
+        "nvidia_runfile_sha256": ("sha256",),
+        "nvidia_cuda_toolkit_version": ("version",),
+        "nvidia_persistenced": None,
+        "nvidia_reboot": None,
+        "nvidia_reboot_timeout": ("int_range", 60, 86400),
+        "nvidia_manage_env_file": None,
+        "nvidia_env_file": ("path",),
+        "nvidia_cuda_home": ("path",),
+        "nvidia_probe_options": ("dict_of_text",),
     }
 
     def series(self, facts: Dict[str, Any]) -> Optional[str]:
@@ -156,3 +271,6 @@ class Cuda(Device):
 
     def k8s_resource(self, plan: Dict[str, Any], overrides: Dict[str, str]) -> Tuple[Optional[str], Dict[str, str]]:
         return dict({self.name: K8S_RESOURCE}, **(overrides or {}))[self.name], dict(K8S_NODE_LABELS)
+
+    def probe(self, runner: Any, params: Dict[str, Any], arch: Optional[str], pci: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        return probe_nvidia(runner, params, pci)

@@ -193,10 +193,12 @@ def build_plan(params: Dict[str, Any]) -> Dict[str, Any]:
     plan["atlas_series"] = params["atlas_series"]
     limits = compat_matrix.series_limits(params["atlas_series"])
     check_series_limits(params["atlas_series"], limits, model, requested)
+    # A backend without compute capabilities (caps empty) may answer native too: the note names none then.
+    lowest = min(caps, key=compat_matrix.version_key) if caps else None
     if plan["fp8_mode"] == "native":
-        notes.append(f"FP8 runs natively: compute capability {min(caps, key=compat_matrix.version_key)}.")
+        notes.append(f"FP8 runs natively: compute capability {lowest}." if lowest else "FP8 runs natively.")
     elif plan["fp8_mode"] == "weight_only":
-        notes.append(f"FP8 runs weight-only (W8A16, Marlin kernels) on compute capability {min(caps, key=compat_matrix.version_key)}: "
+        notes.append(f"FP8 runs weight-only (W8A16, Marlin kernels){f' on compute capability {lowest}' if lowest else ''}: "
                      "memory as FP8, compute in 16-bit, no FP8 speed-up.")
     hw = hardware(backend, params, facts, visible, notes)
     plan.update(fits=None, misfit=None, fixes=[], numbers={}, model=None)

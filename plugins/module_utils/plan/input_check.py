@@ -658,46 +658,6 @@ RULES = {
         "base_firewall_sources": _list_of(_firewall_source),
         "base_firewall_rules": _firewall_rules,
     },
-    "nvidia": {
-        "nvidia_driver_min_version": _version,
-        "nvidia_driver_replace": None,
-        "nvidia_driver_source": None,
-        "nvidia_driver_branch": _regex(re.compile(r"^[0-9]{3}(-open|-server|-server-open)?$"), "a driver branch such as 580"),
-        "nvidia_kernel_module": None,
-        "nvidia_cuda_repo_base_url": _url,
-        "nvidia_cuda_repo_trusted": None,
-        "nvidia_runfile_src": _model_src,
-        "nvidia_runfile_sha256": _sha256,
-        "nvidia_cuda_toolkit_version": _version,
-        "nvidia_persistenced": None,
-        "nvidia_reboot": None,
-        "nvidia_reboot_timeout": _int_range(60, 86400),
-        "nvidia_manage_env_file": None,
-        "nvidia_env_file": _path,
-        "nvidia_cuda_home": _path,
-        "nvidia_probe_options": _dict_of_text,
-    },
-    "ascend": {
-        "ascend_packages": _dict_of_text,
-        "ascend_package_source": None,
-        "ascend_package_dir": _opt_path,
-        "ascend_package_base_url": _url,
-        "ascend_package_validate_certs": None,
-        "ascend_staging_dir": _path,
-        "ascend_install_path": _path,
-        "ascend_install_user": _account,
-        "ascend_install_group": _account,
-        "ascend_series": None,
-        "ascend_install_timeout": _int_range(60, 86400),
-        "ascend_driver_prereq_check": None,
-        "ascend_reboot": None,
-        "ascend_reboot_timeout": _int_range(60, 86400),
-        "ascend_verify_devices": None,
-        "ascend_log_fetch_dir": _controller_path,
-        "ascend_env_file": _path,
-        "ascend_nnal_cxx_abi": None,
-        "ascend_probe_options": _dict_of_text,
-    },
     "monitoring": {
         "monitoring_vllm_groups": _list_of(_name),
         "monitoring_gateway_groups": _list_of(_name),
@@ -780,6 +740,32 @@ RULES = {
         "wheelhouse_index_url": _url,
     },
 }
+
+# Named rules a backend's class may give its driver role's variables (``driver_rules``: variable -> None, or
+# (name,) / ("int_range", lowest, highest) / ("regex", pattern, what)), so a new backend's driver role needs no
+# table here: the registry's driver roles are added to RULES below.
+_DECLARED = {
+    "version": _version, "url": _url, "path": _path, "opt_path": _opt_path, "controller_path": _controller_path,
+    "account": _account, "sha256": _sha256, "model_src": _model_src, "dict_of_text": _dict_of_text, "text": _text(),
+}
+
+
+def _declared_rule(spec):
+    """The rule a backend's ``driver_rules`` entry names (None: argument validation is enough)."""
+    if spec is None:
+        return None
+    kind, args = spec[0], spec[1:]
+    if kind == "int_range":
+        return _int_range(*args)
+    if kind == "regex":
+        return _regex(re.compile(args[0]), args[1])
+    if kind not in _DECLARED:
+        raise ValueError(f"unknown rule {kind!r}; one of int_range, regex, {', '.join(sorted(_DECLARED))}")
+    return _DECLARED[kind]
+
+
+RULES.update({instance.record["driver"]["role"].split(".")[-1]: {name: _declared_rule(spec) for name, spec in instance.driver_rules.items()}
+              for instance in backends.INSTANCES.values() if instance.record.get("driver")})
 
 # role -> variable -> where the path it names must exist: 'node' or
 # 'controller' (a condition on the other values may turn the check off).

@@ -17,6 +17,15 @@ __metaclass__ = type  # noqa: UP001
 from typing import Dict, Optional
 
 
+def read_text(path: str) -> Optional[str]:
+    """File contents, or ``None`` when it is missing or unreadable (both mean "not there")."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
 def parse_kv_text(text: Optional[str]) -> Dict[str, str]:
     """Return the ``KEY=VALUE`` pairs of ``text`` (comments and junk lines skipped).
 

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 from conftest import FIXTURES, ROOT
 from promtool import promtool_check_metrics
 
@@ -80,9 +79,11 @@ def test_unwritable_directory_fails_loudly(tools, tmp_path):
 
 
 def test_parsers_installed_beside_the_collector(tools, tmp_path):
-    """The role's layout: collector.py with the module_utils the role copies (vars/main.yml) beside it."""
-    with open(os.path.join(ROOT, "roles", "monitoring", "vars", "main.yml")) as handle:
-        copied = yaml.safe_load(handle)["__monitoring_collector_module_utils"]
+    """The role's layout: collector.py with the module_utils the role copies (every module of the probe folder,
+    tasks/accelerators.yml) beside it."""
+    with open(os.path.join(ROOT, "roles", "monitoring", "tasks", "accelerators.yml")) as handle:
+        assert "plugins/module_utils/probe/*.py" in handle.read()
+    copied = sorted(name[:-3] for name in os.listdir(os.path.join(ROOT, "plugins", "module_utils", "probe")) if name.endswith(".py"))
     target = tmp_path / "lib"
     (target / "module_utils").mkdir(parents=True)
     with open(COLLECTOR) as handle:

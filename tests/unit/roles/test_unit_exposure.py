@@ -74,9 +74,8 @@ UNITS = {
     },
     "vllm/templates/vllm.service.j2": {
         "cpu, container": _vllm("cpu", CONTAINER),
-        "cpu, host": _vllm("cpu", HOST),
-        "cuda, host": _vllm("cuda", HOST),
-        "ascend, host": _vllm("ascend", HOST),
+        # every backend of the registry on its replayed host (tests/unit/vllm_plans.py)
+        **{f"{name}, host": _vllm(name, HOST) for name in backends.NAMES},
     },
     "nvidia/templates/nvidia-persistenced.service.j2": {
         "runfile install": {},

@@ -228,8 +228,8 @@ def test_role_report_sets_the_declared_keys(fact):
 
 @pytest.mark.parametrize("fact, value, problems", [
     ("kunpeng_base", {}, [f"kunpeng_base.{key} is missing" for key in sorted(fact_contract.BASE)]),
-    ("kunpeng_ascend", dict.fromkeys(k for k, f in fact_contract.ASCEND.items() if not f.optional), []),
-    ("kunpeng_nvidia", dict(dict.fromkeys(fact_contract.NVIDIA), rebooted=True), ["kunpeng_nvidia.rebooted is not declared"]),
+    ("kunpeng_ascend", dict.fromkeys(k for k, f in fact_contract.shape("kunpeng_ascend").items() if not f.optional), []),
+    ("kunpeng_nvidia", dict(dict.fromkeys(fact_contract.shape("kunpeng_nvidia")), rebooted=True), ["kunpeng_nvidia.rebooted is not declared"]),
 ])
 def test_check_keys_only(fact, value, problems):
     assert fact_contract.check(fact, value, types=False) == problems

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "modules"))
 
 import plan_hosts  # noqa: E402
 import vllm_plans  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.modules import accelerator_facts, vllm_plan  # noqa: E402
 
 
 class Host:
@@ -58,8 +58,31 @@ def _wheelhouse(b, h):
         return str(exc)
 
 
+class NoTools:
+    """accelerator_facts' Runner on a host where no vendor tool is installed (nothing is run)."""
+
+    def find_tool(self, name):
+        return None
+
+    def query(self, tool, args, parser, findings):
+        raise AssertionError(f"{tool} was run although it was not found")
+
+    def warn(self, message):
+        pass
+
+
+PROBE_PARAMS = {"sysfs_root": "/nonexistent/sys", "procfs_root": "/nonexistent/proc", "ascend_root": "/nonexistent/Ascend",
+                "ascend_install_info": "/nonexistent/ascend_install.info", "tool_path": [], "tool_path_only": True,
+                "command_timeout": 10, "architecture": "x86_64"}
+
+
+def _probe(b, h):
+    return b.probe(NoTools(), PROBE_PARAMS, h.plan["arch"], h.facts.get("pci") or {})
+
+
 # method -> (call on the backend and its host, the type of a valid answer)
 CALLS = {
+    "probe": (_probe, (dict, type(None))),
     "series": (lambda b, h: b.series(h.facts), (str, type(None))),
     "select": (lambda b, h: b.select(h.params, h.facts, [], h.notes), tuple),
     "engine_version": (lambda b, h: b.engine_version(h.plan["row"]), str),
@@ -175,6 +198,7 @@ def test_a_fourth_backend_is_its_own_device_not_cpu(fourth):
 REQUEST = {"install_dir": "/opt/vllm", "architecture": "x86_64"}
 PLAN = {"backend": "rocm", "atlas_series": None, "engine_args": {"tensor_parallel_size": 2}, "nodes_needed": 2}
 ENTRY_POINTS = {
+    "probe": lambda: accelerator_facts.probe_sections(NoTools(), PROBE_PARAMS, "x86_64", {"nvswitch_count": 0}),
     "series": lambda: deployment.plan_host(_plan_args()),
     "select": lambda: deployment.plan_host(_plan_args()),
     "engine_version": lambda: deployment.plan_host(_plan_args()),

@@ -7,7 +7,10 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "modules"))
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+
 import plan_hosts  # noqa: E402
+import vllm_plans  # noqa: E402
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cpu_runtime  # noqa: E402
@@ -53,7 +56,8 @@ def test_service_entry(backend, host, visible, cpu, driver_facts, expected):
 
 @pytest.mark.parametrize("name", backends.NAMES)
 def test_every_record_gives_an_entry(name):
-    host = {"cpu": "cpu-x86", "cuda": "hgx-h100", "ascend": "atlas-800i-a2"}[name]
+    # the backend's replayed host (tests/unit/vllm_plans.py), so a new backend needs no entry here
+    host = vllm_plans.HOSTS[name][0]
     entry = service_spec(backends.get(name), plan_hosts.facts(host), "", runtime("cpu-x86", "auto", 0), {})
     assert set(entry) == {"device_allow", "supplementary_groups", "environment", "environment_files"}
     # PrivateDevices only for a backend without device nodes.
