@@ -31,7 +31,8 @@ redo it on paper:
 * KV cache per token: ``2 x layers x kv_heads x head_dim x bytes`` (MHA/GQA,
   kv heads divided by TP), ``(kv_lora_rank + qk_rope_head_dim) x layers x bytes``
   for MLA (the latent cache is replicated on every TP rank).
-* Budget per device: ``device memory x gpu_memory_utilization``, minus the
+* Budget per device: ``device memory x gpu_memory_utilization``, where the device memory is what the engine
+  sees (the backend's memory basis, :func:`engine_memory_bytes`), minus the
   weights, minus a margin built from what vLLM takes besides them (see
   :func:`overhead`: the driver's reservation, non-torch memory, an NCCL
   allowance per parallel group, and the peak activation of vLLM's profiling
@@ -543,6 +544,26 @@ MOE_CUDA_GRAPH_BYTES = 0.64 * GIB
 MOE_WORKSPACE_EXTRA = 2
 BATCH_DEFAULTS = {"large": (8192, 1024), "small": (2048, 256)}
 
+# The memory basis: the total the engine multiplies by gpu_memory_utilization, from the probed capacity (nvidia-smi's
+# or npu-smi's).  Each device backend states its own (``memory_basis`` of backends/device.py and its subclasses):
+# * ratio, reserved_mib: the engine's total is ``min(probed x ratio, probed - reserved_mib)``;
+# * driver_reserved_fraction: a reservation the engine's total still contains and the plan counts in its margin;
+# * safety_fraction: a share of the per-device budget kept back where the basis was not measured on a host of
+#   this project, so that the plan never sets max_model_len to the exact limit it computed;
+# * measured, source: how the basis was obtained, shown in the plan's numbers.
+# A caller without a backend (the tests of this module) gets the probed capacity with CUDA's reservation.
+PROBED_BASIS: Dict[str, Any] = {
+    "ratio": 1.0, "reserved_mib": 0.0, "driver_reserved_fraction": CUDA_RESERVED_FRACTION, "safety_fraction": 0.0,
+    "measured": True, "source": "the probed capacity",
+}
+
+
+def engine_memory_bytes(hw: Dict[str, Any]) -> float:
+    """The device memory the engine budgets from (bytes): the probed capacity through the backend's memory basis."""
+    probed = hw["device_memory_mib"] * MIB
+    basis = hw.get("memory_basis") or PROBED_BASIS
+    return max(0.0, min(probed * basis["ratio"], probed - basis["reserved_mib"] * MIB))
+
 
 def overhead(model: Dict[str, Any], hw: Dict[str, Any], tp: int, pp: int, dp: int, utilization: float,
              requested: Optional[Dict[str, Any]] = None) -> Dict[str, float]:
@@ -552,8 +573,10 @@ def overhead(model: Dict[str, Any], hw: Dict[str, Any], tp: int, pp: int, dp: in
     tokens, seqs = BATCH_DEFAULTS["large" if memory >= LARGE_DEVICE_BYTES else "small"]
     tokens = int(requested.get("max_num_batched_tokens") or tokens)
     seqs = int(requested.get("max_num_seqs") or seqs)
+    basis = hw.get("memory_basis") or PROBED_BASIS
     parts = {
-        "cuda_reserved": utilization * CUDA_RESERVED_FRACTION * memory,
+        "driver_reserved": utilization * basis["driver_reserved_fraction"] * memory,
+        "basis_safety": utilization * basis["safety_fraction"] * engine_memory_bytes(hw),
         "non_torch": NON_TORCH_BYTES,
         "nccl": NCCL_BYTES_PER_GROUP * sum(1 for size in (tp, pp, dp) if size > 1),
     }
@@ -578,7 +601,7 @@ def evaluate(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, tp: int, pp: i
     With pipeline stages every stage is sized on its own (its layers, its share of embedding and LM head, its
     KV per token); the stage that holds the fewest tokens decides, as vLLM sizes one KV cache for all.
     """
-    available = hw["device_memory_mib"] * MIB * utilization
+    available = engine_memory_bytes(hw) * utilization
     margin = sum(overhead(model, hw, tp, pp, dp, utilization, requested).values())
     tightest = None
     for stage in _stages(model, pp):
@@ -749,11 +772,24 @@ def _summary(model: Dict[str, Any], layout: Dict[str, Any], hw: Dict[str, Any], 
             "per_device_need_gib": _gib(layout["need"]),
             "available_gib": _gib(layout["available"]),
             "device_memory_gib": round(hw["device_memory_mib"] / 1024, 2),
+            "memory_basis_gib": _gib(engine_memory_bytes(hw)),
+            "memory_basis": memory_basis_reason(hw),
             "devices_used": layout["devices"],
             "checked_model_len": need_len,
             "max_model_len_limit": layout["max_len"],
         },
     }
+
+
+def memory_basis_reason(hw: Dict[str, Any]) -> str:
+    """What the plan took as the engine's device total, how that was obtained, and the margin kept for it."""
+    basis = hw.get("memory_basis") or PROBED_BASIS
+    text = f"{_gib(engine_memory_bytes(hw))} GiB of {round(hw['device_memory_mib'] / 1024, 2)} GiB probed: {basis['source']}"
+    if basis["driver_reserved_fraction"]:
+        text += f"; the driver's reservation ({basis['driver_reserved_fraction']:.2%}) is counted in the margin"
+    if not basis["measured"]:
+        text += f"; not measured here, so {basis['safety_fraction']:.0%} of the per-device budget is kept back"
+    return text
 
 
 # The most accelerators one host carries (Atlas 800I A3: 16 chips); "more devices" fixes stay within one host.
