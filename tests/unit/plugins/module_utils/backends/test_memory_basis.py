@@ -123,3 +123,17 @@ def test_cuda_basis_is_the_probed_capacity_unchanged():
     assert cuda["numbers"]["kv_budget_gib"] == plain["numbers"]["kv_budget_gib"]
     assert cuda["numbers"]["memory_basis_gib"] == round(143771 / 1024, 2)
     assert "measured on an H200" in cuda["numbers"]["memory_basis"]
+
+
+def test_v3_bf16_on_four_a2_nodes_stays_below_the_engine_budget():
+    """Issue 36: 4 x A2 DeepSeek-V3 bf16 was planned about 60 % over what fits (111,696 tokens on npu-smi's capacity).
+
+    The planner's own layout search (vllm-ascend's DeepSeek guides: data parallel with expert parallelism)."""
+    spec = model("deepseek-v3", "bf16")
+    options = dict(OPTIONS, multinode_moe=ASCEND.multinode_moe)
+    node_hw = hw(65536, ASCEND.basis("A2"), nodes=4)
+    result = cap.plan_accelerator(spec, node_hw, {}, options)
+    args = result["engine_args"]
+    assert result["fits"] and (args["tensor_parallel_size"], args["data_parallel_size"]) == (4, 8)
+    limit = _engine_limit(spec, node_hw, 4, 1, 8)
+    assert args["max_model_len"] < limit < 111696 / 1.5
