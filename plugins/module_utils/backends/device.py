@@ -42,6 +42,9 @@ class Device(Backend):
         if hw["device_memory_mib"] and hw["devices_per_node"]:
             hw = dict(hw, memory_basis=self.basis(options.get("atlas_series")))
             result = capacity.plan_accelerator(model, hw, requested, options)
+            pp = result["engine_args"]["pipeline_parallel_size"]
+            if not model["layers"] and pp > 1:
+                notes.append(capacity.UNKNOWN_LAYERS_NOTE.format(pp=pp))
             return dict(result, misfit=None if result["fits"] else capacity.misfit_message(model, result, hw, on_host=False))
         notes.append("Device count or memory unknown (driver not ready?): capacity not checked "
                      "(set devices_per_node and device_memory_mib).")

@@ -640,7 +640,10 @@ def _search(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, max_devices: in
         if last["fits"]:
             return last, last
     tp = sizes[-1]
-    stages = max(model["layers"] or 1, 1)
+    # A model known only by its size (params_b) has no layer count: it is assumed to have at least as many
+    # layers as the devices allow stages (every decoder vLLM serves has dozens), so pipeline stages reach
+    # across every node; :data:`UNKNOWN_LAYERS_NOTE` says so in the plan.
+    stages = model["layers"] or max(max_devices // tp, 1)
     for pp in range(2, stages + 1):
         if tp * pp > max_devices:
             break
@@ -648,6 +651,10 @@ def _search(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, max_devices: in
         if last["fits"]:
             return last, last
     return None, last
+
+
+UNKNOWN_LAYERS_NOTE = ("The model is known by params_b only: its layer count is assumed to allow {pp} pipeline stages "
+                       "(one per node), with the weights split evenly between them; give config.json to plan it exactly.")
 
 
 def _search_data_parallel(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, replicas_per_node: List[int],
