@@ -131,6 +131,10 @@ class Ascend(Device):
         # (upstream's layout), then one, then more.
         "multinode_moe": {
             "replicas_per_node": [2, 1, 4, 8],
+            # Pipeline stages over nodes need Ray, and Ray with expert parallelism through pipeline stages fails
+            # (vllm-ascend issue #3529: EP + PP2 x TP8 fails to start, starts without EP; #10910: Ray multi-node PP
+            # fails): such a layout, the planner's fallback or a misfit's fix, runs without expert parallelism.
+            "pipeline_expert_parallel": False,
             # The environment both nodes export in DeepSeek-R1.md (v0.13.0 and later), plus the NPU caching
             # allocator's expandable segments that upstream's data-parallel launcher exports
             # (vllm-project/vllm-ascend examples/external_online_dp/run_dp_template.sh).

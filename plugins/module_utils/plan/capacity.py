@@ -647,7 +647,7 @@ def _search(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, max_devices: in
     for pp in range(2, stages + 1):
         if tp * pp > max_devices:
             break
-        last = evaluate(model, hw, fmt, tp, pp, 1, ep_for(tp, 1), **kw)
+        last = evaluate(model, hw, fmt, tp, pp, 1, ep_for(tp, 1, tp * pp > per_node), **kw)
         if last["fits"]:
             return last, last
     return None, last
@@ -704,8 +704,14 @@ def plan_accelerator(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[
     moe = model["moe"]
     ep_requested = requested.get("enable_expert_parallel")
 
-    def ep_for(tp: int, dp: int) -> bool:
-        return bool(moe and tp * dp > 1) if ep_requested is None else bool(ep_requested and moe)
+    # A backend whose engine fails with expert parallelism through pipeline stages over nodes (Ray) gets those
+    # layouts without it: the routed experts take the same bytes per device either way (per_device_weight_bytes).
+    no_pipeline_ep = (options.get("multinode_moe") or {}).get("pipeline_expert_parallel") is False
+
+    def ep_for(tp: int, dp: int, pipeline_over_nodes: bool = False) -> bool:
+        if ep_requested is not None:
+            return bool(ep_requested and moe)
+        return bool(moe and tp * dp > 1 and not (no_pipeline_ep and pipeline_over_nodes))
 
     kw = dict(kv_bytes=kv_bytes, need_len=need_len, sequences=sequences, utilization=utilization, requested=requested)
     fixed = any(requested.get(k) for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"))
@@ -725,7 +731,7 @@ def plan_accelerator(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[
         if tp * pp * dp > total_devices:
             raise PlanError(f"tensor {tp} x pipeline {pp} x data {dp} parallel needs {tp * pp * dp} devices, "
                             f"{total_devices} available ({nodes} node(s) x {per_node})")
-        layout = evaluate(model, hw, fmt, tp, pp, dp, ep_for(tp, dp), **kw)
+        layout = evaluate(model, hw, fmt, tp, pp, dp, ep_for(tp, dp, pp > 1 and tp * pp > per_node), **kw)
         found = layout if layout["fits"] else None
     else:
         found = None
@@ -820,6 +826,21 @@ def _larger_devices(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, kw: Dic
         gib += 1
 
 
+def _layout_text(model: Dict[str, Any], layout: Dict[str, Any]) -> str:
+    """``tensor_parallel_size 8, pipeline_parallel_size 2`` and, for a mixture-of-experts layout whose expert
+    parallelism the backend turns off, ``without expert parallelism``."""
+    text = f"tensor_parallel_size {layout['tp']}"
+    if layout["dp"] > 1:
+        text = f"data_parallel_size {layout['dp']}, " + text
+    if layout["pp"] > 1:
+        text += f", pipeline_parallel_size {layout['pp']}"
+    if model["moe"] and layout["dp"] > 1 and layout["ep"]:
+        text += " with expert parallelism"
+    elif model["moe"] and layout["tp"] * layout["pp"] * layout["dp"] > 1 and not layout["ep"]:
+        text += " without expert parallelism"
+    return text
+
+
 def _fixes(model: Dict[str, Any], hw: Dict[str, Any], layout: Dict[str, Any], want_len: Optional[int],
            kw: Dict[str, Any], ep_for: Any, options: Dict[str, Any]) -> List[str]:
     """Cheapest first: a shorter context, smaller weights, larger devices, more devices in one host.
@@ -830,17 +851,20 @@ def _fixes(model: Dict[str, Any], hw: Dict[str, Any], layout: Dict[str, Any], wa
     fixes: List[str] = []
     per_node, nodes = hw["devices_per_node"], hw["nodes"]
     if layout["kv_budget"] > 0 and layout["max_len"] and layout["max_len"] >= BLOCK:
-        pp = f", pipeline_parallel_size {layout['pp']}" if layout["pp"] > 1 else ""
-        fixes.append(f"a shorter context: max_model_len {layout['max_len']} fits at tensor_parallel_size {layout['tp']}{pp}")
+        fixes.append(f"a shorter context: max_model_len {layout['max_len']} fits at {_layout_text(model, layout)}")
     current = WEIGHT_FORMATS[layout["fmt"]]
     for fmt in options.get("smaller_formats", []):
         if WEIGHT_FORMATS[fmt] >= current:
             continue
-        found, dummy = _search(model, hw, fmt, per_node * nodes, ep_for=ep_for, **kw)
+        found = None
+        spread = options.get("multinode_moe")
+        if model["moe"] and nodes > 1 and spread:
+            # the planner's own layout for a mixture-of-experts model over nodes on this backend, as it would plan it
+            found = _search_data_parallel(model, hw, fmt, spread["replicas_per_node"], ep_for=ep_for, **kw)
+        if not found:
+            found, dummy = _search(model, hw, fmt, per_node * nodes, ep_for=ep_for, **kw)
         if found:
-            pp = f", pipeline_parallel_size {found['pp']}" if found["pp"] > 1 else ""
-            fixes.append(f"quantised weights: {fmt} ({_gib(weight_bytes(model, fmt))} GiB) fit at tensor_parallel_size "
-                         f"{found['tp']}{pp}")
+            fixes.append(f"quantised weights: {fmt} ({_gib(weight_bytes(model, fmt))} GiB) fit at {_layout_text(model, found)}")
             break
     larger = _larger_devices(model, hw, layout["fmt"], kw, ep_for)
     if larger["gib"] * GIB > hw["device_memory_mib"] * MIB:
