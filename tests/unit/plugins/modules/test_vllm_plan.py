@@ -86,7 +86,7 @@ def test_driver_535_fails_the_cuda_13_row():
 
 def test_driver_535_gets_the_cuda_12_row_when_no_version_is_pinned():
     result = ok({"accelerators": plan_hosts.facts("a100-driver535"), "python_version": "3.11"})
-    assert result["packages"] == ["vllm==0.11.0"]
+    assert result["packages"] == ["vllm==0.19.1"]
     assert result["fits"] is None  # no model given
 
 
