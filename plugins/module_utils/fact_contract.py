@@ -160,8 +160,8 @@ VLLM_PLAN = {
     "numbers": _f(DICT, keys=_optional(
         ANY, "params_b", "active_params_b", "mtp_params_b", "weight_dtype", "weights_gib", "kv_bytes_per_token",
         "kv_bytes_per_token_per_device", "per_device_weights_gib", "margin_gib", "kv_budget_gib", "kv_need_gib",
-        "per_device_need_gib", "available_gib", "device_memory_gib", "devices_used", "checked_model_len",
-        "max_model_len_limit", "kv_cache_space_gib")),
+        "per_device_need_gib", "available_gib", "device_memory_gib", "memory_basis_gib", "memory_basis", "devices_used",
+        "checked_model_len", "max_model_len_limit", "kv_cache_space_gib")),
     # vllm serve options (underscore names): data, not contract.
     "engine_args": _f(DICT, open_keys=True),
     # What the unit and the launcher give the engine (plan/service.py): DeviceAllow entries (empty:

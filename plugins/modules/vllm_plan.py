@@ -398,6 +398,9 @@ numbers:
       C(kv_bytes_per_token_per_device), C(per_device_weights_gib), C(margin_gib), C(kv_budget_gib), C(kv_need_gib),
       C(per_device_need_gib), C(available_gib), C(device_memory_gib), C(devices_used), C(checked_model_len),
       C(max_model_len_limit), and on the CPU backend C(kv_cache_space_gib).
+    - On GPU/NPU backends C(memory_basis_gib) is the device total the engine multiplies by C(gpu_memory_utilization)
+      (nvidia-smi's capacity for CUDA; torch_npu's total, below npu-smi's, for Ascend) and C(memory_basis) says how that
+      figure was obtained and what margin the plan keeps because of it.
   returned: always
   type: dict
   sample: {"params_b": 671.03, "weights_gib": 625.09, "kv_bytes_per_token": 70272, "per_device_need_gib": 85.56, "available_gib": 126.36}

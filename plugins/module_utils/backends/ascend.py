@@ -171,10 +171,41 @@ def probe_ascend(runner: Any, params: Dict[str, Any], arch: Optional[str]) -> Di
     result["cann_version"] = get_ci(versions["toolkit"], "version")
     return result
 
+# torch_npu's device total, which vllm-ascend multiplies by gpu_memory_utilization (``requested_memory`` in
+# vllm_ascend/worker/worker.py), against npu-smi's capacity.  From upstream logs, not measured here:
+# * Atlas A2 64 GB: npu-smi 65,536 MiB, torch_npu 65,452,113,920 B (60.96 GiB; "total memory: 65452113920" in
+#   vllm-ascend issues #3843 and #4404, "(27.18/60.96 GiB)" in #8621): 3,115.6 MiB (4.75 %) less;
+# * Atlas 300I Duo (310P3): npu-smi 44,278 MB of DDR per chip (vllm-ascend issue #14274), torch_npu 43.24 GiB
+#   (issue #14004), the same figure;
+# * Atlas A2 32 GB and A3 (64 GB per chip): no log found; the A2 64 GB's reservation is taken whole or as a share of
+#   the capacity, whichever is larger (a 32 GB A2 keeps 3,115.6 MiB back, not half of it).
+A2_64G_NPU_SMI_MIB = 65536
+A2_64G_TORCH_NPU_BYTES = 65452113920
+A2_RESERVED_MIB = A2_64G_NPU_SMI_MIB - A2_64G_TORCH_NPU_BYTES / 2 ** 20
+# vLLM's profiling on an NPU (activation peak, HCCL buffers, graph capture) has not been measured on a host of this
+# project: the plan keeps 3 % of each device's budget back instead of planning to the exact KV limit.
+UNMEASURED_SAFETY = 0.03
+
+
+def _atlas_basis(ratio: float, reserved_mib: float, source: str) -> Dict[str, Any]:
+    return {"ratio": ratio, "reserved_mib": reserved_mib, "driver_reserved_fraction": 0.0,
+            "safety_fraction": UNMEASURED_SAFETY, "measured": False, "source": source}
+
+
+_A2_RULE = (A2_64G_TORCH_NPU_BYTES / (A2_64G_NPU_SMI_MIB * 2 ** 20), A2_RESERVED_MIB)
+MEMORY_BASIS: Dict[Optional[str], Dict[str, Any]] = {
+    "A2": _atlas_basis(*_A2_RULE, "torch_npu's total, 65,452,113,920 B on a 64 GB A2 in vllm-ascend issues #3843 and #4404; "
+                                  "a 32 GB A2 keeps the same 3,115.6 MiB back"),
+    "A3": _atlas_basis(*_A2_RULE, "no upstream log: the 64 GB A2's torch_npu total (vllm-ascend issues #3843, #4404) per chip"),
+    "300I Duo": _atlas_basis(1.0, 0.0, "torch_npu's total equals npu-smi's DDR capacity (vllm-ascend issues #14004, #14274)"),
+    None: _atlas_basis(*_A2_RULE, "unknown Atlas series: the 64 GB A2's reservation (vllm-ascend issues #3843, #4404)"),
+}
+
 
 class Ascend(Device):
     name = "ascend"
     rank = 2
+    memory_basis = MEMORY_BASIS
     record: Dict[str, Any] = {
         "label": "Ascend NPU",
         "hardware": {"pci_count": "ascend_count", "section": "ascend", "devices": "devices", "device": "Ascend NPU",
@@ -212,6 +243,10 @@ class Ascend(Device):
         # (upstream's layout), then one, then more.
         "multinode_moe": {
             "replicas_per_node": [2, 1, 4, 8],
+            # Pipeline stages over nodes need Ray, and Ray with expert parallelism through pipeline stages fails
+            # (vllm-ascend issue #3529: EP + PP2 x TP8 fails to start, starts without EP; #10910: Ray multi-node PP
+            # fails): such a layout, the planner's fallback or a misfit's fix, runs without expert parallelism.
+            "pipeline_expert_parallel": False,
             # The environment both nodes export in DeepSeek-R1.md (v0.13.0 and later), plus the NPU caching
             # allocator's expandable segments that upstream's data-parallel launcher exports
             # (vllm-project/vllm-ascend examples/external_online_dp/run_dp_template.sh).

@@ -21,6 +21,17 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity
 class Device(Backend):
     """An accelerator whose memory the capacity planner splits over tensor and pipeline parallel ranks."""
 
+    # The memory basis (capacity.PROBED_BASIS describes the record) per device series the probe shows
+    # (``series()``; ``None``: any other or unknown series).  A device backend without one is refused by name.
+    memory_basis: Dict[Optional[str], Dict[str, Any]] = {}
+
+    def basis(self, series: Optional[str]) -> Dict[str, Any]:
+        """The memory basis of ``series``, else the backend's default."""
+        found = self.memory_basis.get(series) or self.memory_basis.get(None)
+        if found is None:
+            raise self._missing("memory_basis")
+        return found
+
     def serve_dtype(self, facts: Dict[str, Any], model: Optional[Dict[str, Any]],
                     requested: Dict[str, Any]) -> Tuple[Optional[str], str]:
         # vLLM's auto (the checkpoint's 16-bit dtype); an Atlas series without bf16 is the series limits' decision
@@ -29,7 +40,11 @@ class Device(Backend):
     def plan_capacity(self, model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[str, Any],
                       options: Dict[str, Any], notes: List[str]) -> Optional[Dict[str, Any]]:
         if hw["device_memory_mib"] and hw["devices_per_node"]:
+            hw = dict(hw, memory_basis=self.basis(options.get("atlas_series")))
             result = capacity.plan_accelerator(model, hw, requested, options)
+            pp = result["engine_args"]["pipeline_parallel_size"]
+            if not model["layers"] and pp > 1:
+                notes.append(capacity.UNKNOWN_LAYERS_NOTE.format(pp=pp))
             return dict(result, misfit=None if result["fits"] else capacity.misfit_message(model, result, hw, on_host=False))
         notes.append("Device count or memory unknown (driver not ready?): capacity not checked "
                      "(set devices_per_node and device_memory_mib).")

@@ -31,7 +31,8 @@ redo it on paper:
 * KV cache per token: ``2 x layers x kv_heads x head_dim x bytes`` (MHA/GQA,
   kv heads divided by TP), ``(kv_lora_rank + qk_rope_head_dim) x layers x bytes``
   for MLA (the latent cache is replicated on every TP rank).
-* Budget per device: ``device memory x gpu_memory_utilization``, minus the
+* Budget per device: ``device memory x gpu_memory_utilization``, where the device memory is what the engine
+  sees (the backend's memory basis, :func:`engine_memory_bytes`), minus the
   weights, minus a margin built from what vLLM takes besides them (see
   :func:`overhead`: the driver's reservation, non-torch memory, an NCCL
   allowance per parallel group, and the peak activation of vLLM's profiling
@@ -543,6 +544,26 @@ MOE_CUDA_GRAPH_BYTES = 0.64 * GIB
 MOE_WORKSPACE_EXTRA = 2
 BATCH_DEFAULTS = {"large": (8192, 1024), "small": (2048, 256)}
 
+# The memory basis: the total the engine multiplies by gpu_memory_utilization, from the probed capacity (nvidia-smi's
+# or npu-smi's).  Each device backend states its own (``memory_basis`` of backends/device.py and its subclasses):
+# * ratio, reserved_mib: the engine's total is ``min(probed x ratio, probed - reserved_mib)``;
+# * driver_reserved_fraction: a reservation the engine's total still contains and the plan counts in its margin;
+# * safety_fraction: a share of the per-device budget kept back where the basis was not measured on a host of
+#   this project, so that the plan never sets max_model_len to the exact limit it computed;
+# * measured, source: how the basis was obtained, shown in the plan's numbers.
+# A caller without a backend (the tests of this module) gets the probed capacity with CUDA's reservation.
+PROBED_BASIS: Dict[str, Any] = {
+    "ratio": 1.0, "reserved_mib": 0.0, "driver_reserved_fraction": CUDA_RESERVED_FRACTION, "safety_fraction": 0.0,
+    "measured": True, "source": "the probed capacity",
+}
+
+
+def engine_memory_bytes(hw: Dict[str, Any]) -> float:
+    """The device memory the engine budgets from (bytes): the probed capacity through the backend's memory basis."""
+    probed = hw["device_memory_mib"] * MIB
+    basis = hw.get("memory_basis") or PROBED_BASIS
+    return max(0.0, min(probed * basis["ratio"], probed - basis["reserved_mib"] * MIB))
+
 
 def overhead(model: Dict[str, Any], hw: Dict[str, Any], tp: int, pp: int, dp: int, utilization: float,
              requested: Optional[Dict[str, Any]] = None) -> Dict[str, float]:
@@ -552,8 +573,10 @@ def overhead(model: Dict[str, Any], hw: Dict[str, Any], tp: int, pp: int, dp: in
     tokens, seqs = BATCH_DEFAULTS["large" if memory >= LARGE_DEVICE_BYTES else "small"]
     tokens = int(requested.get("max_num_batched_tokens") or tokens)
     seqs = int(requested.get("max_num_seqs") or seqs)
+    basis = hw.get("memory_basis") or PROBED_BASIS
     parts = {
-        "cuda_reserved": utilization * CUDA_RESERVED_FRACTION * memory,
+        "driver_reserved": utilization * basis["driver_reserved_fraction"] * memory,
+        "basis_safety": utilization * basis["safety_fraction"] * engine_memory_bytes(hw),
         "non_torch": NON_TORCH_BYTES,
         "nccl": NCCL_BYTES_PER_GROUP * sum(1 for size in (tp, pp, dp) if size > 1),
     }
@@ -578,7 +601,7 @@ def evaluate(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, tp: int, pp: i
     With pipeline stages every stage is sized on its own (its layers, its share of embedding and LM head, its
     KV per token); the stage that holds the fewest tokens decides, as vLLM sizes one KV cache for all.
     """
-    available = hw["device_memory_mib"] * MIB * utilization
+    available = engine_memory_bytes(hw) * utilization
     margin = sum(overhead(model, hw, tp, pp, dp, utilization, requested).values())
     tightest = None
     for stage in _stages(model, pp):
@@ -617,14 +640,21 @@ def _search(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, max_devices: in
         if last["fits"]:
             return last, last
     tp = sizes[-1]
-    stages = max(model["layers"] or 1, 1)
+    # A model known only by its size (params_b) has no layer count: it is assumed to have at least as many
+    # layers as the devices allow stages (every decoder vLLM serves has dozens), so pipeline stages reach
+    # across every node; :data:`UNKNOWN_LAYERS_NOTE` says so in the plan.
+    stages = model["layers"] or max(max_devices // tp, 1)
     for pp in range(2, stages + 1):
         if tp * pp > max_devices:
             break
-        last = evaluate(model, hw, fmt, tp, pp, 1, ep_for(tp, 1), **kw)
+        last = evaluate(model, hw, fmt, tp, pp, 1, ep_for(tp, 1, tp * pp > per_node), **kw)
         if last["fits"]:
             return last, last
     return None, last
+
+
+UNKNOWN_LAYERS_NOTE = ("The model is known by params_b only: its layer count is assumed to allow {pp} pipeline stages "
+                       "(one per node), with the weights split evenly between them; give config.json to plan it exactly.")
 
 
 def _search_data_parallel(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, replicas_per_node: List[int],
@@ -674,8 +704,14 @@ def plan_accelerator(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[
     moe = model["moe"]
     ep_requested = requested.get("enable_expert_parallel")
 
-    def ep_for(tp: int, dp: int) -> bool:
-        return bool(moe and tp * dp > 1) if ep_requested is None else bool(ep_requested and moe)
+    # A backend whose engine fails with expert parallelism through pipeline stages over nodes (Ray) gets those
+    # layouts without it: the routed experts take the same bytes per device either way (per_device_weight_bytes).
+    no_pipeline_ep = (options.get("multinode_moe") or {}).get("pipeline_expert_parallel") is False
+
+    def ep_for(tp: int, dp: int, pipeline_over_nodes: bool = False) -> bool:
+        if ep_requested is not None:
+            return bool(ep_requested and moe)
+        return bool(moe and tp * dp > 1 and not (no_pipeline_ep and pipeline_over_nodes))
 
     kw = dict(kv_bytes=kv_bytes, need_len=need_len, sequences=sequences, utilization=utilization, requested=requested)
     fixed = any(requested.get(k) for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"))
@@ -695,7 +731,7 @@ def plan_accelerator(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[
         if tp * pp * dp > total_devices:
             raise PlanError(f"tensor {tp} x pipeline {pp} x data {dp} parallel needs {tp * pp * dp} devices, "
                             f"{total_devices} available ({nodes} node(s) x {per_node})")
-        layout = evaluate(model, hw, fmt, tp, pp, dp, ep_for(tp, dp), **kw)
+        layout = evaluate(model, hw, fmt, tp, pp, dp, ep_for(tp, dp, pp > 1 and tp * pp > per_node), **kw)
         found = layout if layout["fits"] else None
     else:
         found = None
@@ -749,11 +785,24 @@ def _summary(model: Dict[str, Any], layout: Dict[str, Any], hw: Dict[str, Any], 
             "per_device_need_gib": _gib(layout["need"]),
             "available_gib": _gib(layout["available"]),
             "device_memory_gib": round(hw["device_memory_mib"] / 1024, 2),
+            "memory_basis_gib": _gib(engine_memory_bytes(hw)),
+            "memory_basis": memory_basis_reason(hw),
             "devices_used": layout["devices"],
             "checked_model_len": need_len,
             "max_model_len_limit": layout["max_len"],
         },
     }
+
+
+def memory_basis_reason(hw: Dict[str, Any]) -> str:
+    """What the plan took as the engine's device total, how that was obtained, and the margin kept for it."""
+    basis = hw.get("memory_basis") or PROBED_BASIS
+    text = f"{_gib(engine_memory_bytes(hw))} GiB of {round(hw['device_memory_mib'] / 1024, 2)} GiB probed: {basis['source']}"
+    if basis["driver_reserved_fraction"]:
+        text += f"; the driver's reservation ({basis['driver_reserved_fraction']:.2%}) is counted in the margin"
+    if not basis["measured"]:
+        text += f"; not measured here, so {basis['safety_fraction']:.0%} of the per-device budget is kept back"
+    return text
 
 
 # The most accelerators one host carries (Atlas 800I A3: 16 chips); "more devices" fixes stay within one host.
@@ -777,6 +826,21 @@ def _larger_devices(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, kw: Dic
         gib += 1
 
 
+def _layout_text(model: Dict[str, Any], layout: Dict[str, Any]) -> str:
+    """``tensor_parallel_size 8, pipeline_parallel_size 2`` and, for a mixture-of-experts layout whose expert
+    parallelism the backend turns off, ``without expert parallelism``."""
+    text = f"tensor_parallel_size {layout['tp']}"
+    if layout["dp"] > 1:
+        text = f"data_parallel_size {layout['dp']}, " + text
+    if layout["pp"] > 1:
+        text += f", pipeline_parallel_size {layout['pp']}"
+    if model["moe"] and layout["dp"] > 1 and layout["ep"]:
+        text += " with expert parallelism"
+    elif model["moe"] and layout["tp"] * layout["pp"] * layout["dp"] > 1 and not layout["ep"]:
+        text += " without expert parallelism"
+    return text
+
+
 def _fixes(model: Dict[str, Any], hw: Dict[str, Any], layout: Dict[str, Any], want_len: Optional[int],
            kw: Dict[str, Any], ep_for: Any, options: Dict[str, Any]) -> List[str]:
     """Cheapest first: a shorter context, smaller weights, larger devices, more devices in one host.
@@ -787,17 +851,20 @@ def _fixes(model: Dict[str, Any], hw: Dict[str, Any], layout: Dict[str, Any], wa
     fixes: List[str] = []
     per_node, nodes = hw["devices_per_node"], hw["nodes"]
     if layout["kv_budget"] > 0 and layout["max_len"] and layout["max_len"] >= BLOCK:
-        pp = f", pipeline_parallel_size {layout['pp']}" if layout["pp"] > 1 else ""
-        fixes.append(f"a shorter context: max_model_len {layout['max_len']} fits at tensor_parallel_size {layout['tp']}{pp}")
+        fixes.append(f"a shorter context: max_model_len {layout['max_len']} fits at {_layout_text(model, layout)}")
     current = WEIGHT_FORMATS[layout["fmt"]]
     for fmt in options.get("smaller_formats", []):
         if WEIGHT_FORMATS[fmt] >= current:
             continue
-        found, dummy = _search(model, hw, fmt, per_node * nodes, ep_for=ep_for, **kw)
+        found = None
+        spread = options.get("multinode_moe")
+        if model["moe"] and nodes > 1 and spread:
+            # the planner's own layout for a mixture-of-experts model over nodes on this backend, as it would plan it
+            found = _search_data_parallel(model, hw, fmt, spread["replicas_per_node"], ep_for=ep_for, **kw)
+        if not found:
+            found, dummy = _search(model, hw, fmt, per_node * nodes, ep_for=ep_for, **kw)
         if found:
-            pp = f", pipeline_parallel_size {found['pp']}" if found["pp"] > 1 else ""
-            fixes.append(f"quantised weights: {fmt} ({_gib(weight_bytes(model, fmt))} GiB) fit at tensor_parallel_size "
-                         f"{found['tp']}{pp}")
+            fixes.append(f"quantised weights: {fmt} ({_gib(weight_bytes(model, fmt))} GiB) fit at {_layout_text(model, found)}")
             break
     larger = _larger_devices(model, hw, layout["fmt"], kw, ep_for)
     if larger["gib"] * GIB > hw["device_memory_mib"] * MIB:

@@ -170,6 +170,18 @@ CUDA_ROWS: List[Dict[str, Any]] = [
     {"vllm": "0.26.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "glibc": "2.34", "source": _PYPI},
     {"vllm": "0.23.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
     {"vllm": "0.22.0", "torch": "2.11.0", "cuda": "13.0", "python": ("3.10", "3.15"), "source": _PYPI},
+    # The newest vLLM for CUDA 12 drivers (535, 550, 570): vLLM 0.12.0 to 0.19.1 pin torch 2.9.0 to 2.10.0 and Python
+    # >=3.10,<3.14 (METADATA of the PyPI wheels); torch 2.10.0's x86_64 wheel requires nvidia-cuda-runtime-cu12==12.8.90,
+    # the CUDA 12.8 build, as 2.8.0 does.  vLLM 0.20 and later pin torch 2.11.0, a CUDA 13 build.  On aarch64 PyPI's torch
+    # 2.10.0 is again the CPU build (its nvidia-* requirements are marked x86_64 and the wheel has no libtorch_cuda):
+    # the CUDA 12.8 build comes from PyTorch's cu128 index, which PyTorch's own install page names for Linux aarch64
+    # (pytorch/test-infra PR #7652, pytorch/pytorch issue #168065); torchvision 0.25.0 and torchaudio 2.10.0 are the
+    # releases torch 2.10.0 and vLLM 0.19.1 pin.  Not installed here: the cu128 index is not reachable from this project's
+    # test machines.
+    {"vllm": "0.19.1", "torch": "2.10.0", "cuda": "12.8", "python": ("3.10", "3.14"), "source": _PYPI,
+     "torch_stack_arch": {"aarch64": ["torch==2.10.0+cu128", "torchvision==0.25.0", "torchaudio==2.10.0"]},
+     "vendor_index_arch": {"aarch64": {"torch": PYTORCH_CU128_INDEX, "torchvision": PYTORCH_CU128_INDEX,
+                                       "torchaudio": PYTORCH_CU128_INDEX}}},
     {"vllm": "0.11.0", "torch": "2.8.0", "cuda": "12.8", "python": ("3.9", "3.14"),
      "source": "torch 2.8.0 wheel metadata (CUDA 12.8) read with pip; vLLM's torch pin and Python range from its release notes",
      # PyPI's aarch64 torch 2.8.0 has no CUDA: every nvidia-* requirement of the wheel is marked
@@ -510,8 +522,9 @@ def _driver_ok(driver: Optional[str], row: Dict[str, Any]) -> bool:
 # The oldest GPU generation (compute capability) the torch wheels of each CUDA major release carry kernels for.
 # CUDA 13.0 release notes, "Deprecated or Dropped Features > Deprecated Architectures": offline compilation and
 # library support for Maxwell, Pascal and Volta (sm_50 to sm_72) are removed, so PyTorch's cu130 wheels are built
-# for Turing (7.5) and later (PyTorch RELEASE.md, "PyTorch CUDA Support Matrix"). The CUDA 12 row is torch 2.8.0
-# (cu128), whose wheels still build Volta (TORCH_CUDA_ARCH_LIST 7.0;7.5;8.0;8.6;9.0;10.0;12.0).
+# for Turing (7.5) and later (PyTorch RELEASE.md, "PyTorch CUDA Support Matrix"). The CUDA 12 rows are torch 2.8.0 to
+# 2.10.0 (cu128), whose x86_64 wheels still build Volta (TORCH_CUDA_ARCH_LIST 7.0;7.5;8.0;8.6;9.0;10.0;12.0; RELEASE.md
+# "For Release 2.9 and 2.10": 12.8.1 Volta(7.0) to Blackwell; Volta leaves the cu128 builds only in 2.11, pytorch PR #175253).
 MIN_COMPUTE_CAPABILITY = {
     "12": ("7.0", "Volta"),
     "13": ("7.5", "Turing"),

@@ -104,18 +104,22 @@ _CHANGES = [
     """, """
         disable-log-requests logits-processor-pattern swap-space
     """),
+    ("0.19.1", """
+        kv-cache-dtype-skip-layers lora-target-modules mm-tensor-ipc reasoning-config renderer-num-workers
+        scheduler-reserve-full-isl
+    """, """
+        disable-frontend-multiprocessing
+    """),
     ("0.22.0", """
         cpu-distributed-timeout-seconds data-parallel-multi-port-external-lb data-parallel-supervisor-port
         dp-supervisor-probe-failure-threshold dp-supervisor-probe-interval-s dp-supervisor-probe-timeout-s
         enable-cumem-allocator enable-flash-late-interaction enable-mamba-cache-stochastic-rounding
-        enable-mixed-moe-lora-format fingerprint-mode fingerprint-value ir-op-priority kv-cache-dtype-skip-layers
-        linear-backend lora-target-modules mamba-backend mamba-cache-philox-rounds mm-encoder-attn-dtype
-        mm-encoder-fp8-scale-path mm-encoder-fp8-scale-save-margin mm-encoder-fp8-scale-save-path mm-tensor-ipc
-        numa-bind numa-bind-cpus numa-bind-nodes quantization-config reasoning-config renderer-num-workers
-        safetensors-prefetch-block-size safetensors-prefetch-num-threads scheduler-reserve-full-isl spec-method
-        spec-model spec-tokens use-fp64-gumbel
+        enable-mixed-moe-lora-format fingerprint-mode fingerprint-value ir-op-priority linear-backend mamba-backend
+        mamba-cache-philox-rounds mm-encoder-attn-dtype mm-encoder-fp8-scale-path mm-encoder-fp8-scale-save-margin
+        mm-encoder-fp8-scale-save-path numa-bind numa-bind-cpus numa-bind-nodes quantization-config
+        safetensors-prefetch-block-size safetensors-prefetch-num-threads spec-method spec-model spec-tokens
+        use-fp64-gumbel
     """, """
-        disable-frontend-multiprocessing
     """),
     ("0.23.0", """
     """, """

@@ -67,9 +67,10 @@ LAYOUTS = {
     # A smaller MoE model takes the same replica shape: two replicas per node is tried first.
     "ascend-v2-lite-2xa2": (A2, "deepseek-v2-lite", "auto", None, (4, 1, 4, True), "dp", None, ASCEND_DP_ENV),
     # Asked for explicitly, the guide's other layout (tensor 8 x pipeline 2) runs through Ray, on the Ray release
-    # vllm-ascend pins: ray>=2.47.1,<=2.48.0 (requirements-dev.txt and the Dockerfiles, PR #3660).
+    # vllm-ascend pins: ray>=2.47.1,<=2.48.0 (requirements-dev.txt and the Dockerfiles, PR #3660), without expert
+    # parallelism (issue #3529: EP + PP2 x TP8 over Ray fails to start and starts without EP).
     "ascend-r1-w8a8-2xa2-tp8pp2": (A2, "deepseek-v3", "w8a8", {"tensor_parallel_size": 8, "pipeline_parallel_size": 2},
-                                   (8, 2, 1, True), "ray", "2.48.0", {}),
+                                   (8, 2, 1, False), "ray", "2.48.0", {}),
     # vLLM's own multi-node guide (serving/parallelism_scaling) runs a replica larger than a node over Ray; CUDA
     # keeps tensor 8 x pipeline 2 on the PyPI Ray release (vLLM pins none).
     "cuda-r1-2xh100": (H100, "deepseek-v3", "auto", None, (8, 2, 1, True), "ray", "2.60.0", {}),

@@ -130,13 +130,13 @@ def test_unknown_visible_device_is_refused(probe, spec, message):
 def test_v100_with_a_580_driver_gets_the_cuda_12_row(probe):
     facts = probe("v100-driver580")  # 4 x Tesla V100-SXM2-32GB, compute capability 7.0, driver 580.95.05
     result = plan(facts, python_version="3.11")
-    assert result["row"]["cuda"] == "12.8" and result["engine_version"] == "0.11.0"
+    assert result["row"]["cuda"] == "12.8" and result["engine_version"] == "0.19.1"
     assert result["requirements"]["compute_capability_min"] == "7.0"
 
 
 def test_the_visible_gpus_decide_the_generation(probe):
     facts = probe("v100-and-l40s")
-    assert plan(facts, python_version="3.11")["engine_version"] == "0.11.0"  # the V100 holds the host back
+    assert plan(facts, python_version="3.11")["engine_version"] == "0.19.1"  # the V100 holds the host back
     l40s = plan(facts, python_version="3.11", visible_devices="1", params_b=7, weight_dtype="fp8")
     assert l40s["engine_version"] == NEWEST_CUDA and l40s["fp8_mode"] == "native"
     assert l40s["numbers"]["device_memory_gib"] == 44.99
@@ -146,7 +146,7 @@ def test_v100_is_refused_a_cuda_13_row_with_the_cuda_12_fix(probe):
     with pytest.raises(CompatError) as info:
         plan(probe("v100-driver580"), engine_version="0.33.0", python_version="3.11")
     assert str(info.value) == ("GPU compute capability 7.0 on the node, vLLM 0.33.0 (torch 2.14.0, CUDA 13.0) needs 7.5 (Turing) "
-                               "or later; use vLLM 0.11.0 (CUDA 12.8)")
+                               "or later; use vLLM 0.19.1 (CUDA 12.8)")
 
 
 # --- cases that used to start ansible-playbook (tests/unit/roles/test_vllm_preflight.py) ------------
@@ -170,5 +170,5 @@ def test_old_driver_names_the_minimum(probe):
     with pytest.raises(CompatError) as info:
         plan(probe("a100-driver535"), engine_version="0.33.0", python_version="3.11")
     assert str(info.value) == ("NVIDIA driver 535.183.01 installed, vLLM 0.33.0 (torch 2.14.0, CUDA 13.0) needs driver >= 580; "
-                               "use vLLM 0.11.0 (CUDA 12.8) or upgrade the driver")
-    assert plan(probe("a100-driver535"), python_version="3.11")["engine_version"] == "0.11.0"
+                               "use vLLM 0.19.1 (CUDA 12.8) or upgrade the driver")
+    assert plan(probe("a100-driver535"), python_version="3.11")["engine_version"] == "0.19.1"

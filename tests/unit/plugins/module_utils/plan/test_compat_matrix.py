@@ -307,8 +307,8 @@ def test_cuda_driver_too_old_names_the_minimum_and_a_row_that_works():
     with pytest.raises(CompatError) as err:
         cm.select_cuda("0.33.0", driver_version="535.183.01")
     assert str(err.value) == ("NVIDIA driver 535.183.01 installed, vLLM 0.33.0 (torch 2.14.0, CUDA 13.0) needs driver >= 580; "
-                              "use vLLM 0.11.0 (CUDA 12.8) or upgrade the driver")
-    assert cm.select_cuda(driver_version="535.183.01")["vllm"] == "0.11.0"
+                              "use vLLM 0.19.1 (CUDA 12.8) or upgrade the driver")
+    assert cm.select_cuda(driver_version="535.183.01")["vllm"] == "0.19.1"
 
 
 def test_cuda_12_row_needs_the_cuda_12_minimum():
@@ -384,3 +384,31 @@ def test_pinned_cuda_row_on_ubuntu_22_04_offers_the_row_and_the_interpreter():
         cm.select_cuda("0.33.0", python_version="3.10", distribution="Ubuntu 22.04")
     assert str(info.value) == ("Python 3.10 on the node, vLLM 0.33.0 needs Python >=3.11,<3.15; use vLLM 0.30.0 (CUDA 13.0) or "
                                "install python3.11 python3.11-venv from Ubuntu 22.04's repositories and set vllm_python: /usr/bin/python3.11")
+
+
+# Issue 36 point 3: CUDA 12 drivers get the newest vLLM whose torch is a CUDA 12 build.  vLLM 0.19.1 pins torch 2.10.0
+# and Python >=3.10,<3.14, torch 2.10.0's x86_64 wheel requires nvidia-cuda-runtime-cu12==12.8.90 (METADATA of the
+# PyPI wheels); vLLM 0.20 on pins torch 2.11.0 (CUDA 13).  Python 3.9 keeps vLLM 0.11.0 (requires_python >=3.9).
+@pytest.mark.parametrize("driver,python,vllm", [
+    ("535.183.01", "3.11", "0.19.1"),
+    ("550.54.15", "3.12", "0.19.1"),
+    ("570.86.10", "3.10", "0.19.1"),
+    ("535.183.01", "3.13", "0.19.1"),
+    ("535.183.01", "3.9", "0.11.0"),
+    ("580.95.05", "3.11", NEWEST_CUDA["vllm"]),
+])
+def test_cuda_12_drivers_get_the_newest_cuda_12_engine(driver, python, vllm):
+    assert cm.select_cuda(driver_version=driver, python_version=python)["vllm"] == vllm
+
+
+@pytest.mark.parametrize("architecture,first_step", [
+    # PyPI's aarch64 torch 2.10.0 is the CPU build: the CUDA 12.8 build comes from PyTorch's cu128 index first
+    # (PyTorch's install page for Linux aarch64, pytorch/test-infra PR #7652)
+    ("aarch64", ["torch==2.10.0+cu128", "torchvision==0.25.0", "torchaudio==2.10.0"]),
+    # x86_64: PyPI's torch 2.10.0 is the CUDA 12.8 build vLLM's own pin installs
+    ("x86_64", ["vllm==0.19.1"]),
+])
+def test_cuda_12_row_installs_a_cuda_torch_on_each_architecture(architecture, first_step):
+    steps = backends.backend("cuda").install_steps(cm.select_cuda("0.19.1"), architecture)
+    assert steps[0]["packages"] == first_step
+    assert steps[-1]["packages"] == ["vllm==0.19.1"]
