@@ -171,6 +171,7 @@ def probe_ascend(runner: Any, params: Dict[str, Any], arch: Optional[str]) -> Di
     result["cann_version"] = get_ci(versions["toolkit"], "version")
     return result
 
+
 # torch_npu's device total, which vllm-ascend multiplies by gpu_memory_utilization (``requested_memory`` in
 # vllm_ascend/worker/worker.py), against npu-smi's capacity.  From upstream logs, not measured here:
 # * Atlas A2 64 GB: npu-smi 65,536 MiB, torch_npu 65,452,113,920 B (60.96 GiB; "total memory: 65452113920" in

@@ -189,6 +189,7 @@ class Cuda(Device):
         "nvidia_env_file": ("path",),
         "nvidia_cuda_home": ("path",),
         "nvidia_probe_options": ("dict_of_text",),
+    }
 
     # What torch sees is nvidia-smi's capacity less the driver's reservation, which the margin counts
     # (capacity.CUDA_RESERVED_FRACTION).  Measured: on an H200 with vLLM 0.26 the plan's KV cache lands within
