@@ -5,7 +5,7 @@
 #
 # This installs Debian 13 (trixie)'s Python 3.13 from Debian's mirror into
 # .build/python-trixie (debootstrap, no registry, no compiler) and makes it run
-# on this host: a copy of the interpreter, and its extension modules, load
+# on this host: the interpreter and its extension modules load
 # trixie's own dynamic loader and libraries (patchelf: interpreter and rpath),
 # so nothing of the host's libc is replaced and the processes it starts
 # (ansible-playbook's targets, /bin/sh, apt) are the host's own. The roles'
@@ -18,7 +18,9 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 dest=$root/.build/python-trixie
-python=$dest/usr/bin/python3.13-host
+# Patched in place: ansible-test makes its virtualenvs with
+# sys.base_prefix/bin/python3.13.
+python=$dest/usr/bin/python3.13
 stamp="$(sha256sum "$root/scripts/core-python.sh" | cut -c1-12) $dest"
 
 log() { printf 'core-python: %s\n' "$*" >&2; }
@@ -50,7 +52,6 @@ build() {
     trixie "$dest" "$(mirror)" >"$dest.log" 2>&1 || { tail -n 30 "$dest.log" >&2; exit 1; }
   rm -rf "$dest"/var/cache/apt/archives/*.deb "$dest"/var/lib/apt/lists/*
   local libs=$dest/lib/x86_64-linux-gnu:$dest/usr/lib/x86_64-linux-gnu so
-  cp "$dest/usr/bin/python3.13" "$python"
   patchelf --set-interpreter "$dest/lib64/ld-linux-x86-64.so.2" --set-rpath "$libs" "$python"
   for so in "$dest"/usr/lib/python3.13/lib-dynload/*.so; do patchelf --set-rpath "$libs" "$so"; done
   # ensurepip (venv, ansible-test's per-test virtualenvs) takes pip from
