@@ -3,6 +3,7 @@ collection: declared dependencies, the EE requirements where ansible-builder
 looks for them, an EE definition that builds from the checkout, and a
 released changelog with unreleased fragments kept out of the tarball."""
 
+import ast
 import fnmatch
 import os
 import re
@@ -143,7 +144,15 @@ def test_no_fragment_looks_like_a_playbook():
 def tarball(tmp_path_factory):
     """The names in the tarball built from a copy of the checkout with an unreleased fragment added."""
     src = tmp_path_factory.mktemp("src") / "vllm"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".build", ".cache", ".venv", "molecule", "tests"))
+    skip = shutil.ignore_patterns(".git", ".build", ".cache", ".venv", "molecule")
+
+    def ignore(directory, names):
+        # tests/unit is large (fixtures) and left out by build_ignore anyway; a stand-in shows it stays out.
+        return set(skip(directory, names)) | ({"unit"} if os.path.samefile(directory, os.path.join(ROOT, "tests")) else set())
+
+    shutil.copytree(ROOT, src, ignore=ignore)
+    (src / "tests" / "unit").mkdir()
+    (src / "tests" / "unit" / "test_stand_in.py").write_text("")
     fragments = src / "changelogs" / "fragments"
     fragments.mkdir(exist_ok=True)
     (fragments / "playbooks.yml").write_text("---\nminor_changes:\n  - playbooks - not released yet.\n")
@@ -198,6 +207,35 @@ def test_tarball_leaves_out_wheels_and_the_checkout_ee_definition(tarball):
     assert not [n for n in tarball if n.startswith(".config/molecule")]
     meta = _yaml("meta", "execution-environment.yml")
     assert {f"meta/{os.path.basename(p)}" for p in meta["dependencies"].values()} <= set(tarball)
+
+
+def test_tarball_ships_what_ansible_test_sanity_reads_but_no_unit_tests(tarball):
+    """Automation Hub runs ansible-test sanity on the tarball: without tests/config.yml it compiles the modules
+    for Python 2.7 and runs the Python 2 boilerplate tests; without the ignore files validate-modules fails."""
+    assert "tests/config.yml" in tarball
+    assert {f"tests/sanity/{name}" for name in os.listdir(os.path.join(ROOT, "tests", "sanity"))} <= set(tarball)
+    assert not [n for n in tarball if n.startswith("tests/unit")]
+
+
+def test_modules_declare_the_node_python_the_docs_state():
+    python_requires = _yaml("tests", "config.yml")["modules"]["python_requires"]
+    assert python_requires == ">=3.8"
+    for doc in ("README.md", os.path.join("docs", "platforms.md")):
+        with open(os.path.join(ROOT, doc), encoding="utf-8") as f:
+            assert "Python ≥ 3.8" in f.read(), f"{doc} states another Python for the nodes than tests/config.yml"
+
+
+def _node_python_files():
+    for top in ("plugins/modules", "plugins/module_utils"):
+        for dirpath, _dirs, files in os.walk(os.path.join(ROOT, top)):
+            yield from (os.path.join(dirpath, n) for n in files if n.endswith(".py"))
+
+
+@pytest.mark.parametrize("path", sorted(os.path.relpath(p, ROOT) for p in _node_python_files()))
+def test_node_code_parses_as_the_lowest_declared_python(path):
+    """What runs on the nodes uses no syntax newer than python_requires' lower bound (match, except*, ...)."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        ast.parse(f.read(), path, feature_version=(3, 8))
 
 
 def test_tarball_ships_the_release_but_no_unreleased_fragment(tarball):
