@@ -74,6 +74,26 @@ def test_every_collection_the_content_uses_is_declared():
     assert not set(OPTIONAL) & declared, "an optional collection is a dependency in galaxy.yml"
 
 
+# galaxy-importer refuses a collection without it ("'repository' is required"); the one placeholder left.
+REQUIRED_BY_THE_IMPORTER = {"repository"}
+
+
+def test_galaxy_metadata_names_no_placeholder():
+    """An example.org link or e-mail would show on the Galaxy page; optional keys are left out instead."""
+    galaxy = _yaml("galaxy.yml")
+    placeholders = {key for key, value in galaxy.items() if isinstance(value, str) and "example." in value}
+    assert placeholders <= REQUIRED_BY_THE_IMPORTER, placeholders
+    assert not {"documentation", "homepage", "issues"} & set(galaxy), "a link with no real address: leave it out"
+    assert galaxy["authors"] and not [a for a in galaxy["authors"] if "@" in a or "example." in a], galaxy["authors"]
+    assert galaxy["repository"]
+
+
+def test_security_policy_names_the_reporting_channel_and_fixed_versions():
+    with open(os.path.join(ROOT, "SECURITY.md"), encoding="utf-8") as f:
+        text = f.read()
+    assert "private vulnerability reporting" in text and "latest minor release" in text
+
+
 def test_optional_collections_stay_in_their_task_files():
     uses = list(_fqcn_uses())
     for collection, allowed in OPTIONAL.items():
@@ -125,13 +145,15 @@ def test_execution_environment_builds_from_the_checkout():
     assert f"{collection['name']}/meta" in dests
 
 
-def test_changelog_released_for_the_galaxy_version():
-    version = _yaml("galaxy.yml")["version"]
+def test_changelog_renders_every_release():
+    """galaxy.yml names the next version between releases (tests/unit/scripts/test_release.py); every released
+    one has its section in CHANGELOG.rst."""
     changelog = _yaml("changelogs", "changelog.yaml")
-    assert version in changelog["releases"]
-    assert changelog["releases"][version]["changes"]
     with open(os.path.join(ROOT, "CHANGELOG.rst")) as f:
-        assert f"v{version}" in f.read()
+        text = f.read()
+    for version, release in changelog["releases"].items():
+        assert release["changes"], version
+        assert f"v{version}" in text, version
 
 
 def test_no_fragment_looks_like_a_playbook():
@@ -141,8 +163,8 @@ def test_no_fragment_looks_like_a_playbook():
 
 
 @pytest.fixture(scope="module")
-def tarball(tmp_path_factory):
-    """The names in the tarball built from a copy of the checkout with an unreleased fragment added."""
+def built(tmp_path_factory):
+    """The tarball built from a copy of the checkout with an unreleased fragment added."""
     src = tmp_path_factory.mktemp("src") / "vllm"
     skip = shutil.ignore_patterns(".git", ".build", ".cache", ".venv", "molecule")
 
@@ -165,8 +187,20 @@ def tarball(tmp_path_factory):
     subprocess.run([galaxy, "collection", "build", "--output-path", str(out), str(src)],
                    check=True, capture_output=True, timeout=120)
     (path,) = out.iterdir()
-    with tarfile.open(path) as tar:
+    return path
+
+
+@pytest.fixture(scope="module")
+def tarball(built):
+    """The names in the built tarball."""
+    with tarfile.open(built) as tar:
         return tar.getnames()
+
+
+def test_the_build_writes_the_tarball_the_readme_installs(built):
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        installs = re.findall(r"ansible-galaxy collection install (\S+\.tar\.gz)", f.read())
+    assert installs == [built.name] == [f"kunpeng-vllm-{_yaml('galaxy.yml')['version']}.tar.gz"]
 
 
 # A task's module key: "- ns.coll.module:" or "  ns.coll.module:" ending its line.
@@ -239,6 +273,7 @@ def test_node_code_parses_as_the_lowest_declared_python(path):
 
 
 def test_tarball_ships_the_release_but_no_unreleased_fragment(tarball):
+    assert "SECURITY.md" in tarball
     assert "changelogs/changelog.yaml" in tarball and "CHANGELOG.rst" in tarball
     assert "meta/execution-environment.yml" in tarball
     assert not [n for n in tarball if n.startswith("changelogs/fragments")]
