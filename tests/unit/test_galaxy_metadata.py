@@ -123,6 +123,8 @@ def test_meta_execution_environment_points_at_the_requirements():
     with open(os.path.join(ROOT, deps["python"])) as f:
         requirements = [line.strip() for line in f if line.strip() and not line.startswith("#")]
     assert "matplotlib" in requirements
+    # The wheelhouse role's resolver: playbooks/wheelhouse.yml runs on the EE itself.
+    assert "uv" in requirements
     # Ansible's rule for collection EE requirements: no pins (an EE resolves all its collections' sets together).
     assert not [r for r in requirements if "==" in r or "<" in r], requirements
     with open(os.path.join(ROOT, deps["system"])) as f:
