@@ -276,6 +276,9 @@ def test_node_code_parses_as_the_lowest_declared_python(path):
 
 def test_tarball_ships_the_release_but_no_unreleased_fragment(tarball):
     assert "SECURITY.md" in tarball
+    # The demo inventory works from a checkout only (make demo); the example inventory ships.
+    assert not [n for n in tarball if n.startswith("inventories/demo")]
+    assert "inventories/example/hosts.yml" in tarball
     assert "changelogs/changelog.yaml" in tarball and "CHANGELOG.rst" in tarball
     assert "meta/execution-environment.yml" in tarball
     assert not [n for n in tarball if n.startswith("changelogs/fragments")]
