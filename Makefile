@@ -18,7 +18,7 @@ MULTI_HOST_SCENARIOS ?= monitoring gateway multinode
 # Scenarios without a vLLM server: they run in the background beside base.
 BESIDE_SCENARIOS ?= smoke nvidia ascend
 
-.PHONY: help venv collection-link testbed images lint sanity unit unit-fast core-versions matrix molecule test demo build galaxy-importer surveys compat-table changelog docs role-readmes clean
+.PHONY: help venv collection-link testbed images lint sanity unit unit-fast core-versions matrix molecule test demo build galaxy-importer surveys compat-table changelog release docs role-readmes clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -95,8 +95,11 @@ docs: venv ## Build the docsite into .build/docs/html (antsibull-docs, Sphinx; a
 role-readmes: venv ## Regenerate each role README's variable table from its meta/argument_specs.yml
 	$(BIN)/python scripts/role_readme.py
 
-changelog: venv ## Render CHANGELOG.rst from the fragments
-	$(BIN)/antsibull-changelog release
+changelog: venv ## Re-render CHANGELOG.rst from changelogs/changelog.yaml (a release is make release)
+	$(BIN)/antsibull-changelog generate
+
+release: venv ## Release galaxy.yml's version: checks, changelog from the fragments, commit, tag v<version> (pushes nothing)
+	$(BIN)/python scripts/release.py --antsibull-changelog $(BIN)/antsibull-changelog
 
 clean:
 	rm -rf .build reports kunpeng-vllm-*.tar.gz

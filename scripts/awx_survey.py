@@ -14,8 +14,13 @@ those belong in group variables or the launch prompt's Variables.
 
 AWX sends every question's default with the job as an extra variable, which
 beats the inventory's group_vars and host_vars.  So an optional question has
-no default: unanswered, its variable is not sent and the inventory's value
-(else the role default, named in the question's description) applies.
+no default.  AWX has also sent an unanswered optional text question as ``""``
+(awx#9525) or ``null`` (awx#16205), and no play can unset an extra variable:
+so each question asks for ``survey_<variable>``, which no role reads, and the
+entry playbooks first set ``<variable>`` from each answer that is not blank
+(the ``survey_answers`` entry point of the internal ``_common`` role).  A
+blank question leaves the inventory's value, else the role default, named in
+the question's description.
 
 The output is AWX's survey format (the body of
 ``POST /api/v2/job_templates/<id>/survey_spec/``): ``name``, ``description``
@@ -139,6 +144,11 @@ def _default(spec):
     return default
 
 
+def survey_variable(variable):
+    """The name a survey asks for: the playbooks map its answer onto ``variable`` unless it is blank."""
+    return collection_import.module_utils("plan.survey_answers").SURVEY_PREFIX + variable
+
+
 def question(role, variable, spec, question_name):
     """One survey question for ``variable`` of ``role`` from its argument spec and input_check rule."""
     # A choice the rule holds (vllm_backend: the backend registry's names) is a choice of the question too.
@@ -158,7 +168,7 @@ def question(role, variable, spec, question_name):
     q = {
         "question_name": question_name,
         "question_description": description.strip(),
-        "variable": variable,
+        "variable": survey_variable(variable),
         "type": kind,
         "required": required,
     }
@@ -192,13 +202,18 @@ def render(survey):
     return json.dumps(survey, indent=2, sort_keys=False) + "\n"
 
 
-def answers(survey, given):
+# How AWX has sent an optional question left unanswered: not at all, as "" (awx#9525) or as null (awx#16205).
+OMITTED = object()
+
+
+def answers(survey, given, blank=OMITTED):
     """The extra variables AWX hands the job for the answers ``given``.
 
     As AWX does: an answered question takes the answer, an unanswered one its
-    default (when it has one; otherwise the variable is not set), integers and
-    floats are converted, a required question must be answered and a
-    multiple-choice answer must be one of the choices.
+    default (when it has one; otherwise the variable is not set, or set to
+    ``blank`` when that is ``""`` or None, as some AWX releases did for text
+    questions), integers and floats are converted, a required question must be
+    answered and a multiple-choice answer must be one of the choices.
     """
     unknown = set(given) - {q["variable"] for q in survey["spec"]}
     if unknown:
@@ -210,6 +225,9 @@ def answers(survey, given):
         if value in ("", None):
             if q["required"]:
                 raise ValueError(f"{var} is required")
+            if var not in given and blank is not OMITTED and q["type"] in ("text", "password"):
+                extra_vars[var] = blank
+                continue
             if value is None or q["type"] in ("integer", "float"):
                 continue
         if q["type"] == "integer":

@@ -11,12 +11,15 @@ export KV_PROJECT_DIR=$root
 name=kvllm-demo
 image=${KV_IMAGE_AMD64:-kvllm/debian12:amd64}
 
-for tool in docker python3; do
-  command -v "$tool" >/dev/null 2>&1 || {
-    echo "demo: $tool is not installed; run 'make demo' (it installs Docker through scripts/testbed.sh) or install it." >&2
-    exit 1
-  }
-done
+# The controller tools, each missing one named with how to get it, before
+# anything is prepared.
+missing() { echo "demo: $1" >&2; exit 1; }
+command -v python3 >/dev/null 2>&1 ||
+  missing "python3 is not installed: install it (Debian/Ubuntu: sudo apt-get install python3 python3-venv)."
+command -v docker >/dev/null 2>&1 ||
+  missing "docker is not installed: run 'make demo' as root (its testbed step, scripts/testbed.sh, installs and starts Docker) or install Docker Engine (Debian/Ubuntu: sudo apt-get install docker.io)."
+docker info >/dev/null 2>&1 ||
+  missing "docker is installed but cannot reach the Docker daemon: start it (sudo systemctl start docker, or 'make testbed' as root), or run the demo as a user of the docker group."
 
 # The three preparations are mostly downloads: they run side by side, each
 # into its own log, with a line every 30 s saying what is still running.

@@ -33,11 +33,13 @@ SOURCE_IGNORE = shutil.ignore_patterns(".git", ".build", ".cache", ".venv", ".an
 sys.path.insert(0, os.path.join(PROJECT, "scripts"))
 import awx_survey  # noqa: E402
 
-# The operator's answers to the site survey for the demo deployment; the
-# other questions are left unanswered, so AWX sends nothing for them and the
-# inventory's group_vars (else the role defaults) apply.  Values the survey cannot carry (engine
-# arguments, wheelhouse, CA certificates) stay in the inventory's group_vars.
-ANSWERS = {
+# The operator's answers to the site survey for the demo deployment, under the
+# survey's names (survey_<variable>, which site.yml maps onto the role
+# variables); the other questions are left unanswered, so AWX sends nothing
+# for them and the inventory's group_vars (else the role defaults) apply.
+# Values the survey cannot carry (engine arguments, wheelhouse, CA
+# certificates) stay in the inventory's group_vars.
+ANSWERS = {awx_survey.survey_variable(variable): answer for variable, answer in {
     "vllm_model_name": "smollm2",
     "vllm_backend": "cpu",
     "vllm_model_source": "controller",
@@ -46,7 +48,7 @@ ANSWERS = {
     "vllm_port": "8000",
     "vllm_cpu_kvcache_space_gib": "1",
     "vllm_ready_expect": "Paris",
-}
+}.items()}
 
 
 def _bin(name):

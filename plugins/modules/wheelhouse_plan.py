@@ -62,6 +62,12 @@ options:
     type: list
     elements: str
     default: []
+  uv:
+    description:
+      - The uv executable that will resolve the row (a name looked up on the E(PATH), or a path). When given, the
+        module finds it and returns RV(uv_path), or fails naming uv and how to get it.
+    type: str
+    version_added: "0.3.0"
 """
 
 EXAMPLES = r"""
@@ -116,6 +122,12 @@ left_out:
   type: list
   elements: dict
   returned: when O(resolved) is given
+uv_path:
+  description: The full path of O(uv).
+  type: str
+  returned: when O(uv) is given
+  sample: /usr/local/bin/uv
+  version_added: "0.3.0"
 unknown_leave_out:
   description: Names in O(leave_out) that are not in the resolution (a typo, or a package this row does not need).
   type: list
@@ -128,6 +140,7 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.wheelhouse import (  # noqa: E402
     PACKAGING_IMPORT_ERROR,
+    missing_uv_message,
     select_downloads,
     target_for,
 )
@@ -144,6 +157,7 @@ def main() -> None:
             resolved=dict(type="list", elements="str"),
             target_has=dict(type="list", elements="str", default=[]),
             leave_out=dict(type="list", elements="str", default=[]),
+            uv=dict(type="str"),
         ),
         supports_check_mode=True,
     )
@@ -154,6 +168,10 @@ def main() -> None:
         result = target_for(p["backend"], p["vllm_version"], p["python_version"], p["architecture"], p["glibc"])
     except (CompatError, BackendMissing) as exc:
         module.fail_json(msg=str(exc))
+    if p["uv"] is not None:
+        result["uv_path"] = module.get_bin_path(p["uv"])
+        if not result["uv_path"]:
+            module.fail_json(msg=missing_uv_message(p["uv"]))
     if p["resolved"] is not None:
         result.update(select_downloads(p["resolved"], p["target_has"], p["leave_out"]))
     module.exit_json(changed=False, **result)

@@ -3,6 +3,7 @@ collection: declared dependencies, the EE requirements where ansible-builder
 looks for them, an EE definition that builds from the checkout, and a
 released changelog with unreleased fragments kept out of the tarball."""
 
+import ast
 import fnmatch
 import os
 import re
@@ -78,6 +79,26 @@ def test_every_collection_the_content_uses_is_declared():
     assert not set(OPTIONAL) & declared, "an optional collection is a dependency in galaxy.yml"
 
 
+# galaxy-importer refuses a collection without it ("'repository' is required"); the one placeholder left.
+REQUIRED_BY_THE_IMPORTER = {"repository"}
+
+
+def test_galaxy_metadata_names_no_placeholder():
+    """An example.org link or e-mail would show on the Galaxy page; optional keys are left out instead."""
+    galaxy = _yaml("galaxy.yml")
+    placeholders = {key for key, value in galaxy.items() if isinstance(value, str) and "example." in value}
+    assert placeholders <= REQUIRED_BY_THE_IMPORTER, placeholders
+    assert not {"documentation", "homepage", "issues"} & set(galaxy), "a link with no real address: leave it out"
+    assert galaxy["authors"] and not [a for a in galaxy["authors"] if "@" in a or "example." in a], galaxy["authors"]
+    assert galaxy["repository"]
+
+
+def test_security_policy_names_the_reporting_channel_and_fixed_versions():
+    with open(os.path.join(ROOT, "SECURITY.md"), encoding="utf-8") as f:
+        text = f.read()
+    assert "private vulnerability reporting" in text and "latest minor release" in text
+
+
 def test_optional_collections_stay_in_their_task_files():
     uses = list(_fqcn_uses())
     for collection, allowed in OPTIONAL.items():
@@ -107,6 +128,8 @@ def test_meta_execution_environment_points_at_the_requirements():
     with open(os.path.join(ROOT, deps["python"])) as f:
         requirements = [line.strip() for line in f if line.strip() and not line.startswith("#")]
     assert "matplotlib" in requirements
+    # The wheelhouse role's resolver: playbooks/wheelhouse.yml runs on the EE itself.
+    assert "uv" in requirements
     # Ansible's rule for collection EE requirements: no pins (an EE resolves all its collections' sets together).
     assert not [r for r in requirements if "==" in r or "<" in r], requirements
     with open(os.path.join(ROOT, deps["system"])) as f:
@@ -136,13 +159,15 @@ def test_execution_environment_builds_from_the_checkout():
     assert f"{collection['name']}/meta" in dests
 
 
-def test_changelog_released_for_the_galaxy_version():
-    version = _yaml("galaxy.yml")["version"]
+def test_changelog_renders_every_release():
+    """galaxy.yml names the next version between releases (tests/unit/scripts/test_release.py); every released
+    one has its section in CHANGELOG.rst."""
     changelog = _yaml("changelogs", "changelog.yaml")
-    assert version in changelog["releases"]
-    assert changelog["releases"][version]["changes"]
     with open(os.path.join(ROOT, "CHANGELOG.rst")) as f:
-        assert f"v{version}" in f.read()
+        text = f.read()
+    for version, release in changelog["releases"].items():
+        assert release["changes"], version
+        assert f"v{version}" in text, version
 
 
 def test_no_fragment_looks_like_a_playbook():
@@ -152,10 +177,18 @@ def test_no_fragment_looks_like_a_playbook():
 
 
 @pytest.fixture(scope="module")
-def tarball(tmp_path_factory):
-    """The names in the tarball built from a copy of the checkout with an unreleased fragment added."""
+def built(tmp_path_factory):
+    """The tarball built from a copy of the checkout with an unreleased fragment added."""
     src = tmp_path_factory.mktemp("src") / "vllm"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".build", ".cache", ".venv", "molecule", "tests"))
+    skip = shutil.ignore_patterns(".git", ".build", ".cache", ".venv", "molecule")
+
+    def ignore(directory, names):
+        # tests/unit is large (fixtures) and left out by build_ignore anyway; a stand-in shows it stays out.
+        return set(skip(directory, names)) | ({"unit"} if os.path.samefile(directory, os.path.join(ROOT, "tests")) else set())
+
+    shutil.copytree(ROOT, src, ignore=ignore)
+    (src / "tests" / "unit").mkdir()
+    (src / "tests" / "unit" / "test_stand_in.py").write_text("")
     fragments = src / "changelogs" / "fragments"
     fragments.mkdir(exist_ok=True)
     (fragments / "playbooks.yml").write_text("---\nminor_changes:\n  - playbooks - not released yet.\n")
@@ -168,8 +201,20 @@ def tarball(tmp_path_factory):
     subprocess.run([galaxy, "collection", "build", "--output-path", str(out), str(src)],
                    check=True, capture_output=True, timeout=120)
     (path,) = out.iterdir()
-    with tarfile.open(path) as tar:
+    return path
+
+
+@pytest.fixture(scope="module")
+def tarball(built):
+    """The names in the built tarball."""
+    with tarfile.open(built) as tar:
         return tar.getnames()
+
+
+def test_the_build_writes_the_tarball_the_readme_installs(built):
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        installs = re.findall(r"ansible-galaxy collection install (\S+\.tar\.gz)", f.read())
+    assert installs == [built.name] == [f"kunpeng-vllm-{_yaml('galaxy.yml')['version']}.tar.gz"]
 
 
 # A task's module key: "- ns.coll.module:" or "  ns.coll.module:" ending its line.
@@ -212,7 +257,40 @@ def test_tarball_leaves_out_wheels_and_the_checkout_ee_definition(tarball):
     assert {f"meta/{os.path.basename(p)}" for p in meta["dependencies"].values()} <= set(tarball)
 
 
+def test_tarball_ships_what_ansible_test_sanity_reads_but_no_unit_tests(tarball):
+    """Automation Hub runs ansible-test sanity on the tarball: without tests/config.yml it compiles the modules
+    for Python 2.7 and runs the Python 2 boilerplate tests; without the ignore files validate-modules fails."""
+    assert "tests/config.yml" in tarball
+    assert {f"tests/sanity/{name}" for name in os.listdir(os.path.join(ROOT, "tests", "sanity"))} <= set(tarball)
+    assert not [n for n in tarball if n.startswith("tests/unit")]
+
+
+def test_modules_declare_the_node_python_the_docs_state():
+    python_requires = _yaml("tests", "config.yml")["modules"]["python_requires"]
+    assert python_requires == ">=3.8"
+    for doc in ("README.md", os.path.join("docs", "platforms.md")):
+        with open(os.path.join(ROOT, doc), encoding="utf-8") as f:
+            assert "Python ≥ 3.8" in f.read(), f"{doc} states another Python for the nodes than tests/config.yml"
+
+
+def _node_python_files():
+    for top in ("plugins/modules", "plugins/module_utils"):
+        for dirpath, _dirs, files in os.walk(os.path.join(ROOT, top)):
+            yield from (os.path.join(dirpath, n) for n in files if n.endswith(".py"))
+
+
+@pytest.mark.parametrize("path", sorted(os.path.relpath(p, ROOT) for p in _node_python_files()))
+def test_node_code_parses_as_the_lowest_declared_python(path):
+    """What runs on the nodes uses no syntax newer than python_requires' lower bound (match, except*, ...)."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        ast.parse(f.read(), path, feature_version=(3, 8))
+
+
 def test_tarball_ships_the_release_but_no_unreleased_fragment(tarball):
+    assert "SECURITY.md" in tarball
+    # The demo inventory works from a checkout only (make demo); the example inventory ships.
+    assert not [n for n in tarball if n.startswith("inventories/demo")]
+    assert "inventories/example/hosts.yml" in tarball
     assert "changelogs/changelog.yaml" in tarball and "CHANGELOG.rst" in tarball
     assert "meta/execution-environment.yml" in tarball
     assert not [n for n in tarball if n.startswith("changelogs/fragments")]

@@ -38,8 +38,11 @@ def test_job_ran_the_installed_collection_with_survey_answers(job):
     assert job["collection_version"]
     # The roles came from the collection installed from the tarball, not from the checkout.
     assert job["collections_path"] == os.path.join(job["private_data_dir"], "collections")
-    assert {"vllm_model_name", "vllm_backend", "vllm_api_key", "vllm_port"} <= set(job["extravars"])
+    # The survey's names: site.yml maps each answer that is not blank onto its role variable.
+    assert {"survey_vllm_model_name", "survey_vllm_backend", "survey_vllm_api_key", "survey_vllm_port"} \
+        <= set(job["extravars"])
+    assert not [v for v in job["extravars"] if not v.startswith("survey_")]
     # Unanswered questions send nothing (no survey defaults), so the inventory's values stand.
-    assert not {"vllm_ready_timeout", "vllm_model_params_b", "vllm_nodes"} & set(job["extravars"])
+    assert not {"survey_vllm_ready_timeout", "survey_vllm_model_params_b", "survey_vllm_nodes"} & set(job["extravars"])
     # The job planned this instance and found the converged host holding that plan (the fast path).
     assert "smollm2: converged, nothing to do" in _output()

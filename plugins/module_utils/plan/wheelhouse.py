@@ -106,6 +106,17 @@ def abis(python_version: str) -> List[str]:
     return found
 
 
+def missing_uv_message(uv: str) -> str:
+    """What to do when the uv executable ``uv`` (the role's ``wheelhouse_uv``) is not on the controller.
+
+    Without this, the resolution's command fails with only "Error executing command." (rc 2).
+    """
+    return (f"uv is not found on the controller (wheelhouse_uv: {uv!r}), and the wheelhouse role resolves the row for "
+            "the target's platform and Python with 'uv pip compile'. Install it into the environment Ansible runs "
+            "from ('pip install uv'; the project's requirements-dev.txt and meta/ee-requirements.txt list it), or set "
+            "wheelhouse_uv to the full path of a uv executable.")
+
+
 def target_for(backend: str, vllm_version: str, python_version: str, architecture: str,
                glibc: str = "2.34") -> Dict[str, Any]:
     """Top-level requirements and platform options for one target; raises CompatError for an unknown row."""

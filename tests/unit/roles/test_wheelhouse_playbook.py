@@ -78,3 +78,12 @@ def test_check_mode_resolves_and_picks_without_writing(check_run):
 def test_the_wheelhouse_is_under_the_home_of_the_controller_user(check_run):
     proc, dest, _bin = check_run
     assert f"in {dest} (" in proc.stdout, proc.stdout
+
+
+def test_a_controller_without_uv_is_told_how_to_get_it(collections_path, tmp_path):
+    """Not "Error executing command." (rc 2): the failure names uv, the variable and the install command."""
+    proc, dest, _bin = _run(collections_path, tmp_path, "-e", "wheelhouse_uv=uv-not-installed-here")
+    assert proc.returncode == 2
+    assert "uv is not found on the controller (wheelhouse_uv: 'uv-not-installed-here')" in proc.stdout, proc.stdout
+    assert "pip install uv" in proc.stdout
+    assert not dest.exists()

@@ -19,6 +19,16 @@ COMMITTED = {name: os.path.join(ROOT, "docs", "awx-surveys", f"{name}.json") for
 AWX_TYPES = {"text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect"}
 
 
+S = awx_survey.survey_variable
+PREFIX = S("")
+
+
+def _target(q):
+    """The role variable a question's answer sets."""
+    assert q["variable"].startswith(PREFIX), q["variable"]
+    return q["variable"][len(PREFIX):]
+
+
 def _committed(name):
     with open(COMMITTED[name]) as f:
         return json.load(f)
@@ -49,21 +59,21 @@ def _all_options():
 def test_every_variable_is_an_argument_spec_option_of_that_type(name):
     options = _all_options()
     for q in _committed(name)["spec"]:
-        spec = options.get(q["variable"])
+        spec = options.get(_target(q))
         assert spec is not None, f"{q['variable']} is in no role's argument_specs"
         assert (q["type"] == "password") == bool(spec.get("no_log")), q["variable"]
         assert q["required"] == bool(spec.get("required", False)), q["variable"]
         if q["type"] == "multiplechoice":
             # The spec's choices, or those the input rule holds (vllm_backend: the backend registry's names).
-            held = [awx_survey.collection_import.module_utils("plan.input_check").choices(role, q["variable"])
-                    for role in OPTIONS if q["variable"] in OPTIONS[role]][0]
+            held = [awx_survey.collection_import.module_utils("plan.input_check").choices(role, _target(q))
+                    for role in OPTIONS if _target(q) in OPTIONS[role]][0]
             assert q["choices"] == (spec.get("choices") or held) and q.get("default", q["choices"][0]) in q["choices"]
         if q["type"] == "integer":
             assert spec["type"] == "int" and isinstance(q.get("default", 0), int)
 
 
 def test_secrets_are_password_questions():
-    questions = {q["variable"]: q for q in _committed("site")["spec"]}
+    questions = {_target(q): q for q in _committed("site")["spec"]}
     for secret in ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token"):
         assert questions[secret]["type"] == "password" and "default" not in questions[secret]
         assert _all_options()[secret]["no_log"] is True
@@ -104,10 +114,31 @@ def test_unknown_variable_is_refused():
 
 def test_answers_become_typed_extra_vars():
     survey = _committed("site")
-    extra_vars = awx_survey.answers(survey, {"vllm_model_name": "smollm2", "vllm_port": "8001", "vllm_backend": "cpu"})
-    assert extra_vars["vllm_port"] == 8001 and extra_vars["vllm_backend"] == "cpu"
+    extra_vars = awx_survey.answers(survey, {S("vllm_model_name"): "smollm2", S("vllm_port"): "8001",
+                                             S("vllm_backend"): "cpu"})
+    assert extra_vars[S("vllm_port")] == 8001 and extra_vars[S("vllm_backend")] == "cpu"
     # Unanswered optional questions send nothing: the inventory's values stand.
-    assert set(extra_vars) == {"vllm_model_name", "vllm_port", "vllm_backend"}
+    assert set(extra_vars) == {S("vllm_model_name"), S("vllm_port"), S("vllm_backend")}
+
+
+@pytest.mark.parametrize("blank", ["", None])
+def test_awx_releases_that_send_blank_text_answers(blank):
+    """awx#9525 sent "", awx#16205 null: only under survey_<variable>, which the playbooks drop when blank."""
+    survey = _committed("site")
+    extra_vars = awx_survey.answers(survey, {S("vllm_model_name"): "m"}, blank=blank)
+    texts = {q["variable"] for q in survey["spec"] if q["type"] in ("text", "password") and not q["required"]}
+    assert S("vllm_visible_devices") in texts
+    assert {v: extra_vars[v] for v in texts} == dict.fromkeys(texts, blank)
+    assert all(v.startswith(PREFIX) for v in extra_vars)
+
+
+@pytest.mark.parametrize("name", sorted(awx_survey.SURVEYS))
+def test_every_question_asks_for_a_survey_variable(name):
+    """No question sets a role variable itself: a blank answer could then replace the inventory's value."""
+    options = _all_options()
+    for q in _committed(name)["spec"]:
+        assert q["variable"].startswith(PREFIX) and _target(q) in options, q["variable"]
+        assert q["variable"] not in options
 
 
 @pytest.mark.parametrize("name", sorted(awx_survey.SURVEYS))
@@ -117,6 +148,25 @@ def test_an_unanswered_optional_question_sends_nothing(name):
     assert optional and not [q["variable"] for q in survey["spec"] if not q["required"] and "default" in q]
     required = {q["variable"]: "m" for q in survey["spec"] if q["required"]}
     assert set(awx_survey.answers(survey, required)) == set(required)
+
+
+# The playbooks a shipped survey is for (docs/awx.md): site.json serves site.yml and deploy.yml.
+SURVEYED_PLAYBOOKS = ["playbooks/site.yml", "playbooks/deploy.yml", "playbooks/upgrade.yml"]
+
+
+@pytest.mark.parametrize("path", SURVEYED_PLAYBOOKS)
+def test_surveyed_playbooks_take_the_answers_first(path):
+    """Before any role reads a variable, the play maps the survey's answers (blank ones left out)."""
+    import yaml
+
+    with open(os.path.join(ROOT, path)) as f:
+        plays = yaml.safe_load(f)
+    assert {awx_survey.SURVEYS[n][0] for n in awx_survey.SURVEYS} <= set(SURVEYED_PLAYBOOKS)
+    for play in plays:
+        first = (play.get("pre_tasks") or play.get("tasks"))[0]
+        assert first["ansible.builtin.include_role"] == {"name": "kunpeng.vllm._common", "tasks_from": "survey_answers",
+                                                         **({"apply": {"tags": ["always"]}} if "tags" in first else {})}
+        assert first.get("tags", ["always"]) == ["always"], path
 
 
 def _rules():
@@ -130,18 +180,18 @@ def test_number_bounds_are_the_input_check_rules(name):
     numbers = [q for q in _committed(name)["spec"] if q["type"] in ("integer", "float")]
     assert numbers
     for q in numbers:
-        low, high = _rules().bounds(roles[q["variable"]], q["variable"])
+        low, high = _rules().bounds(roles[_target(q)], _target(q))
         assert (q["min"], q["max"]) == (low, awx_survey.NUMBER_MAX if high is None else high), q["variable"]
         # The rule accepts the survey's bounds and refuses one step beyond them.
-        rule = _rules().RULES[roles[q["variable"]]][q["variable"]]
+        rule = _rules().RULES[roles[_target(q)]][_target(q)]
         assert rule(q["variable"], q["min"], {}) is None and rule(q["variable"], q["min"] - 1, {})
         if high is not None:
             assert rule(q["variable"], q["max"], {}) is None and rule(q["variable"], q["max"] + 1, {})
 
 
 def test_multinode_sizes_are_not_capped_at_one():
-    nodes = {q["variable"]: q for q in _committed("site")["spec"]}["vllm_nodes"]
-    assert nodes["max"] > 1 and awx_survey.answers(_committed("site"), {"vllm_model_name": "m", "vllm_nodes": "2"})
+    nodes = {_target(q): q for q in _committed("site")["spec"]}["vllm_nodes"]
+    assert nodes["max"] > 1 and awx_survey.answers(_committed("site"), {S("vllm_model_name"): "m", S("vllm_nodes"): "2"})
 
 
 def test_a_number_without_a_range_rule_is_refused(monkeypatch):
@@ -151,10 +201,12 @@ def test_a_number_without_a_range_rule_is_refused(monkeypatch):
 
 
 @pytest.mark.parametrize("given,needle", [
-    ({}, "vllm_model_name is required"),
-    ({"vllm_model_name": "m", "vllm_backend": "tpu"}, "not one of"),
-    ({"vllm_model_name": "m", "vllm_port": 70000}, "outside 1..65535"),
-    ({"vllm_model_name": "m", "vllm_engine_args": {}}, "not survey variables"),
+    ({}, "survey_vllm_model_name is required"),
+    ({S("vllm_model_name"): "m", S("vllm_backend"): "tpu"}, "not one of"),
+    ({S("vllm_model_name"): "m", S("vllm_port"): 70000}, "outside 1..65535"),
+    ({S("vllm_model_name"): "m", "vllm_engine_args": {}}, "not survey variables"),
+    # The role variable itself is not what the survey asks for.
+    ({S("vllm_model_name"): "m", "vllm_port": 8001}, "not survey variables"),
 ])
 def test_bad_answers_are_refused(given, needle):
     with pytest.raises((ValueError, KeyError), match=needle):

@@ -4,6 +4,8 @@ import os
 import stat
 import sys
 
+import pytest
+
 from conftest import FIXTURES
 from module_runner import run_main
 
@@ -67,3 +69,31 @@ def test_wheelhouse_plan_replays_the_h200_build():
 def test_wheelhouse_plan_refuses_an_unknown_row():
     failed, result = run_main(wheelhouse_plan.main, {"vllm_version": "0.99.0", "python_version": "3.12"})
     assert failed and "no CUDA row" in result["msg"]
+
+
+def _executable(path):
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize(("uv", "found"), [
+    ("bin/uv", True),                      # a path
+    ("uv-on-path", True),                  # a name on the PATH
+    ("uv-not-installed-here", False),
+    ("bin/not-there/uv", False),
+])
+def test_wheelhouse_plan_finds_uv_or_says_how_to_get_it(tmp_path, monkeypatch, uv, found):
+    (tmp_path / "bin").mkdir()
+    _executable(tmp_path / "bin" / "uv")
+    _executable(tmp_path / "bin" / "uv-on-path")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    given = str(tmp_path / uv) if "/" in uv else uv
+    failed, result = run_main(wheelhouse_plan.main, {"vllm_version": "0.26.0", "python_version": "3.12", "uv": given})
+    if found:
+        assert not failed, result
+        assert result["uv_path"] == str(tmp_path / "bin" / os.path.basename(uv))
+    else:
+        assert failed
+        assert "uv is not found on the controller" in result["msg"] and repr(given) in result["msg"]
+        assert "pip install uv" in result["msg"] and "wheelhouse_uv" in result["msg"]
