@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Make a release of the collection: ``make release`` runs this.
 
 main's galaxy.yml always names the next version.  A release turns the
