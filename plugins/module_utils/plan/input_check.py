@@ -514,7 +514,7 @@ _backend.choices = backends.CHOICES_WITH_AUTO
 
 # Variables whose values are never repeated in a message (argument_specs no_log).
 SECRETS = ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token", "gateway_api_keys", "vllm_pip_index_url",
-           "vllm_pip_extra_index_urls")
+           "vllm_pip_extra_index_urls", "wheelhouse_index_url")
 
 # role -> variable -> rule.  A variable that argument validation fully covers
 # (a bool, or a str with choices) has the rule None.
