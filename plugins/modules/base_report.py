@@ -101,6 +101,17 @@ options:
         type: list
         elements: dict
         default: []
+      interface:
+        description:
+          - The NIC that carries a multi-node instance's traffic (C(kunpeng_vllm_cluster.interface)); empty for none.
+            With firewalld, C(default_deny) is that NIC's zone's when O(firewall.zones_stdout) lists it in one (a NIC in
+            C(trusted) admits everyone), else the default zone's.
+        type: str
+        default: ""
+      zones_stdout:
+        description: What C(firewall-cmd --list-all-zones) printed (firewalld with O(firewall.interface) only).
+        type: str
+        default: ""
   tuning:
     description: The tuning question.
     type: dict
@@ -270,6 +281,8 @@ def main() -> None:
                 ports=dict(type="list", elements="int", default=[]),
                 sources=dict(type="list", elements="str", default=[]),
                 rules=dict(type="list", elements="dict", default=[]),
+                interface=dict(type="str", default=""),
+                zones_stdout=dict(type="str", default=""),
             )),
             tuning=dict(type="dict", options=dict(
                 tunables=dict(type="list", elements="dict", required=True),

@@ -44,7 +44,8 @@ description:
   - A Ray node runs behind the cluster's token (Ray's token authentication, Ray 2.52.0 and later) - C(RAY_AUTH_MODE=token)
     and C(RAY_AUTH_TOKEN_PATH) (O(ray_token_path)) in the Ray unit's environment, and in the engine's when it drives the Ray
     cluster. A Ray without token authentication is refused on a host whose firewall is not active with a default deny
-    for incoming connections (O(firewall_default_deny)), unless O(ray_allow_unauthenticated).
+    for incoming connections (O(firewall_default_deny)), unless O(ray_allow_unauthenticated); so is a C(dp) or C(mp)
+    layout, whose cluster ports have no authentication at all, unless O(expose_unauthenticated_ports).
   - Sets the fact C(kunpeng_vllm_cluster) with the same keys as the module result. Never changes the node.
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
@@ -152,6 +153,13 @@ options:
     description:
       - Run a Ray without token authentication on a host whose firewall does not deny incoming by default (anyone who reaches its ports can run
         code as the service user on every member).
+    type: bool
+    default: false
+  expose_unauthenticated_ports:
+    description:
+      - Plan a C(dp) or C(mp) layout on a host whose firewall does not deny incoming by default. vLLM's data parallel
+        RPC/ZMQ sockets and torch.distributed (TCPStore, gloo) then accept anyone who reaches the members' network,
+        without authentication. Without it such a layout needs O(firewall_default_deny).
     type: bool
     default: false
 notes:
@@ -372,6 +380,7 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     ray_token_path=dict(type="str", default="", no_log=False),  # the file's path, not the token
     firewall_default_deny=dict(type="bool"),
     ray_allow_unauthenticated=dict(type="bool", default=False),
+    expose_unauthenticated_ports=dict(type="bool", default=False),
 )
 
 
@@ -396,7 +405,8 @@ def build(params: Dict[str, Any]) -> Dict[str, Any]:
                         ray_units=bool(params.get("ray_units")), cache_dir=params.get("cache_dir") or "/var/cache/vllm",
                         instance=params.get("instance") or "", ray_token_path=params.get("ray_token_path") or "",
                         firewall_default_deny=params.get("firewall_default_deny"),
-                        ray_allow_unauthenticated=bool(params.get("ray_allow_unauthenticated")))
+                        ray_allow_unauthenticated=bool(params.get("ray_allow_unauthenticated")),
+                        expose_unauthenticated_ports=bool(params.get("expose_unauthenticated_ports")))
 
 
 def main() -> None:

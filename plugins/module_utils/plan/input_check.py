@@ -330,7 +330,22 @@ REFUSED_ENVIRONMENT = {
     "VLLM_SERVER_DEV_MODE": "it serves vLLM's development routes (/collective_rpc, /sleep, /reset_prefix_cache) "
                             "without the API key; remove it",
     "LD_AUDIT": "the loader runs the named library inside the engine; remove it",
+    # vLLM's envs.py: "allows pickle-based serialization" of messages between its processes, code execution for
+    # whoever reaches those sockets.
+    "VLLM_ALLOW_INSECURE_SERIALIZATION": "it lets vLLM unpickle the messages of its processes (code execution for "
+                                         "whoever reaches their sockets); remove it",
+    # vLLM's envs.py: "Whether to log responses from API Server for debugging": every completion in the journal.
+    "VLLM_DEBUG_LOG_API_SERVER_RESPONSE": "it writes every API response (the users' completions) to the journal; remove it",
+    # The role sets both in the engine's environment file (vllm.env.j2): the route guard's import path and the
+    # addresses that read /metrics without the key (vllm_metrics_sources); a second value would replace them.
+    "PYTHONPATH": "the role sets it (the route guard's module); another value would load other code or drop the "
+                  "guard; remove it",
+    "KUNPENG_VLLM_METRICS_SOURCES": "the role sets it from vllm_metrics_sources; set that variable instead",
 }
+# uvicorn takes the client address from X-Forwarded-For when the peer is in
+# FORWARDED_ALLOW_IPS (uvicorn's settings, --forwarded-allow-ips): "*" or an
+# every-address network lets any client claim a metrics source's address.
+_OPEN_FORWARDED = ("*", "0.0.0.0/0", "::/0")
 # LD_PRELOAD only names system libraries (jemalloc or tcmalloc, which the
 # vLLM CPU and vllm-ascend guides preload): directories only root writes.
 PRELOAD_DIRS = ("/usr/lib/", "/usr/lib64/", "/lib/", "/lib64/")
@@ -339,6 +354,9 @@ PRELOAD_DIRS = ("/usr/lib/", "/usr/lib64/", "/lib/", "/lib64/")
 def _env_privilege_problem(name, key, value):
     if key in REFUSED_ENVIRONMENT:
         return f"{name}: {REFUSED_ENVIRONMENT[key]}"
+    if key == "FORWARDED_ALLOW_IPS" and any(entry.strip() in _OPEN_FORWARDED for entry in value.split(",")):
+        return (f"{name}: trusting X-Forwarded-For from every address lets any client pass as a metrics source; "
+                "name the proxies' addresses only")
     if key == "LD_PRELOAD":
         for entry in re.split(r"[\s:]+", value.strip()):
             parts = entry.split("/")
@@ -513,7 +531,8 @@ _backend.kind = "choice"
 _backend.choices = backends.CHOICES_WITH_AUTO
 
 # Variables whose values are never repeated in a message (argument_specs no_log).
-SECRETS = ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token", "gateway_api_keys")
+SECRETS = ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token", "gateway_api_keys", "vllm_pip_index_url",
+           "vllm_pip_extra_index_urls", "wheelhouse_index_url")
 
 # role -> variable -> rule.  A variable that argument validation fully covers
 # (a bool, or a str with choices) has the rule None.
@@ -575,6 +594,7 @@ RULES = {
         "vllm_cluster_ports": _cluster_ports,
         "vllm_cluster_ray_units": None,
         "vllm_cluster_ray_allow_unauthenticated": None,
+        "vllm_cluster_expose_unauthenticated_ports": None,
         "vllm_model_revision": _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$"), "a branch, tag or commit", empty=True),
         "vllm_model_dir": _path,
         "vllm_model_name": _name,

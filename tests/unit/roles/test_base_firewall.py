@@ -12,10 +12,13 @@ def _module(task):
     return next(key for key in task if "." in key)
 
 
-def test_only_the_probe_is_a_command_and_it_changes_nothing():
+def test_only_the_probes_are_commands_and_they_change_nothing():
     commands = [t for t in tasks(load(FIREWALL)) if _module(t) == "ansible.builtin.command"]
-    assert [t["name"] for t in commands] == ["Check whether the platform firewall is active"]
-    assert commands[0]["changed_when"] is False and commands[0]["check_mode"] is False
+    # the second reads the zone of the cluster's NIC (firewalld), which decides default_deny for it
+    assert [t["name"] for t in commands] == ["Check whether the platform firewall is active",
+                                             "List firewalld's zones and their interfaces"]
+    assert all(command["changed_when"] is False and command["check_mode"] is False for command in commands)
+    assert commands[1]["ansible.builtin.command"]["argv"] == ["firewall-cmd", "--list-all-zones"]
 
 
 def test_firewalls_are_changed_by_their_modules_from_the_decision():

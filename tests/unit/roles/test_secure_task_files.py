@@ -50,7 +50,8 @@ def test_recursive_ownership_does_not_follow_links(path, name):
 # The secret variables: those argument_specs hides (input_check.SECRETS) and
 # the facts that hold them in the playbooks.
 SECRETS = ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token", "gateway_api_keys", "__bench_api_key",
-           "kunpeng_vllm_deployed_api_key", "api_key")
+           "kunpeng_vllm_deployed_api_key", "api_key", "vllm_pip_index_url", "vllm_pip_extra_index_urls",
+           "wheelhouse_index_url")
 
 
 def test_the_secret_list_holds_every_hidden_variable():

@@ -30,7 +30,8 @@ ROLE_REQUEST = {"install_dir": "/opt/vllm"}
 
 
 def cluster_fact(members, host, **params):
-    params = dict({"ray_token_path": "/etc/vllm/deepseek-r1.ray-token"}, **params)
+    # the members deny inbound by default, as a dp or mp layout needs
+    params = dict({"ray_token_path": "/etc/vllm/deepseek-r1.ray-token", "firewall_default_deny": True}, **params)
     failed, result = run_main(vllm_cluster.main, dict(members=members, host=host, group="ds_r1", instance="deepseek-r1", **params),
                               check_mode=True)
     assert not failed, result.get("msg")

@@ -79,7 +79,9 @@ def example_plan(name):
                 "moe": plan["model"]["moe"], "executor": "auto", "network": "", "interface": "", "ports": {},
                 # the vllm role's defaults: vllm_cache_dir, and vllm_instance_name (the model's name)
                 "cache_dir": "/var/cache/vllm", "instance": model["name"],
-                "ray_token_path": "/etc/vllm/deepseek-r1.ray-token"}
+                "ray_token_path": "/etc/vllm/deepseek-r1.ray-token",
+                # the members' firewalls deny inbound by default (base role's record), as dp and mp layouts need
+                "firewall_default_deny": True}
         parts[member] = vllm_cluster.build(args)
     return plan, parts
 

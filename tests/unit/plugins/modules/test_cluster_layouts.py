@@ -9,7 +9,6 @@ import pytest
 from module_runner import run_main
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
-from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import instance_lifecycle
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_cluster
@@ -39,11 +38,10 @@ TOKEN = "/etc/vllm/ds.ray-token"
 
 
 def ray_security(plan):
-    """What the vllm role hands the planner for Ray: the token file (Ray >= 2.52 runs behind it) and, for the
-    backend's Ray without token authentication (Ascend: vllm-ascend's 2.48.0), an active host firewall, without
-    which the planner refuses a Ray layout."""
-    old_ray = not cluster.ray_token_auth(backends.field(plan["backend"], "ray_version"))
-    return dict({"ray_token_path": TOKEN}, **({"firewall_default_deny": True} if old_ray else {}))
+    """What the vllm role hands the planner: the token file (Ray >= 2.52 runs behind it) and a host firewall that
+    denies inbound by default, without which the planner refuses a dp or mp layout and a Ray without token
+    authentication (Ascend: vllm-ascend's 2.48.0)."""
+    return {"ray_token_path": TOKEN, "firewall_default_deny": True}
 
 
 def part(members, plan, host, **params):

@@ -19,7 +19,10 @@ TOKEN = "/etc/vllm/smollm2.ray-token"
 
 
 def run(members, host, **params):
-    args = dict(members=members, host=host, group="cluster", **dict({"ray_token_path": TOKEN}, **params))
+    # the members are taken to sit behind a firewall that denies inbound by default, as a dp or mp layout needs
+    # (test_a_dp_or_mp_layout_needs_a_default_deny_firewall_or_the_opt_out tests the other cases)
+    defaults = {"ray_token_path": TOKEN, "firewall_default_deny": True}
+    args = dict(members=members, host=host, group="cluster", **dict(defaults, **params))
     return run_main(vllm_cluster.main, args, check_mode=True)
 
 
@@ -139,13 +142,63 @@ def test_the_ray_plan_of_an_old_ray_is_refused_without_a_firewall():
 
 def test_an_old_ray_version_asked_for_on_the_cpu_backend_is_refused_without_a_firewall():
     members, plan = cpu_pair()
-    args = dict(engine_args=plan["engine_args"], ray_units=True, ray_token_path=TOKEN, ray_version="2.48.0")
+    # the dp layout's own ports are opted out here, so the refusal is Ray's
+    args = dict(engine_args=plan["engine_args"], ray_units=True, ray_token_path=TOKEN, ray_version="2.48.0",
+                expose_unauthenticated_ports=True)
     with pytest.raises(cluster.ClusterError, match="Ray 2.48.0 has no token authentication"):
         cluster.plan(plain_members(members), "node-0", **args)
     assert cluster.plan(plain_members(members), "node-0", ray_allow_unauthenticated=True, **args)["ray"]["auth"] == "none"
     # the backend's own Ray (2.60.0) runs behind the token
     backend_ray = {key: value for key, value in args.items() if key != "ray_version"}
     assert cluster.plan(plain_members(members), "node-0", **backend_ray)["ray"]["auth"] == "token"
+
+
+# vLLM's security guide ("Inter-Node Communication", docs.vllm.ai/en/stable/usage/security/): traffic between the
+# nodes (PyTorch distributed, tensor/pipeline/data parallel) is insecure by default and belongs on an isolated
+# network; PyTorch's SECURITY.md ("Using distributed features"): no authorization, anyone who reaches it is served.
+# firewall_default_deny is the base role's record (base_report.firewall_default_deny): None before it ran, False
+# for no firewall or one that allows by default (ufw default allow incoming, firewalld's trusted zone).
+@pytest.mark.parametrize("mode, firewall_default_deny, opt_out, refused", [
+    ("dp", True, False, None),
+    ("dp", False, False, "not active or not denying incoming connections by default"),
+    ("dp", None, False, "not known yet"),
+    ("dp", False, True, None),
+    ("dp", None, True, None),
+    ("mp", True, False, None),
+    ("mp", False, False, "not active or not denying incoming connections by default"),
+    ("mp", None, False, "not known yet"),
+    ("mp", False, True, None),
+    # Ray's own ports are ray_auth's (token, or the same firewall)
+    ("ray", False, False, None),
+])
+def test_a_dp_or_mp_layout_needs_a_default_deny_firewall_or_the_opt_out(mode, firewall_default_deny, opt_out, refused):
+    if refused is None:
+        assert cluster.cluster_ports_exposure(mode, "node-0", firewall_default_deny, opt_out) is None
+        return
+    with pytest.raises(cluster.ClusterError) as raised:
+        cluster.cluster_ports_exposure(mode, "node-0", firewall_default_deny, opt_out)
+    message = str(raised.value)
+    assert refused in message and "host firewall of node-0" in message
+    # the refusal names the opt-out and recommends only the firewall, never another unauthenticated layout
+    assert "vllm_cluster_expose_unauthenticated_ports: true" in message and "default deny" in message
+    assert "vllm_cluster_executor" not in message and "ray_allow_unauthenticated" not in message
+
+
+@pytest.mark.parametrize("record, opt_out, refused", [
+    ({"firewall_default_deny": True}, {}, False),
+    ({"firewall_default_deny": False}, {}, True),
+    ({}, {}, True),
+    ({"firewall_default_deny": False}, {"expose_unauthenticated_ports": True}, False),
+])
+def test_the_module_refuses_the_cpu_data_parallel_pair_before_any_change(record, opt_out, refused):
+    """The module the vllm role's preflight runs (roles/vllm/tasks/preflight.yml), before any task changes the host."""
+    members, plan = cpu_pair()
+    params = dict({"ray_token_path": TOKEN}, **record, **opt_out)
+    args = dict(members=members, host="node-1", group="cluster", engine_args=plan["engine_args"], **params)
+    failed, result = run_main(vllm_cluster.main, args, check_mode=True)
+    assert failed is refused, result
+    if refused:
+        assert "vllm_cluster_expose_unauthenticated_ports" in result["msg"] and "node-1" in result["msg"]
 
 
 def test_the_planner_plans_several_nodes_now():

@@ -219,6 +219,32 @@ def test_firewall_default_deny_is_read_from_the_probe(firewall, rc, out, closed)
     assert base_report.firewall_default_deny(firewall, rc, out) is closed
 
 
+# firewall-cmd --list-all-zones: every zone's block, its name unindented (firewalld's firewall-cmd(1), "--list-all-zones").
+# The default zone public holds eth0; eth1 (the cluster's NIC) sits in trusted, whose target ACCEPT admits everyone.
+FIREWALLD_ZONES = (FIREWALLD_DROP.replace("interfaces: eth0", "interfaces:") + "\n" + FIREWALLD_PUBLIC + "\n"
+                   + FIREWALLD_TRUSTED.replace("trusted (active)", "trusted").replace("interfaces: eth0", "interfaces: eth1 ib0"))
+
+
+@pytest.mark.parametrize("interface, zones, closed", [
+    # no cluster NIC, or no zone listing: the default zone (the --list-all probe) decides
+    ("", FIREWALLD_ZONES, True),
+    ("eth1", "", True),
+    # the attack: the default zone denies, but the NIC carrying the cluster's traffic is in trusted
+    ("eth1", FIREWALLD_ZONES, False),
+    ("ib0", FIREWALLD_ZONES, False),
+    # the NIC in the default zone, or in no zone (the default zone applies)
+    ("eth0", FIREWALLD_ZONES, True),
+    ("eth9", FIREWALLD_ZONES, True),
+    # a NIC in drop is closed even when the default zone is trusted
+    ("eth5", FIREWALLD_ZONES.replace("drop (active)\n  target: DROP\n  icmp-block-inversion: no\n  interfaces:",
+                                     "drop (active)\n  target: DROP\n  icmp-block-inversion: no\n  interfaces: eth5"), True),
+])
+def test_firewalld_reads_the_zone_of_the_cluster_nic(interface, zones, closed):
+    default = FIREWALLD_PUBLIC if interface != "eth5" else FIREWALLD_TRUSTED
+    assert base_report.firewall_default_deny("firewalld", 0, default, interface, zones) is closed
+    assert base_report.firewall(True, "firewalld", 0, default, [8000], [], [], interface, zones)["default_deny"] is closed
+
+
 def test_the_recorded_firewall_says_whether_it_is_closed():
     assert base_report.firewall(True, "ufw", 0, UFW_DENY, [8000], [])["default_deny"] is True
     assert base_report.firewall(True, "ufw", 0, UFW_ALLOW, [8000], [])["default_deny"] is False

@@ -128,6 +128,15 @@ CASES = [
     ("vllm", "vllm_environment", {"LD_PRELOAD": "/tmp/x.so"}, "privilege"),
     ("vllm", "vllm_environment", {"LD_PRELOAD": "/usr/lib/../../tmp/x.so"}, "privilege"),
     ("vllm", "vllm_environment", {"LD_AUDIT": "/usr/lib/x.so"}, "privilege"),
+    # issue 37 (low): vLLM's envs.py VLLM_ALLOW_INSECURE_SERIALIZATION (pickle between processes) and
+    # VLLM_DEBUG_LOG_API_SERVER_RESPONSE (responses logged); the role's own PYTHONPATH and metrics sources
+    # (vllm.env.j2); uvicorn's FORWARDED_ALLOW_IPS trusting X-Forwarded-For from everyone
+    ("vllm", "vllm_environment", {"VLLM_ALLOW_INSECURE_SERIALIZATION": "1"}, "privilege"),
+    ("vllm", "vllm_environment", {"VLLM_DEBUG_LOG_API_SERVER_RESPONSE": "true"}, "privilege"),
+    ("vllm", "vllm_environment", {"PYTHONPATH": "/tmp"}, "privilege"),
+    ("vllm", "vllm_environment", {"KUNPENG_VLLM_METRICS_SOURCES": "0.0.0.0/0"}, "privilege"),
+    ("vllm", "vllm_environment", {"FORWARDED_ALLOW_IPS": "*"}, "privilege"),
+    ("vllm", "vllm_environment", {"FORWARDED_ALLOW_IPS": "10.0.0.5, 0.0.0.0/0"}, "privilege"),
     ("vllm", "vllm_group", "vllm users", "characters"),
     ("vllm", "vllm_config_dir", "/etc/vllm\n", "characters"),
     ("vllm", "vllm_cache_dir", "/var/cache/$HOME", "characters"),
@@ -419,6 +428,8 @@ def test_declared_defaults_pass(role):
     ("vllm_api_key", "sk-Abc_123.xyz+/=="),
     ("vllm_cpu_omp_threads_bind", "0-31|32-63"),
     ("vllm_environment", {"LD_PRELOAD": "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2", "HCCL_BUFFSIZE": 200}),
+    # a proxy named by address is what uvicorn's FORWARDED_ALLOW_IPS is for
+    ("vllm_environment", {"FORWARDED_ALLOW_IPS": "10.0.0.5,10.0.0.6"}),
     ("vllm_environment", {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4:/lib64/libiomp5.so"}),
     ("vllm_model_dir", "/var/lib/vllm/models/org..v2"),
     ("vllm_api_key_controller_file", "/home/me/site/playbooks/../secrets/key"),
