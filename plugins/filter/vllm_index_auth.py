@@ -16,7 +16,7 @@ description:
   - Takes an index URL and returns it without C(user:password@) or C(token@), the extra index URLs likewise, and the
     text of a netrc file with one C(machine) line per host that had credentials. pip reads that file when C(NETRC)
     names it, so the credentials stay out of pip's command line, the plan and its fact.
-  - The result holds the credentials: use it only in tasks with C(no_log).
+  - The result holds the credentials, so use it only in tasks with C(no_log).
 options:
   _input:
     description: The index URL (C(vllm_pip_index_url)); empty for none.

@@ -94,7 +94,7 @@ def firewalld_zone_of(zones_stdout: str, interface: str) -> str:
             blocks[-1].append(line)
     for block in blocks:
         for line in block[1:]:
-            key, _, value = line.strip().partition(":")
+            key, _sep, value = line.strip().partition(":")
             if key == "interfaces" and interface and interface in value.split():
                 return "\n".join(block)
     return ""
@@ -222,8 +222,8 @@ def firewall(manage: bool, name: str, probe_rc: Optional[int], probe_stdout: str
         note = (f"in {name}, allowed nothing: base_firewall_sources is empty, so "
                 f"{', '.join(p['port'] + '/' + p['proto'] for p in managed)} can be reached from this host only")
     opened = sorted({int(item["port"].split("-")[0]) for item in allow}) if active else []
-    return {"firewall": name, "active": active, "default_deny": active and firewall_default_deny(name, probe_rc, probe_stdout,
-                                                                                              interface, zones_stdout),
+    default_deny = active and firewall_default_deny(name, probe_rc, probe_stdout, interface, zones_stdout)
+    return {"firewall": name, "active": active, "default_deny": default_deny,
             "ports": opened, "rules": allow if active else [], "close": managed if active else [], "note": note}
 
 

@@ -40,7 +40,7 @@ def split(url: Any) -> Tuple[str, Dict[str, str]]:
         return text, {}
     parts = urlsplit(text)
     userinfo, host = parts.netloc.rsplit("@", 1)
-    login, _, password = userinfo.partition(":")
+    login, _sep, password = userinfo.partition(":")
     entry = {"machine": (parts.hostname or host.split(":")[0]), "login": unquote(login), "password": unquote(password)}
     for field in ("machine", "login", "password"):
         if any(char.isspace() for char in entry[field]) or '"' in entry[field]:
@@ -64,5 +64,5 @@ def index_auth(index_url: Any, extra_index_urls: Any) -> Dict[str, Any]:
     """The index URLs without credentials (``index_url``, ``extra_index_urls``) and the ``netrc`` text of those they had."""
     index, first = split(index_url)
     extras = [split(url) for url in (extra_index_urls or [])]
-    return {"index_url": index, "extra_index_urls": [url for url, _ in extras],
-            "netrc": netrc_text([first] + [entry for _, entry in extras])}
+    return {"index_url": index, "extra_index_urls": [url for url, _entry in extras],
+            "netrc": netrc_text([first] + [entry for _url, entry in extras])}
