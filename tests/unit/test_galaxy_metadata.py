@@ -259,9 +259,10 @@ def test_tarball_leaves_out_wheels_and_the_checkout_ee_definition(tarball):
 
 def test_tarball_ships_what_ansible_test_sanity_reads_but_no_unit_tests(tarball):
     """Automation Hub runs ansible-test sanity on the tarball: without tests/config.yml it compiles the modules
-    for Python 2.7 and runs the Python 2 boilerplate tests; without the ignore files validate-modules fails."""
+    for Python 2.7 and runs the Python 2 boilerplate tests. The ignore files stay out: galaxy-importer warns
+    ("Ignore files skip ansible-test sanity tests") for each one a tarball carries."""
     assert "tests/config.yml" in tarball
-    assert {f"tests/sanity/{name}" for name in os.listdir(os.path.join(ROOT, "tests", "sanity"))} <= set(tarball)
+    assert not [n for n in tarball if n.startswith("tests/sanity")]
     assert not [n for n in tarball if n.startswith("tests/unit")]
 
 
