@@ -36,8 +36,12 @@ description:
   - With O(nodes) above 1 the devices of that many identical nodes are planned for (tensor parallelism within a node,
     then pipeline stages across nodes); M(kunpeng.vllm.vllm_cluster) turns the sizes into the members' layout.
     On Ascend a mixture-of-experts model is first tried as data parallel replicas that each fit one node, with
-    expert parallelism over all of them (two replicas per node first; for DeepSeek-R1/V3 W8A8 on two Atlas 800 A2
-    nodes C(data_parallel_size) 4 x C(tensor_parallel_size) 4, the layout of vllm-ascend's DeepSeek-R1 guide).
+    expert parallelism over all of them (replicas of tensor parallel 4 first; for DeepSeek-R1/V3 W8A8 on two Atlas
+    800 A2 nodes C(data_parallel_size) 4 x C(tensor_parallel_size) 4, the layout of vllm-ascend's DeepSeek-R1 guide).
+  - On one Ascend host of 16 NPUs (Atlas 800 A3) a mixture-of-experts model that needs the whole host is planned as
+    data parallel replicas with expert parallelism too (DeepSeek-R1 W8A8 as C(data_parallel_size) 4 x
+    C(tensor_parallel_size) 4, the single-node layout of vllm-ascend's DeepSeek-R1 guide, not tensor parallel 16).
+    The plan's notes name the tutorial a data parallel layout follows.
   - Sets the fact C(kunpeng_vllm_plan) with the same keys as the module result. Never changes the node, so check mode
     gives the same result as a normal run.
 author:

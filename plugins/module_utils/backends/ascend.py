@@ -45,6 +45,29 @@ K8S_NODE_LABELS: Dict[str, Dict[str, str]] = {
 }
 
 
+# The data-parallel layouts vllm-ascend's tutorials run for mixture-of-experts models, by (nodes, NPUs per node,
+# tensor parallel, data parallel), each with the tutorial and section it follows (docs/source/tutorials/models/ of
+# vllm-project/vllm-ascend, v0.13.0 and later; DeepSeek-V3.1.md runs the same layouts for its W8A8 weights).
+TUTORIAL_LAYOUTS: Dict[Tuple[int, int, int, int], str] = {
+    (1, 16, 4, 4): "vllm-ascend's DeepSeek-R1 tutorial (DeepSeek-R1.md, \"Single-Node Online Deployment\": one Atlas 800 "
+                   "A3, --data-parallel-size 4 --tensor-parallel-size 4 --enable-expert-parallel)",
+    (2, 8, 4, 4): "vllm-ascend's DeepSeek-R1 tutorial (DeepSeek-R1.md, \"Multi-Node Data Parallel Deployment\": two "
+                  "Atlas 800 A2, --data-parallel-size 4 --data-parallel-size-local 2 --tensor-parallel-size 4 "
+                  "--enable-expert-parallel)",
+    (2, 8, 8, 2): "vllm-ascend's Qwen3-235B-A22B tutorial (Qwen3-235B-A22B.md, \"Multi-node Deployment with MP\": "
+                  "--data-parallel-size 2 --data-parallel-size-local 1 --tensor-parallel-size 8 --enable-expert-parallel)",
+}
+
+
+def layout_tutorial(nodes: int, per_node: int, tp: int, dp: int) -> str:
+    """Which of vllm-ascend's tutorials a data-parallel layout follows, or the rule it extends where none runs it."""
+    named = TUTORIAL_LAYOUTS.get((nodes, per_node, tp, dp))
+    if named:
+        return f"the layout of {named}"
+    return ("no vllm-ascend tutorial runs this exact layout; it extends their rule (replicas of tensor parallel 4 "
+            "first, expert parallelism over all of them, DeepSeek-R1.md and DeepSeek-V3.1.md)")
+
+
 def atlas_source(row: Dict[str, Any], series: Optional[str], request: Optional[Dict[str, Any]],
                  notes: List[str]) -> Optional[Dict[str, Any]]:
     """Where the host's vllm-ascend comes from (:func:`compat_matrix.atlas_install`), with ``wheelhouse`` set when a
@@ -240,10 +263,16 @@ class Ascend(Device):
         # Deployment", v0.11.0 docs/source/tutorials/multi_node.md) run data parallel 4 x tensor parallel 4 with
         # --enable-expert-parallel, --data-parallel-size-local 2 and --headless on the second node, on the
         # multiprocessing executor (no Ray: vllm-ascend issue #3529, "cannot start model with Multi-Node-Ray
-        # EP+PP2*TP8", and #10910, "Ray multi-node PP and DP fails but TP works").  Two replicas per node first
-        # (upstream's layout), then one, then more.
+        # EP+PP2*TP8", and #10910, "Ray multi-node PP and DP fails but TP works").  Replicas of tensor parallel 4
+        # first (upstream's layout on A2 pairs and on one A3), then 8 (one replica per A2 node, as
+        # Qwen3-235B-A22B.md's "Multi-node Deployment with MP" runs it), then smaller, then a whole 16-NPU host.
+        # One host runs data parallel replicas only from 16 NPUs (Atlas 800 A3) and only when the model needs the
+        # whole host: DeepSeek-R1.md and DeepSeek-V3.1.md, "Single-Node Online Deployment" on 1 Atlas 800 A3, run
+        # data parallel 4 x tensor parallel 4 ("we recommend using dp4tp4 instead of dp2tp8"); an 8-NPU A2 host
+        # keeps one tensor-parallel 8 replica, as Qwen3-235B-A22B.md's single-node deployment runs it.
         "multinode_moe": {
-            "replicas_per_node": [2, 1, 4, 8],
+            "replica_tensor_parallel": [4, 8, 2, 1, 16],
+            "single_node_min_devices": 16,
             # Pipeline stages over nodes need Ray, and Ray with expert parallelism through pipeline stages fails
             # (vllm-ascend issue #3529: EP + PP2 x TP8 fails to start, starts without EP; #10910: Ray multi-node PP
             # fails): such a layout, the planner's fallback or a misfit's fix, runs without expert parallelism.
@@ -456,9 +485,10 @@ class Ascend(Device):
             return engine_args
         if result and model["moe"] and engine_args.get("enable_expert_parallel"):
             if engine_args.get("data_parallel_size"):
-                notes.append(f"Data parallel {engine_args['data_parallel_size']} x tensor parallel "
-                             f"{engine_args['tensor_parallel_size']} with expert parallelism over {hw['nodes']} nodes: "
-                             "vllm-ascend's DeepSeek guides' layout (multiprocessing executor, no Ray).")
+                tp, dp = engine_args["tensor_parallel_size"], engine_args["data_parallel_size"]
+                where = f"over {hw['nodes']} nodes" if hw["nodes"] > 1 else f"on one host of {hw['devices_per_node']} NPUs"
+                notes.append(f"Data parallel {dp} x tensor parallel {tp} with expert parallelism {where} (multiprocessing "
+                             f"executor, no Ray): {layout_tutorial(hw['nodes'], hw['devices_per_node'], tp, dp)}.")
             else:
                 notes.append("vllm-ascend's DeepSeek guides also run MoE models as data parallel attention with expert "
                              "parallelism (for example data_parallel_size 4, tensor_parallel_size 4 over two 8-card nodes).")

@@ -657,27 +657,50 @@ UNKNOWN_LAYERS_NOTE = ("The model is known by params_b only: its layer count is 
                        "(one per node), with the weights split evenly between them; give config.json to plan it exactly.")
 
 
-def _search_data_parallel(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, replicas_per_node: List[int],
+def _search_data_parallel(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, replica_tensor_parallel: List[int],
                           **kw: Any) -> Optional[Dict[str, Any]]:
     """Data parallel replicas over every device of every node, each replica within one node (tensor parallel only).
 
-    Tries ``replicas_per_node`` in order (the backend's ``multinode_moe``); a count whose tensor-parallel size
-    the model cannot take is skipped.  With expert parallelism the routed experts are split over all
-    ``tp x dp`` devices (:func:`per_device_weight_bytes`), so a replica fits in a fraction of the memory a
-    whole copy of the model needs.
+    Tries the tensor-parallel sizes of one replica in ``replica_tensor_parallel``'s order (the backend's
+    ``multinode_moe``); a size the model cannot take, that does not divide a node, or that leaves a single replica
+    (no data parallelism: :func:`_search` plans that) is skipped.  With expert parallelism the routed experts are
+    split over all ``tp x dp`` devices (:func:`per_device_weight_bytes`), so a replica fits in a fraction of the
+    memory a whole copy of the model needs.
     """
     per_node, nodes = hw["devices_per_node"], hw["nodes"]
     ep_for = kw.pop("ep_for")
     sizes = valid_tensor_parallel(model, per_node)
-    for replicas in replicas_per_node:
-        if per_node % replicas or per_node // replicas not in sizes:
+    for tp in replica_tensor_parallel:
+        if tp not in sizes or per_node % tp:
             continue
-        tp = per_node // replicas
-        dp = replicas * nodes
+        dp = per_node // tp * nodes
+        if dp == 1:
+            continue
         layout = evaluate(model, hw, fmt, tp, 1, dp, ep_for(tp, dp), **kw)
         if layout["fits"]:
             return layout
     return None
+
+
+def _replica_layout(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, spread: Optional[Dict[str, Any]],
+                    **kw: Any) -> Optional[Dict[str, Any]]:
+    """The backend's data-parallel layout for a mixture-of-experts model, where its tutorials run one; else None.
+
+    Over several nodes it is tried before one replica over the nodes.  On one host it is tried only when the host
+    has at least ``single_node_min_devices`` devices and nothing smaller than the whole host holds the model as one
+    tensor-parallel group (vllm-ascend runs DeepSeek-R1 W8A8 on one 16-NPU Atlas 800 A3 as data parallel 4 x tensor
+    parallel 4, not tensor parallel 16); a model that fits fewer devices keeps the smallest tensor-parallel size.
+    """
+    if not (model["moe"] and spread):
+        return None
+    per_node = hw["devices_per_node"]
+    if hw["nodes"] == 1:
+        if per_node < spread["single_node_min_devices"]:
+            return None
+        alone, dummy = _search(model, hw, fmt, per_node, **kw)
+        if alone and alone["devices"] < per_node:
+            return None
+    return _search_data_parallel(model, hw, fmt, spread["replica_tensor_parallel"], **kw)
 
 
 # --- the plan ---------------------------------------------------------------------------------
@@ -734,10 +757,7 @@ def plan_accelerator(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[
         layout = evaluate(model, hw, fmt, tp, pp, dp, ep_for(tp, dp, pp > 1 and tp * pp > per_node), **kw)
         found = layout if layout["fits"] else None
     else:
-        found = None
-        spread = options.get("multinode_moe")
-        if moe and nodes > 1 and spread:
-            found = _search_data_parallel(model, hw, fmt, spread["replicas_per_node"], ep_for=ep_for, **kw)
+        found = _replica_layout(model, hw, fmt, options.get("multinode_moe"), ep_for=ep_for, **kw)
         if found:
             layout = found
         else:
@@ -856,11 +876,8 @@ def _fixes(model: Dict[str, Any], hw: Dict[str, Any], layout: Dict[str, Any], wa
     for fmt in options.get("smaller_formats", []):
         if WEIGHT_FORMATS[fmt] >= current:
             continue
-        found = None
-        spread = options.get("multinode_moe")
-        if model["moe"] and nodes > 1 and spread:
-            # the planner's own layout for a mixture-of-experts model over nodes on this backend, as it would plan it
-            found = _search_data_parallel(model, hw, fmt, spread["replicas_per_node"], ep_for=ep_for, **kw)
+        # the planner's own layout for a mixture-of-experts model on this backend, as it would plan it
+        found = _replica_layout(model, hw, fmt, options.get("multinode_moe"), ep_for=ep_for, **kw)
         if not found:
             found, dummy = _search(model, hw, fmt, per_node * nodes, ep_for=ep_for, **kw)
         if found:
