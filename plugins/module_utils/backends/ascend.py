@@ -211,9 +211,23 @@ A2_RESERVED_MIB = A2_64G_NPU_SMI_MIB - A2_64G_TORCH_NPU_BYTES / 2 ** 20
 UNMEASURED_SAFETY = 0.03
 
 
-def _atlas_basis(ratio: float, reserved_mib: float, source: str) -> Dict[str, Any]:
+# Atlas 300I Duo (310P): vllm-ascend builds its attention masks as wide as the context unless torch-npu has the
+# compressed-mask kernels (vllm_ascend/_310p/attention/attention_mask.py: AttentionMaskBuilder310 takes
+# max_model_len as max_seqlen; gen_causal_additive_mask makes a max_seqlen x max_seqlen float16 mask for the causal
+# mask and again for the chunked-prefill (SplitFuse) mask; only when is_compressed_mask_supported() finds
+# torch_npu._npu_flash_attention_v3 and _npu_paged_attention_splitfuse_v2 are both a fixed 2048 x 2048).  The plan
+# cannot know the torch-npu the node will run, so it counts both: 2 masks x 2 bytes per max_model_len squared
+# (32,768 tokens: 4 GiB of a 44 GB chip).
+DUO_SQUARE_MASK_BYTES = 2 * 2
+DUO_SQUARE_MASK_SOURCE = ("vllm-ascend's 310P causal and chunked-prefill masks, max_model_len x max_model_len float16 "
+                          "each unless torch-npu has the compressed-mask kernels, vllm_ascend/_310p/attention/attention_mask.py")
+
+
+def _atlas_basis(ratio: float, reserved_mib: float, source: str, square_mask_bytes: int = 0,
+                 square_mask_source: str = "") -> Dict[str, Any]:
     return {"ratio": ratio, "reserved_mib": reserved_mib, "driver_reserved_fraction": 0.0,
-            "safety_fraction": UNMEASURED_SAFETY, "measured": False, "source": source}
+            "safety_fraction": UNMEASURED_SAFETY, "measured": False, "source": source,
+            "square_mask_bytes": square_mask_bytes, "square_mask_source": square_mask_source}
 
 
 _A2_RULE = (A2_64G_TORCH_NPU_BYTES / (A2_64G_NPU_SMI_MIB * 2 ** 20), A2_RESERVED_MIB)
@@ -221,7 +235,8 @@ MEMORY_BASIS: Dict[Optional[str], Dict[str, Any]] = {
     "A2": _atlas_basis(*_A2_RULE, "torch_npu's total, 65,452,113,920 B on a 64 GB A2 in vllm-ascend issues #3843 and #4404; "
                                   "a 32 GB A2 keeps the same 3,115.6 MiB back"),
     "A3": _atlas_basis(*_A2_RULE, "no upstream log: the 64 GB A2's torch_npu total (vllm-ascend issues #3843, #4404) per chip"),
-    "300I Duo": _atlas_basis(1.0, 0.0, "torch_npu's total equals npu-smi's DDR capacity (vllm-ascend issues #14004, #14274)"),
+    "300I Duo": _atlas_basis(1.0, 0.0, "torch_npu's total equals npu-smi's DDR capacity (vllm-ascend issues #14004, #14274)",
+                             DUO_SQUARE_MASK_BYTES, DUO_SQUARE_MASK_SOURCE),
     None: _atlas_basis(*_A2_RULE, "unknown Atlas series: the 64 GB A2's reservation (vllm-ascend issues #3843, #4404)"),
 }
 

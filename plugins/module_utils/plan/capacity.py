@@ -550,11 +550,13 @@ BATCH_DEFAULTS = {"large": (8192, 1024), "small": (2048, 256)}
 # * driver_reserved_fraction: a reservation the engine's total still contains and the plan counts in its margin;
 # * safety_fraction: a share of the per-device budget kept back where the basis was not measured on a host of
 #   this project, so that the plan never sets max_model_len to the exact limit it computed;
-# * measured, source: how the basis was obtained, shown in the plan's numbers.
+# * measured, source: how the basis was obtained, shown in the plan's numbers;
+# * square_mask_bytes, square_mask_source: bytes the engine allocates per max_model_len squared besides the KV cache
+#   (attention masks as wide as the context: 0 where the engine's masks have a fixed size), and where that is from.
 # A caller without a backend (the tests of this module) gets the probed capacity with CUDA's reservation.
 PROBED_BASIS: Dict[str, Any] = {
     "ratio": 1.0, "reserved_mib": 0.0, "driver_reserved_fraction": CUDA_RESERVED_FRACTION, "safety_fraction": 0.0,
-    "measured": True, "source": "the probed capacity",
+    "measured": True, "source": "the probed capacity", "square_mask_bytes": 0, "square_mask_source": "",
 }
 
 
@@ -614,10 +616,11 @@ def evaluate(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, tp: int, pp: i
             tightest = (room, weights, kv_token)
     dummy, weights, kv_token = tightest
     kv_budget = available - weights - margin
-    kv_need = kv_token * need_len * sequences if kv_token else 0
+    square = (hw.get("memory_basis") or PROBED_BASIS)["square_mask_bytes"]
+    kv_need = (kv_token * need_len * sequences + square * need_len ** 2) if kv_token else 0
     max_len = None
     if kv_token:
-        max_len = int(max(kv_budget, 0) // (kv_token * sequences)) // BLOCK * BLOCK
+        max_len = _longest_context(max(kv_budget, 0), kv_token * sequences, square) // BLOCK * BLOCK
         if model["max_position_embeddings"]:
             max_len = min(max_len, model["max_position_embeddings"])
     return {
@@ -627,6 +630,14 @@ def evaluate(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, tp: int, pp: i
         "max_len": max_len, "fits": kv_budget > 0 and kv_budget >= kv_need and (max_len is None or max_len > 0),
         "devices": tp * pp * dp,
     }
+
+
+def _longest_context(budget: float, per_token: float, square: float) -> int:
+    """The longest max_model_len whose KV cache (``per_token`` bytes a token) and attention masks (``square`` bytes
+    per max_model_len squared) fit ``budget`` bytes: the positive root of ``square x L^2 + per_token x L = budget``."""
+    if not square:
+        return int(budget // per_token)
+    return int((math.sqrt(per_token ** 2 + 4 * square * budget) - per_token) / (2 * square))
 
 
 def _search(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, max_devices: int, **kw: Any) -> Tuple[Optional[Dict[str, Any]], Dict[str, Any]]:
@@ -822,6 +833,9 @@ def memory_basis_reason(hw: Dict[str, Any]) -> str:
         text += f"; the driver's reservation ({basis['driver_reserved_fraction']:.2%}) is counted in the margin"
     if not basis["measured"]:
         text += f"; not measured here, so {basis['safety_fraction']:.0%} of the per-device budget is kept back"
+    if basis["square_mask_bytes"]:
+        text += (f"; {basis['square_mask_bytes']} bytes per max_model_len squared for attention masks are counted with "
+                 f"the KV cache ({basis['square_mask_source']})")
     return text
 
 
