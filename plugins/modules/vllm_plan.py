@@ -379,14 +379,18 @@ atlas_series:
   sample: A2
 atlas_install:
   description:
-    - How the row's vllm-ascend reaches this node's Atlas series, C(series), C(from) (C(pypi), or C(build) when only a
-      build for the chip runs there), C(soc_version) (the SOC_VERSION of that build), C(variant_index) (upstream's
-      variant index holding it, read by variant-aware installers only, or empty), C(note) and C(wheelhouse) (the build
-      comes from O(request)'s wheelhouse). Null off Ascend or when the series is not known.
-    - A series that needs a build is refused unless O(request) names a wheelhouse (C(wheelhouse_requirements)).
+    - How the row's vllm-ascend reaches this node's Atlas series, C(series), C(from) (C(pypi), C(build) when only a
+      build for the chip runs there, or C(image) in container mode), C(soc_version) (the SOC_VERSION of that build),
+      C(variant_index) (upstream's variant index holding it, read by variant-aware installers only, or empty), C(note),
+      C(wheelhouse) (the build comes from O(request)'s wheelhouse) and C(image) (in container mode the tag of
+      upstream's image for the series, C(quay.io/ascend/vllm-ascend:v<release>), C(-a3) or C(-310p); else empty).
+      Null off Ascend or when the series is not known.
+    - A series that needs a build is refused unless O(request) names a wheelhouse (C(wheelhouse_requirements)) or
+      asks for container mode (C(install_method) C(container)).
   returned: always
   type: dict
-  sample: {"series": "A2", "from": "pypi", "soc_version": "ascend910b1", "variant_index": "", "note": "", "wheelhouse": false}
+  sample: {"series": "A2", "from": "pypi", "soc_version": "ascend910b1", "variant_index": "", "note": "", "wheelhouse": false,
+           "image": ""}
 model:
   description:
     - What was read from the config, C(name), C(model_type), C(attention) (C(mha), C(gqa), C(mla)), C(moe), C(experts),

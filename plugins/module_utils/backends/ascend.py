@@ -71,11 +71,22 @@ def layout_tutorial(nodes: int, per_node: int, tp: int, dp: int) -> str:
 def atlas_source(row: Dict[str, Any], series: Optional[str], request: Optional[Dict[str, Any]],
                  notes: List[str]) -> Optional[Dict[str, Any]]:
     """Where the host's vllm-ascend comes from (:func:`compat_matrix.atlas_install`), with ``wheelhouse`` set when a
-    build the PyPI wheel cannot replace comes from the operator's wheelhouse; refuses such a series without one."""
+    build the PyPI wheel cannot replace comes from the operator's wheelhouse; refuses such a series without one.
+
+    In container mode it comes from upstream's image for the series (``image``: its tag), which carries that
+    build: nothing is refused for the PyPI wheel, and the operator pins the tag's digest in vllm_container_image.
+    """
     install = compat_matrix.atlas_install(row, series)
     if install is None:
         return None
-    install["wheelhouse"] = False
+    install.update(wheelhouse=False, image="")
+    if (request or {}).get("install_method") == "container":
+        install.update({"from": compat_matrix.CONTAINER_IMAGE, "image": compat_matrix.upstream_image(row, series)})
+        notes.append(f"Atlas {series} in container mode: upstream's image for it is {install['image']} (vllm-ascend's "
+                     "installation guide, \"Set up using Docker\"). No public record gives that tag's digest: pull it and "
+                     f"pin it in vllm_container_image as {compat_matrix.ASCEND_IMAGE_REPOSITORY}@sha256:<digest> "
+                     "(the container plan refuses an unpinned reference before any change).")
+        return install
     if install["from"] == compat_matrix.SOC_BUILD:
         if not (request or {}).get("wheelhouse_requirements"):
             raise CompatError(compat_matrix.build_refusal(row, install))
