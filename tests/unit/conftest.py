@@ -48,6 +48,19 @@ FIXTURES = os.path.join(_tree, "fixtures")
 _decode_pci_names(FIXTURES_SOURCE, FIXTURES)
 
 
+def model_spec(name, weight_dtype=None):
+    """The planner's model record of fixtures/models/<name>.json, with the weight format declared when given."""
+    import json
+
+    from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity
+
+    with open(os.path.join(FIXTURES, "models", name + ".json")) as handle:
+        spec = capacity.model_from_config(json.load(handle))
+    if weight_dtype:
+        spec.update(weight_dtype=weight_dtype, block_fp8=False)
+    return spec
+
+
 def pytest_collection_modifyitems(items):
     """Mark the tests that run Ansible's command lines (ansible-playbook, ansible-doc) on the collection.
 

@@ -45,14 +45,48 @@ K8S_NODE_LABELS: Dict[str, Dict[str, str]] = {
 }
 
 
+# The data-parallel layouts vllm-ascend's tutorials run for mixture-of-experts models, by (nodes, NPUs per node,
+# tensor parallel, data parallel), each with the tutorial and section it follows (docs/source/tutorials/models/ of
+# vllm-project/vllm-ascend, v0.13.0 and later; DeepSeek-V3.1.md runs the same layouts for its W8A8 weights).
+TUTORIAL_LAYOUTS: Dict[Tuple[int, int, int, int], str] = {
+    (1, 16, 4, 4): "vllm-ascend's DeepSeek-R1 tutorial (DeepSeek-R1.md, \"Single-Node Online Deployment\": one Atlas 800 "
+                   "A3, --data-parallel-size 4 --tensor-parallel-size 4 --enable-expert-parallel)",
+    (2, 8, 4, 4): "vllm-ascend's DeepSeek-R1 tutorial (DeepSeek-R1.md, \"Multi-Node Data Parallel Deployment\": two "
+                  "Atlas 800 A2, --data-parallel-size 4 --data-parallel-size-local 2 --tensor-parallel-size 4 "
+                  "--enable-expert-parallel)",
+    (2, 8, 8, 2): "vllm-ascend's Qwen3-235B-A22B tutorial (Qwen3-235B-A22B.md, \"Multi-node Deployment with MP\": "
+                  "--data-parallel-size 2 --data-parallel-size-local 1 --tensor-parallel-size 8 --enable-expert-parallel)",
+}
+
+
+def layout_tutorial(nodes: int, per_node: int, tp: int, dp: int) -> str:
+    """Which of vllm-ascend's tutorials a data-parallel layout follows, or the rule it extends where none runs it."""
+    named = TUTORIAL_LAYOUTS.get((nodes, per_node, tp, dp))
+    if named:
+        return f"the layout of {named}"
+    return ("no vllm-ascend tutorial runs this exact layout; it extends their rule (replicas of tensor parallel 4 "
+            "first, expert parallelism over all of them, DeepSeek-R1.md and DeepSeek-V3.1.md)")
+
+
 def atlas_source(row: Dict[str, Any], series: Optional[str], request: Optional[Dict[str, Any]],
                  notes: List[str]) -> Optional[Dict[str, Any]]:
     """Where the host's vllm-ascend comes from (:func:`compat_matrix.atlas_install`), with ``wheelhouse`` set when a
-    build the PyPI wheel cannot replace comes from the operator's wheelhouse; refuses such a series without one."""
+    build the PyPI wheel cannot replace comes from the operator's wheelhouse; refuses such a series without one.
+
+    In container mode it comes from upstream's image for the series (``image``: its tag), which carries that
+    build: nothing is refused for the PyPI wheel, and the operator pins the tag's digest in vllm_container_image.
+    """
     install = compat_matrix.atlas_install(row, series)
     if install is None:
         return None
-    install["wheelhouse"] = False
+    install.update(wheelhouse=False, image="")
+    if (request or {}).get("install_method") == "container":
+        install.update({"from": compat_matrix.CONTAINER_IMAGE, "image": compat_matrix.upstream_image(row, series)})
+        notes.append(f"Atlas {series} in container mode: upstream's image for it is {install['image']} (vllm-ascend's "
+                     "installation guide, \"Set up using Docker\"). No public record gives that tag's digest: pull it and "
+                     f"pin it in vllm_container_image as {compat_matrix.ASCEND_IMAGE_REPOSITORY}@sha256:<digest> "
+                     "(the container plan refuses an unpinned reference before any change).")
+        return install
     if install["from"] == compat_matrix.SOC_BUILD:
         if not (request or {}).get("wheelhouse_requirements"):
             raise CompatError(compat_matrix.build_refusal(row, install))
@@ -188,9 +222,23 @@ A2_RESERVED_MIB = A2_64G_NPU_SMI_MIB - A2_64G_TORCH_NPU_BYTES / 2 ** 20
 UNMEASURED_SAFETY = 0.03
 
 
-def _atlas_basis(ratio: float, reserved_mib: float, source: str) -> Dict[str, Any]:
+# Atlas 300I Duo (310P): vllm-ascend builds its attention masks as wide as the context unless torch-npu has the
+# compressed-mask kernels (vllm_ascend/_310p/attention/attention_mask.py: AttentionMaskBuilder310 takes
+# max_model_len as max_seqlen; gen_causal_additive_mask makes a max_seqlen x max_seqlen float16 mask for the causal
+# mask and again for the chunked-prefill (SplitFuse) mask; only when is_compressed_mask_supported() finds
+# torch_npu._npu_flash_attention_v3 and _npu_paged_attention_splitfuse_v2 are both a fixed 2048 x 2048).  The plan
+# cannot know the torch-npu the node will run, so it counts both: 2 masks x 2 bytes per max_model_len squared
+# (32,768 tokens: 4 GiB of a 44 GB chip).
+DUO_SQUARE_MASK_BYTES = 2 * 2
+DUO_SQUARE_MASK_SOURCE = ("vllm-ascend's 310P causal and chunked-prefill masks, max_model_len x max_model_len float16 "
+                          "each unless torch-npu has the compressed-mask kernels, vllm_ascend/_310p/attention/attention_mask.py")
+
+
+def _atlas_basis(ratio: float, reserved_mib: float, source: str, square_mask_bytes: int = 0,
+                 square_mask_source: str = "") -> Dict[str, Any]:
     return {"ratio": ratio, "reserved_mib": reserved_mib, "driver_reserved_fraction": 0.0,
-            "safety_fraction": UNMEASURED_SAFETY, "measured": False, "source": source}
+            "safety_fraction": UNMEASURED_SAFETY, "measured": False, "source": source,
+            "square_mask_bytes": square_mask_bytes, "square_mask_source": square_mask_source}
 
 
 _A2_RULE = (A2_64G_TORCH_NPU_BYTES / (A2_64G_NPU_SMI_MIB * 2 ** 20), A2_RESERVED_MIB)
@@ -198,7 +246,8 @@ MEMORY_BASIS: Dict[Optional[str], Dict[str, Any]] = {
     "A2": _atlas_basis(*_A2_RULE, "torch_npu's total, 65,452,113,920 B on a 64 GB A2 in vllm-ascend issues #3843 and #4404; "
                                   "a 32 GB A2 keeps the same 3,115.6 MiB back"),
     "A3": _atlas_basis(*_A2_RULE, "no upstream log: the 64 GB A2's torch_npu total (vllm-ascend issues #3843, #4404) per chip"),
-    "300I Duo": _atlas_basis(1.0, 0.0, "torch_npu's total equals npu-smi's DDR capacity (vllm-ascend issues #14004, #14274)"),
+    "300I Duo": _atlas_basis(1.0, 0.0, "torch_npu's total equals npu-smi's DDR capacity (vllm-ascend issues #14004, #14274)",
+                             DUO_SQUARE_MASK_BYTES, DUO_SQUARE_MASK_SOURCE),
     None: _atlas_basis(*_A2_RULE, "unknown Atlas series: the 64 GB A2's reservation (vllm-ascend issues #3843, #4404)"),
 }
 
@@ -240,10 +289,16 @@ class Ascend(Device):
         # Deployment", v0.11.0 docs/source/tutorials/multi_node.md) run data parallel 4 x tensor parallel 4 with
         # --enable-expert-parallel, --data-parallel-size-local 2 and --headless on the second node, on the
         # multiprocessing executor (no Ray: vllm-ascend issue #3529, "cannot start model with Multi-Node-Ray
-        # EP+PP2*TP8", and #10910, "Ray multi-node PP and DP fails but TP works").  Two replicas per node first
-        # (upstream's layout), then one, then more.
+        # EP+PP2*TP8", and #10910, "Ray multi-node PP and DP fails but TP works").  Replicas of tensor parallel 4
+        # first (upstream's layout on A2 pairs and on one A3), then 8 (one replica per A2 node, as
+        # Qwen3-235B-A22B.md's "Multi-node Deployment with MP" runs it), then smaller, then a whole 16-NPU host.
+        # One host runs data parallel replicas only from 16 NPUs (Atlas 800 A3) and only when the model needs the
+        # whole host: DeepSeek-R1.md and DeepSeek-V3.1.md, "Single-Node Online Deployment" on 1 Atlas 800 A3, run
+        # data parallel 4 x tensor parallel 4 ("we recommend using dp4tp4 instead of dp2tp8"); an 8-NPU A2 host
+        # keeps one tensor-parallel 8 replica, as Qwen3-235B-A22B.md's single-node deployment runs it.
         "multinode_moe": {
-            "replicas_per_node": [2, 1, 4, 8],
+            "replica_tensor_parallel": [4, 8, 2, 1, 16],
+            "single_node_min_devices": 16,
             # Pipeline stages over nodes need Ray, and Ray with expert parallelism through pipeline stages fails
             # (vllm-ascend issue #3529: EP + PP2 x TP8 fails to start, starts without EP; #10910: Ray multi-node PP
             # fails): such a layout, the planner's fallback or a misfit's fix, runs without expert parallelism.
@@ -456,9 +511,10 @@ class Ascend(Device):
             return engine_args
         if result and model["moe"] and engine_args.get("enable_expert_parallel"):
             if engine_args.get("data_parallel_size"):
-                notes.append(f"Data parallel {engine_args['data_parallel_size']} x tensor parallel "
-                             f"{engine_args['tensor_parallel_size']} with expert parallelism over {hw['nodes']} nodes: "
-                             "vllm-ascend's DeepSeek guides' layout (multiprocessing executor, no Ray).")
+                tp, dp = engine_args["tensor_parallel_size"], engine_args["data_parallel_size"]
+                where = f"over {hw['nodes']} nodes" if hw["nodes"] > 1 else f"on one host of {hw['devices_per_node']} NPUs"
+                notes.append(f"Data parallel {dp} x tensor parallel {tp} with expert parallelism {where} (multiprocessing "
+                             f"executor, no Ray): {layout_tutorial(hw['nodes'], hw['devices_per_node'], tp, dp)}.")
             else:
                 notes.append("vllm-ascend's DeepSeek guides also run MoE models as data parallel attention with expert "
                              "parallelism (for example data_parallel_size 4, tensor_parallel_size 4 over two 8-card nodes).")

@@ -45,8 +45,10 @@ FIELDS = {
     "venv_gib": "disk an engine virtualenv of the backend takes (measured, rounded up), checked before the install",
     "ray_version": "the Ray release the multi-node Ray units install (pinned where the backend's upstream pins it)",
     "multinode_moe": "None (one replica over the nodes, tensor x pipeline parallel) or how a mixture-of-experts model "
-                     "spans nodes as data parallel replicas with expert parallelism: replicas_per_node (the order the "
-                     "planner tries, first fitting wins), env (what every member's engine adds) and optionally "
+                     "spans nodes (or one large host) as data parallel replicas with expert parallelism: "
+                     "replica_tensor_parallel (the tensor-parallel sizes of one replica in the order the planner tries, "
+                     "first fitting wins), single_node_min_devices (the fewest devices of one host that get replicas "
+                     "when the model needs the whole host), env (what every member's engine adds) and optionally "
                      "pipeline_expert_parallel (False: pipeline stages over nodes run without expert parallelism)",
     "container": "what a container of the engine gets (vllm_install_method container, plan/container.py): "
                  "per_device (runtime -> flag and value per visible device index, or joined: one flag for all), "

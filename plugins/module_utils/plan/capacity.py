@@ -550,11 +550,13 @@ BATCH_DEFAULTS = {"large": (8192, 1024), "small": (2048, 256)}
 # * driver_reserved_fraction: a reservation the engine's total still contains and the plan counts in its margin;
 # * safety_fraction: a share of the per-device budget kept back where the basis was not measured on a host of
 #   this project, so that the plan never sets max_model_len to the exact limit it computed;
-# * measured, source: how the basis was obtained, shown in the plan's numbers.
+# * measured, source: how the basis was obtained, shown in the plan's numbers;
+# * square_mask_bytes, square_mask_source: bytes the engine allocates per max_model_len squared besides the KV cache
+#   (attention masks as wide as the context: 0 where the engine's masks have a fixed size), and where that is from.
 # A caller without a backend (the tests of this module) gets the probed capacity with CUDA's reservation.
 PROBED_BASIS: Dict[str, Any] = {
     "ratio": 1.0, "reserved_mib": 0.0, "driver_reserved_fraction": CUDA_RESERVED_FRACTION, "safety_fraction": 0.0,
-    "measured": True, "source": "the probed capacity",
+    "measured": True, "source": "the probed capacity", "square_mask_bytes": 0, "square_mask_source": "",
 }
 
 
@@ -614,10 +616,11 @@ def evaluate(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, tp: int, pp: i
             tightest = (room, weights, kv_token)
     dummy, weights, kv_token = tightest
     kv_budget = available - weights - margin
-    kv_need = kv_token * need_len * sequences if kv_token else 0
+    square = (hw.get("memory_basis") or PROBED_BASIS)["square_mask_bytes"]
+    kv_need = (kv_token * need_len * sequences + square * need_len ** 2) if kv_token else 0
     max_len = None
     if kv_token:
-        max_len = int(max(kv_budget, 0) // (kv_token * sequences)) // BLOCK * BLOCK
+        max_len = _longest_context(max(kv_budget, 0), kv_token * sequences, square) // BLOCK * BLOCK
         if model["max_position_embeddings"]:
             max_len = min(max_len, model["max_position_embeddings"])
     return {
@@ -627,6 +630,14 @@ def evaluate(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, tp: int, pp: i
         "max_len": max_len, "fits": kv_budget > 0 and kv_budget >= kv_need and (max_len is None or max_len > 0),
         "devices": tp * pp * dp,
     }
+
+
+def _longest_context(budget: float, per_token: float, square: float) -> int:
+    """The longest max_model_len whose KV cache (``per_token`` bytes a token) and attention masks (``square`` bytes
+    per max_model_len squared) fit ``budget`` bytes: the positive root of ``square x L^2 + per_token x L = budget``."""
+    if not square:
+        return int(budget // per_token)
+    return int((math.sqrt(per_token ** 2 + 4 * square * budget) - per_token) / (2 * square))
 
 
 def _search(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, max_devices: int, **kw: Any) -> Tuple[Optional[Dict[str, Any]], Dict[str, Any]]:
@@ -657,27 +668,50 @@ UNKNOWN_LAYERS_NOTE = ("The model is known by params_b only: its layer count is 
                        "(one per node), with the weights split evenly between them; give config.json to plan it exactly.")
 
 
-def _search_data_parallel(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, replicas_per_node: List[int],
+def _search_data_parallel(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, replica_tensor_parallel: List[int],
                           **kw: Any) -> Optional[Dict[str, Any]]:
     """Data parallel replicas over every device of every node, each replica within one node (tensor parallel only).
 
-    Tries ``replicas_per_node`` in order (the backend's ``multinode_moe``); a count whose tensor-parallel size
-    the model cannot take is skipped.  With expert parallelism the routed experts are split over all
-    ``tp x dp`` devices (:func:`per_device_weight_bytes`), so a replica fits in a fraction of the memory a
-    whole copy of the model needs.
+    Tries the tensor-parallel sizes of one replica in ``replica_tensor_parallel``'s order (the backend's
+    ``multinode_moe``); a size the model cannot take, that does not divide a node, or that leaves a single replica
+    (no data parallelism: :func:`_search` plans that) is skipped.  With expert parallelism the routed experts are
+    split over all ``tp x dp`` devices (:func:`per_device_weight_bytes`), so a replica fits in a fraction of the
+    memory a whole copy of the model needs.
     """
     per_node, nodes = hw["devices_per_node"], hw["nodes"]
     ep_for = kw.pop("ep_for")
     sizes = valid_tensor_parallel(model, per_node)
-    for replicas in replicas_per_node:
-        if per_node % replicas or per_node // replicas not in sizes:
+    for tp in replica_tensor_parallel:
+        if tp not in sizes or per_node % tp:
             continue
-        tp = per_node // replicas
-        dp = replicas * nodes
+        dp = per_node // tp * nodes
+        if dp == 1:
+            continue
         layout = evaluate(model, hw, fmt, tp, 1, dp, ep_for(tp, dp), **kw)
         if layout["fits"]:
             return layout
     return None
+
+
+def _replica_layout(model: Dict[str, Any], hw: Dict[str, Any], fmt: str, spread: Optional[Dict[str, Any]],
+                    **kw: Any) -> Optional[Dict[str, Any]]:
+    """The backend's data-parallel layout for a mixture-of-experts model, where its tutorials run one; else None.
+
+    Over several nodes it is tried before one replica over the nodes.  On one host it is tried only when the host
+    has at least ``single_node_min_devices`` devices and nothing smaller than the whole host holds the model as one
+    tensor-parallel group (vllm-ascend runs DeepSeek-R1 W8A8 on one 16-NPU Atlas 800 A3 as data parallel 4 x tensor
+    parallel 4, not tensor parallel 16); a model that fits fewer devices keeps the smallest tensor-parallel size.
+    """
+    if not (model["moe"] and spread):
+        return None
+    per_node = hw["devices_per_node"]
+    if hw["nodes"] == 1:
+        if per_node < spread["single_node_min_devices"]:
+            return None
+        alone, dummy = _search(model, hw, fmt, per_node, **kw)
+        if alone and alone["devices"] < per_node:
+            return None
+    return _search_data_parallel(model, hw, fmt, spread["replica_tensor_parallel"], **kw)
 
 
 # --- the plan ---------------------------------------------------------------------------------
@@ -734,10 +768,7 @@ def plan_accelerator(model: Dict[str, Any], hw: Dict[str, Any], requested: Dict[
         layout = evaluate(model, hw, fmt, tp, pp, dp, ep_for(tp, dp, pp > 1 and tp * pp > per_node), **kw)
         found = layout if layout["fits"] else None
     else:
-        found = None
-        spread = options.get("multinode_moe")
-        if moe and nodes > 1 and spread:
-            found = _search_data_parallel(model, hw, fmt, spread["replicas_per_node"], ep_for=ep_for, **kw)
+        found = _replica_layout(model, hw, fmt, options.get("multinode_moe"), ep_for=ep_for, **kw)
         if found:
             layout = found
         else:
@@ -802,6 +833,9 @@ def memory_basis_reason(hw: Dict[str, Any]) -> str:
         text += f"; the driver's reservation ({basis['driver_reserved_fraction']:.2%}) is counted in the margin"
     if not basis["measured"]:
         text += f"; not measured here, so {basis['safety_fraction']:.0%} of the per-device budget is kept back"
+    if basis["square_mask_bytes"]:
+        text += (f"; {basis['square_mask_bytes']} bytes per max_model_len squared for attention masks are counted with "
+                 f"the KV cache ({basis['square_mask_source']})")
     return text
 
 
@@ -856,11 +890,8 @@ def _fixes(model: Dict[str, Any], hw: Dict[str, Any], layout: Dict[str, Any], wa
     for fmt in options.get("smaller_formats", []):
         if WEIGHT_FORMATS[fmt] >= current:
             continue
-        found = None
-        spread = options.get("multinode_moe")
-        if model["moe"] and nodes > 1 and spread:
-            # the planner's own layout for a mixture-of-experts model over nodes on this backend, as it would plan it
-            found = _search_data_parallel(model, hw, fmt, spread["replicas_per_node"], ep_for=ep_for, **kw)
+        # the planner's own layout for a mixture-of-experts model on this backend, as it would plan it
+        found = _replica_layout(model, hw, fmt, options.get("multinode_moe"), ep_for=ep_for, **kw)
         if not found:
             found, dummy = _search(model, hw, fmt, per_node * nodes, ep_for=ep_for, **kw)
         if found:

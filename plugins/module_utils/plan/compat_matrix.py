@@ -87,8 +87,17 @@ _ASCEND_X86_64_INDEX = {"x86_64": {"torch": PYTORCH_CPU_INDEX, "torch-npu": PYTO
 # ``variant_index``: upstream's WheelNext variant index, which carries an A3 / 310P build of the release but is only
 #   read by a variant-aware installer (uv-wheelnext); plain pip takes the A2 wheel (installation.md at v0.23.0,
 #   vllm-ascend PR #15449: "the standard pip wheel currently supports only A2").
+# * CONTAINER_IMAGE: vllm_install_method container runs upstream's image for the series (:func:`upstream_image`),
+#   which carries the build for its chip, so no series is refused for the PyPI wheel there.
 PYPI_WHEEL = "pypi"
 SOC_BUILD = "build"
+CONTAINER_IMAGE = "image"
+# vllm-ascend's images per Atlas series (docs/source/installation.md, "Set up using Docker"): vllm-ascend:<release>
+# for Atlas A2, <release>-a3 for A3, <release>-310p for the 300I Duo, built by Dockerfile, Dockerfile.a3 and
+# Dockerfile.310p (each also as -openeuler).  Upstream publishes them by tag only; no public record gives a release
+# tag's digest, so the plan names the tag and the operator pins the digest (vllm_container_image).
+ASCEND_IMAGE_REPOSITORY = "quay.io/ascend/vllm-ascend"
+ASCEND_IMAGE_SUFFIX = {ATLAS_A2: "", ATLAS_A3: "-a3", ATLAS_300I_DUO: "-310p"}
 SOC_VERSIONS = {ATLAS_A2: "ascend910b1", ATLAS_A3: "ascend910_9391", ATLAS_300I_DUO: "ascend310p1"}
 ASCEND_VARIANT_INDEX = "https://mirrors.huaweicloud.com/ascend/repos/pypi/variant"
 _WHEEL = {"from": PYPI_WHEEL}
@@ -403,6 +412,12 @@ def atlas_install(row: Dict[str, Any], series: Optional[str]) -> Optional[Dict[s
                           f"faqs.md); {fix}")
     return {"series": series, "from": how["from"], "soc_version": how.get("soc_version") or SOC_VERSIONS.get(series, ""),
             "variant_index": how.get("variant_index", ""), "note": how.get("note", "")}
+
+
+def upstream_image(row: Dict[str, Any], series: str) -> str:
+    """The tag of vllm-ascend's own image of ``row``'s release for an Atlas ``series`` (``quay.io/ascend/vllm-ascend:
+    v0.23.0-a3`` on A3)."""
+    return f"{ASCEND_IMAGE_REPOSITORY}:v{row['vllm_ascend']}{ASCEND_IMAGE_SUFFIX[series]}"
 
 
 def build_refusal(row: Dict[str, Any], install: Dict[str, Any]) -> str:

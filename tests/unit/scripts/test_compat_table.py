@@ -7,6 +7,8 @@ import os
 import sys
 import types
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import compat_table  # noqa: E402
@@ -38,7 +40,8 @@ def test_a_changed_row_is_drift():
                                     ASCEND_SUPPORTED_SERIES=compat_matrix.ASCEND_SUPPORTED_SERIES,
                                     ASCEND_EXPERIMENTAL_SERIES=compat_matrix.ASCEND_EXPERIMENTAL_SERIES,
                                     PYPI_WHEEL=compat_matrix.PYPI_WHEEL, SOC_VERSIONS=compat_matrix.SOC_VERSIONS,
-                                    release_family=compat_matrix.release_family)
+                                    release_family=compat_matrix.release_family,
+                                    select_cuda=compat_matrix.select_cuda, CompatError=compat_matrix.CompatError)
     assert compat_table.render(changed) != _committed()
 
 
@@ -74,3 +77,22 @@ def test_atlas_table_rows():
                                                  "`https://mirrors.huaweicloud.com/ascend/repos/pypi/variant`)"]
     assert rows["0.11.0"][3:] == ["PyPI wheel", "PyPI wheel", "build, `SOC_VERSION=ASCEND310P3`, from a wheelhouse"]
     assert rows["0.13.0"][5] == rows["0.9.1"][5] == rows["0.7.3"][5] == rows["0.7.3"][4] == "not supported"
+
+
+def _branch_rows():
+    text = _committed().split("### Which vLLM each NVIDIA driver branch gets", 1)[1].split("\n## ", 1)[0]
+    return {line.split("|")[1].strip(): [cell.strip() for cell in line.strip("|").split("|")][1:]
+            for line in text.splitlines() if line.startswith("| ") and line.split("|")[1].strip().isdigit()}
+
+
+# Issue 36 done-when 5: the generated table says which engine each driver branch gets.  CUDA 12 drivers get vLLM 0.19.1
+# (torch 2.10.0, whose x86_64 wheel requires nvidia-cuda-runtime-cu12 12.8; Python >=3.10,<3.14) or 0.11.0 on Python
+# 3.9; driver 580 and later the newest CUDA 13 row for the Python.
+@pytest.mark.parametrize("branch,cells", [
+    ("535", ["`0.11.0` (CUDA 12.8)"] + ["`0.19.1` (CUDA 12.8)"] * 4 + ["refused"]),
+    ("550", ["`0.11.0` (CUDA 12.8)"] + ["`0.19.1` (CUDA 12.8)"] * 4 + ["refused"]),
+    ("570", ["`0.11.0` (CUDA 12.8)"] + ["`0.19.1` (CUDA 12.8)"] * 4 + ["refused"]),
+    ("580", ["`0.11.0` (CUDA 12.8)", "`0.30.0` (CUDA 13.0)"] + ["`0.33.0` (CUDA 13.0)"] * 4),
+])
+def test_every_driver_branch_row_names_its_engine(branch, cells):
+    assert _branch_rows()[branch] == cells

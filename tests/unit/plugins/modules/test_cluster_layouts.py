@@ -9,6 +9,7 @@ import pytest
 from module_runner import run_main
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils import fact_contract
+from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import instance_lifecycle
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_cluster
@@ -114,20 +115,20 @@ def test_ascend_r1_members_get_upstreams_node_commands():
     assert not any("Ray" in rule["why"] for rule in head["firewall"])
 
 
-@pytest.mark.parametrize("replicas,expected", [
-    # upstream's order for the 8-device Atlas 800 A2: two replicas of tensor 4 per node first
-    ([2, 1, 4, 8], (4, 4)),
-    ([1, 2], (8, 2)),
-    # tensor 3 does not divide 8 devices; the next count is taken
-    ([3, 4], (2, 8)),
+@pytest.mark.parametrize("replica_tp,expected", [
+    # the Ascend record's order: replicas of tensor 4 first (two per 8-device Atlas 800 A2 node, DeepSeek-R1.md)
+    (backends.field("ascend", "multinode_moe")["replica_tensor_parallel"], (4, 4)),
+    ([8, 4], (8, 2)),
+    # tensor 3 does not divide 8 devices; the next size is taken
+    ([3, 2], (2, 8)),
 ])
-def test_data_parallel_search_takes_the_first_replica_count_that_fits(replicas, expected):
+def test_data_parallel_search_takes_the_first_replica_size_that_fits(replica_tp, expected):
     from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity
 
     model = capacity.model_from_config(dict(ch.model_config("deepseek-v3"), quantization_config=None))
     hw = {"devices_per_node": 8, "nodes": 2, "device_memory_mib": 65536}
     kw = dict(kv_bytes=2, need_len=4096, sequences=1, utilization=0.9, ep_for=lambda tp, dp: True)
-    found = capacity._search_data_parallel(model, hw, "w8a8", replicas, **kw)
+    found = capacity._search_data_parallel(model, hw, "w8a8", replica_tp, **kw)
     assert (found["tp"], found["dp"]) == expected and found["ep"] is True and found["pp"] == 1
 
 

@@ -384,6 +384,9 @@ def test_gpu_generation_picks_the_kernel_module(tmp_path, device_id, distributio
         assert plan["refusals"] == []
 
 
+# Issue 36 point 7: NVIDIA Driver Installation Guide, "Kernel Modules": "For cutting-edge platforms such as NVIDIA Grace
+# Hopper or NVIDIA Blackwell, you must use the open-source GPU kernel modules. The proprietary drivers are unsupported
+# on these platforms."
 @pytest.mark.parametrize("device_id, architecture, asked, module, refused", [
     # Blackwell (B200 0x2901, RTX 5090 0x2b85): proprietary refused on any CPU; auto is open.
     ("0x2901", "x86_64", "proprietary", "proprietary", True),

@@ -199,7 +199,39 @@ def test_atlas_a3_gets_a3_builds_only(version, packages, request_, expected):
 def test_atlas_a2_keeps_the_pypi_wheel():
     result = ok({"accelerators": plan_hosts.facts("atlas-800i-a2-64g-cann8.3"), "vllm_ascend_version": "0.11.0"})
     assert result["atlas_install"] == {"series": "A2", "from": "pypi", "soc_version": "ascend910b1", "variant_index": "",
-                                       "note": "", "wheelhouse": False}
+                                       "note": "", "wheelhouse": False, "image": ""}
+
+
+# Issue 36 point 4: in container mode A3 and the 300I Duo run upstream's image for their chip (vllm-ascend
+# docs/source/installation.md, "Set up using Docker": vllm-ascend:<release>-a3 and -310p, built by Dockerfile.a3 and
+# Dockerfile.310p), so the wheel's refusal does not apply; the plan names the tag and the operator pins its digest (no
+# public record gives one), which the container plan requires before any change.  pip and wheelhouse keep today's refusal.
+@pytest.mark.parametrize("host, version, packages, image", [
+    ("atlas-800i-a3-cann9.1", "0.23.0", {}, "quay.io/ascend/vllm-ascend:v0.23.0-a3"),
+    ("atlas-800i-a3-cann9.1", "0.13.0", toolkit("8.5.0"), "quay.io/ascend/vllm-ascend:v0.13.0-a3"),
+    ("atlas-800i-a3-cann9.1", "0.11.0", toolkit("8.3.RC1"), "quay.io/ascend/vllm-ascend:v0.11.0-a3"),
+    ("atlas-300i-duo-cann8.3", "0.11.0", {}, "quay.io/ascend/vllm-ascend:v0.11.0-310p"),
+    ("atlas-300i-duo-cann8.3", "0.23.0", toolkit("9.1.0"), "quay.io/ascend/vllm-ascend:v0.23.0-310p"),
+    ("atlas-800i-a2-64g-cann8.3", "0.11.0", {}, "quay.io/ascend/vllm-ascend:v0.11.0"),
+])
+def test_container_mode_runs_upstreams_image_for_the_series(host, version, packages, image):
+    result = ok(with_request(host, version, packages, install_method="container"))
+    install = result["atlas_install"]
+    assert install["from"] == "image" and install["image"] == image and install["wheelhouse"] is False
+    assert result["install_method"] == "container"
+    note = next(note for note in result["notes"] if image in note)
+    assert "vllm_container_image" in note and "@sha256:<digest>" in note
+
+
+@pytest.mark.parametrize("host, version, packages, method", [
+    ("atlas-800i-a3-cann9.1", "0.23.0", {}, "wheel"),
+    ("atlas-800i-a3-cann9.1", "0.23.0", {}, "source"),
+    ("atlas-300i-duo-cann8.3", "0.11.0", {}, "wheel"),
+])
+def test_pip_on_a3_and_300i_duo_keeps_the_wheel_refusal(host, version, packages, method):
+    request = {"install_method": method, "source_url": "git+https://example.invalid/vllm-ascend@v1"}
+    failed, result = run(with_request(host, version, packages, **request))
+    assert failed and "the PyPI wheel of vllm-ascend" in result["msg"] and "from a wheelhouse" in result["msg"], result
 
 
 def test_ascend_910_a1_is_refused():

@@ -2,7 +2,9 @@
 
 vLLM's ``--quantization fp8`` quantizes a 16-bit checkpoint to FP8 while loading it; with the default
 ``vllm_model_weight_dtype: auto`` the plan used to size the checkpoint's bf16 (a Llama-3.1-70B-shaped model on one
-H200 refused at 131.42 GiB of weights where vLLM loads about 68 GiB).
+H200 refused at 131.42 GiB of weights where vLLM loads about 68 GiB).  Upstream: vLLM's docs/features/quantization/fp8.md
+("Online Dynamic Quantization": ``--quantization fp8`` on a BF16/FP16 checkpoint) and
+vllm/model_executor/layers/quantization/fp8.py (Fp8Config quantizes the linear weights to FP8 while loading them).
 """
 
 import pytest

@@ -6,11 +6,9 @@ capacity.  No plan may set max_model_len above what that budget gives; where the
 this project the plan keeps a margin instead of planning to the exact limit.
 """
 
-import json
-import os
 
 import pytest
-from conftest import FIXTURES
+from conftest import model_spec
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import capacity as cap
@@ -21,12 +19,7 @@ CUDA = backends.backend("cuda")
 OPTIONS = {"min_model_len": 4096, "concurrent_sequences": 1, "smaller_formats": ["w8a8", "w4a8"]}
 
 
-def model(name, fmt=None):
-    with open(os.path.join(FIXTURES, "models", name + ".json")) as handle:
-        spec = cap.model_from_config(json.load(handle))
-    if fmt:
-        spec.update(weight_dtype=fmt, block_fp8=False)
-    return spec
+model = model_spec
 
 
 def hw(mib, basis, per_node=8, nodes=1):

@@ -91,7 +91,9 @@ def test_install_hooks(host, backend, request_, before, after):
 
 @pytest.mark.parametrize("host, request_", [
     # Issue 36: the CPU row's torch step adds the PyTorch CPU index and pins torch==...+cpu itself, so a
-    # Kunpeng 920 CPU-only host plans with no index of the user's (it was refused unless one was named).
+    # Kunpeng 920 CPU-only host plans with no index of the user's (it was refused unless one was named).  Upstream:
+    # PyTorch's install page (pytorch.org/get-started/locally, Linux, pip, CPU) names https://download.pytorch.org/whl/cpu
+    # for the +cpu builds, aarch64 included.
     ("cpu-kunpeng920", {"architecture": "aarch64"}),
     ("cpu-neoverse-v1", {"architecture": "aarch64"}),
     ("cpu-kunpeng920", {"architecture": "aarch64", "pip_extra_index_urls": ["https://mirror.example/cpu"]}),
