@@ -538,4 +538,5 @@ def plan_host(params: Dict[str, Any]) -> Dict[str, Any]:
         plan["cpu_runtime"] = cpu_env
         plan["service"] = service.service_spec(backends.get(backend), facts, params.get("visible_devices") or "", cpu_env,
                                                params.get("driver_facts"))
+        plan["service"]["environment"].update(service.layout_environment(backends.get(backend), plan.get("engine_args") or {}))
     return plan

@@ -44,6 +44,21 @@ def _environment(record: Mapping[str, Any], visible_devices: str, cpu_runtime: O
     return env
 
 
+def layout_environment(backend_record: Mapping[str, Any], engine_args: Mapping[str, Any]) -> Dict[str, str]:
+    """The environment a data-parallel, expert-parallel layout adds on one host (the backend's ``multinode_moe`` env).
+
+    Multi-node members also get it from the cluster plan (the same values); a single host that the plan runs as replicas with expert
+    parallelism (one 16-NPU Atlas 800 A3: DeepSeek-R1.md's "Single-Node Online Deployment" exports
+    ``PYTORCH_NPU_ALLOC_CONF=expandable_segments:True`` and the HCCL/OMP settings as the multi-node one does)
+    gets the same here.  Other layouts, and backends without ``multinode_moe``, add nothing.
+    """
+    spread = backend_record.get("multinode_moe") or {}
+    replicas = int(engine_args.get("data_parallel_size") or 1)
+    if not spread or replicas < 2 or not engine_args.get("enable_expert_parallel"):
+        return {}
+    return {key: str(value) for key, value in spread["env"].items()}
+
+
 def with_driver(entry: Mapping[str, Any], backend_record: Mapping[str, Any],
                 driver_facts: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     """``entry`` with what the backend's driver role reported, when its fact is in ``driver_facts``.

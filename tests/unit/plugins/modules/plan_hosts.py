@@ -117,10 +117,12 @@ def facts(name: str) -> Dict[str, Any]:
     return copy.deepcopy(_CACHE[name])
 
 
-def role_plan(name: str, backend: str = "auto", engine_args: Optional[Dict[str, Any]] = None, **request: Any) -> Dict[str, Any]:
+def role_plan(name: str, backend: str = "auto", engine_args: Optional[Dict[str, Any]] = None,
+              plan_args: Optional[Dict[str, Any]] = None, **request: Any) -> Dict[str, Any]:
     """kunpeng_vllm_plan of a replayed host as the vllm role asks for it (the real planner, with a request).
 
-    ``request`` holds the role's variables without the ``vllm_`` prefix (deployment.REQUEST_DEFAULTS).
+    ``request`` holds the role's variables without the ``vllm_`` prefix (deployment.REQUEST_DEFAULTS);
+    ``plan_args`` other options of kunpeng.vllm.vllm_plan (model_config, weight_dtype, ...).
     """
     from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import deployment
     from ansible_collections.kunpeng.vllm.plugins.modules import vllm_plan
@@ -129,4 +131,5 @@ def role_plan(name: str, backend: str = "auto", engine_args: Optional[Dict[str, 
     args.update(accelerators=facts(name), backend=backend, python_version="3.11", distribution="Debian 12",
                 model_name="smollm2", requested_engine_args=engine_args or {},
                 request=dict({"install_dir": "/opt/vllm"}, **request))
+    args.update(plan_args or {})
     return deployment.plan_host(args)

@@ -73,3 +73,34 @@ def test_the_cpu_engine_needs_its_runtime_settings():
 def test_a_value_that_would_break_out_is_refused(visible):
     with pytest.raises(ServiceError, match="CUDA_VISIBLE_DEVICES"):
         service_spec(backends.get("cuda"), plan_hosts.facts("hgx-h100"), visible, None, {})
+
+
+DP_ENV = {"HCCL_BUFFSIZE": "200", "OMP_PROC_BIND": "false", "OMP_NUM_THREADS": "1",
+          "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}
+
+
+# vllm-ascend docs/source/tutorials/models/DeepSeek-R1.md, "Single-Node Online Deployment" on one Atlas 800 A3:
+# dp4 x tp4 with --enable-expert-parallel, and the same exports as the multi-node data-parallel deployment.
+@pytest.mark.parametrize("backend, engine_args, expected", [
+    ("ascend", {"data_parallel_size": 4, "tensor_parallel_size": 4, "enable_expert_parallel": True}, DP_ENV),
+    ("ascend", {"data_parallel_size": 1, "tensor_parallel_size": 8, "enable_expert_parallel": True}, {}),
+    ("ascend", {"tensor_parallel_size": 16}, {}),
+    ("ascend", {"data_parallel_size": 2, "tensor_parallel_size": 4, "enable_expert_parallel": False}, {}),
+    ("cuda", {"data_parallel_size": 4, "tensor_parallel_size": 2, "enable_expert_parallel": True}, {}),
+    ("cpu", {}, {}),
+])
+def test_a_single_host_data_parallel_layout_gets_the_tutorials_environment(backend, engine_args, expected):
+    from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.service import layout_environment
+    assert layout_environment(backends.get(backend), engine_args) == expected
+
+
+def test_one_a3_host_serving_deepseek_r1_w8a8_exports_it():
+    """Through the real planner on the replayed Atlas 800I A3 host: dp4 x tp4 + EP, and the service carries the env."""
+    import json
+    with open(os.path.join(plan_hosts.FIXTURES, "models", "deepseek-v3.json")) as handle:
+        config = json.load(handle)
+    plan = plan_hosts.role_plan("atlas-800i-a3-cann9.1", plan_args={"model_config": config, "weight_dtype": "w8a8"},
+                                install_method="container")
+    args = plan["engine_args"]
+    assert (args["data_parallel_size"], args["tensor_parallel_size"], args["enable_expert_parallel"]) == (4, 4, True)
+    assert DP_ENV.items() <= plan["service"]["environment"].items()
