@@ -444,7 +444,8 @@ def _unpack(module, p):
     try:
         with open(archive, "rb") as handle:
             found, _count = extract.extract_checked(handle, partial,
-                                                    module.get_bin_path("zstd") if kind == "zstd" else None)
+                                                    module.get_bin_path("zstd") if kind == "zstd" else None,
+                                                    interpreter_links=True)
     except (extract.Refused, OSError, tarfile.TarError) as error:
         shutil.rmtree(partial, ignore_errors=True)
         module.fail_json(msg=f"vllm_artifact: unpacking {archive} was refused: {error}. Nothing was unpacked; delete "
@@ -458,9 +459,7 @@ def _unpack(module, p):
             manifest = json.load(handle)
     except (OSError, ValueError):
         manifest = {}
-    problems = []
-    if manifest.get("lock") != sidecar["lock"]:
-        problems.append("the lock inside the archive is not the sidecar's")
+    problems = art.manifest_problems(manifest, sidecar)
     if not problems:
         site = _site_packages_of(module, partial, venv)
         problems = art.compare_locks(sidecar["lock"], art.read_lock(site))

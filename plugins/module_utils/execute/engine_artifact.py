@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 
 FORMAT = 1
 MANIFEST = ".kunpeng-artifact.json"
@@ -312,10 +313,28 @@ def sidecar_problems(data):
             problems.append(f"{key} is not a whole number")
     prefix = data.get("prefix")
     absolute = isinstance(prefix, str) and prefix.startswith("/")
-    if not absolute or os.path.normpath(prefix) != prefix or re.search(r"[\x00-\x1f\x7f]", prefix):
-        problems.append(f"prefix {prefix!r} is not a normalised absolute path")
+    if (not absolute or prefix == "/" or os.path.normpath(prefix) != prefix
+            or re.search(r"[\x00-\x1f\x7f]", prefix)):
+        problems.append(f"prefix {prefix!r} is not a normalised absolute path below /")
     if not isinstance(data.get("identity"), dict):
         problems.append("identity is not a mapping")
+    return problems
+
+
+def manifest_problems(manifest, sidecar_data):
+    """Why the manifest read from inside an unpacked archive may not be acted on (empty: it may).
+
+    Relocation rewrites the manifest's ``prefix`` in the tree: it must be the
+    sidecar's (checked by :func:`sidecar_problems`), as the lock must be.
+    """
+    if not isinstance(manifest, dict):
+        return ["the archive holds no manifest"]
+    problems = []
+    if manifest.get("lock") != sidecar_data["lock"]:
+        problems.append("the lock inside the archive is not the sidecar's")
+    if manifest.get("prefix") != sidecar_data["prefix"]:
+        problems.append(f"the prefix inside the archive ({manifest.get('prefix')!r}) is not the sidecar's "
+                        f"({sidecar_data['prefix']!r})")
     return problems
 
 
@@ -374,17 +393,25 @@ def relocate(venv, old_prefix, new_prefix=None):
     for path in paths:
         if os.path.islink(path) or not os.path.isfile(path):
             continue
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
-        with os.fdopen(fd, "r+b") as handle:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
             data = handle.read()
-            if b"\0" in data[:8192] or old not in data:
-                continue
-            updated = pattern.sub(new.replace(b"\\", b"\\\\"), data)
-            if updated != data:
-                handle.seek(0)
+        if b"\0" in data[:8192] or old not in data:
+            continue
+        updated = pattern.sub(new.replace(b"\\", b"\\\\"), data)
+        if updated != data:
+            # A new file renamed over the old one, never a write in place: a hard
+            # link in the tree may share its inode with a file elsewhere.
+            staged = path + ".kunpeng-relocate"
+            if os.path.lexists(staged):
+                os.unlink(staged)
+            out = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(out, "wb") as handle:
                 handle.write(updated)
-                handle.truncate()
-                changed.append(path)
+                os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode))
+            os.replace(staged, path)
+            changed.append(path)
     return changed
 
 

@@ -251,6 +251,35 @@ def test_a_bin_symlink_out_of_the_tree_is_refused_and_nothing_outside_is_rewritt
     assert not os.path.exists(target) and not os.path.exists(target + state.STAGING_SUFFIX)
 
 
+def test_a_hard_link_through_the_interpreter_link_is_refused_and_the_file_outside_kept(packed, tmp_path):
+    """Issue 37 finding 4: bin/python9 -> <dir>/python passes as an interpreter link; bin/activate9 hard-linked
+    through it would share the inode of a host file that relocation then rewrites as root."""
+    import tarfile
+    interpreter = tmp_path / "outside" / "python"
+    interpreter.mkdir(parents=True)
+    victim = interpreter / "victim"
+    victim.write_text(f"#!{packed['sidecar']['prefix']}/bin/python\n")
+    archive, sidecar = _crafted(packed, tmp_path, extra=[
+        (_info("./bin/python9", tarfile.SYMTYPE, linkname=str(interpreter)), b""),
+        (_info("./bin/activate9", tarfile.LNKTYPE, linkname="./bin/python9/victim"), b"")])
+    target = str(tmp_path / "venv")
+    failed, result = _unpack(archive, sidecar, target)
+    assert failed and "hard link" in result["msg"], result
+    assert victim.read_text() == f"#!{packed['sidecar']['prefix']}/bin/python\n" and victim.stat().st_nlink == 1
+    assert not os.path.exists(target) and not os.path.exists(target + state.STAGING_SUFFIX)
+
+
+def test_a_manifest_prefix_other_than_the_sidecars_is_refused_before_relocation(packed, tmp_path):
+    """The manifest's prefix is what relocation rewrites: '/' or another tree's path would rewrite more."""
+    manifest = json.dumps({"format": art.FORMAT, "lock": packed["sidecar"]["lock"], "prefix": "/"}).encode()
+    archive, sidecar = _crafted(packed, tmp_path, drop=(art.MANIFEST, "./" + art.MANIFEST),
+                                extra=[(_info(art.MANIFEST, __import__("tarfile").REGTYPE), manifest)])
+    target = str(tmp_path / "venv")
+    failed, result = _unpack(archive, sidecar, target)
+    assert failed and "the prefix inside the archive ('/')" in result["msg"], result
+    assert not os.path.exists(target) and not os.path.exists(target + state.STAGING_SUFFIX)
+
+
 def test_setuid_files_and_foreign_owners_lose_their_privileges(packed, tmp_path):
     import tarfile
     archive, sidecar = _crafted(packed, tmp_path, extra=[(_info("./bin/rootshell", tarfile.REGTYPE, mode=0o4755,
