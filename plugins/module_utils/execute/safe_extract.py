@@ -249,3 +249,48 @@ def extract_checked(handle, dest, zstd=None, interpreter_links=False, compressed
     if rc != 0 or failure:
         raise Refused(f"zstd could not decompress the archive (exit status {rc})")
     return reader.drain(), count
+
+
+# Archive names a model URL may end in, and whether zstd reads them (tarfile reads the others itself).
+_ARCHIVE_SUFFIXES = ((".tar.zst", True), (".tzst", True), (".tar", False), (".tar.gz", False), (".tgz", False),
+                     (".tar.bz2", False), (".tbz2", False), (".tar.xz", False), (".txz", False))
+
+
+def needs_zstd(name):
+    """Whether the archive ``name`` (a file name or URL) is zstd-compressed; ValueError when it is no tar archive."""
+    path = str(name).split("?", 1)[0].split("#", 1)[0].lower()
+    for suffix, zstd in _ARCHIVE_SUFFIXES:
+        if path.endswith(suffix):
+            return zstd
+    raise ValueError(f"{name!r} is not a tar archive (" + ", ".join(s for s, _z in _ARCHIVE_SUFFIXES) + ")")
+
+
+def unpack_tree(archive, dest, sha256, zstd=None):
+    """Unpack the tar ``archive`` as the directory ``dest`` (what was there is replaced), checked against ``sha256``.
+
+    The tree is written beside ``dest`` and renamed into place only when
+    every member was accepted and the bytes read hash to ``sha256``; on any
+    refusal nothing of it is left.  ``zstd``: the zstd binary when the
+    archive is zstd-compressed (gzip, bzip2 and xz are read by tarfile).
+    Returns the number of members.
+    """
+    parent = os.path.dirname(dest.rstrip("/")) or "/"
+    staging = os.path.join(parent, f".{os.path.basename(dest.rstrip('/'))}.unpack")
+    shutil.rmtree(staging, ignore_errors=True)
+    os.mkdir(staging, 0o700)
+    try:
+        with open(archive, "rb") as handle:
+            found, count = extract_checked(handle, staging, zstd, compressed=zstd is None)
+        if found != sha256:
+            raise Refused(f"{archive} has sha256 {found}, not {sha256}: it changed after it was checked")
+        os.chmod(staging, 0o750)
+        if os.path.lexists(dest):
+            if os.path.isdir(dest) and not os.path.islink(dest):
+                shutil.rmtree(dest)
+            else:
+                os.unlink(dest)
+        os.rename(staging, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return count

@@ -32,7 +32,7 @@ import os
 import re
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
-from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact, safe_extract
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, engine_args
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -274,7 +274,14 @@ def _model_src(name, value, ctx):
     if text.startswith("/"):
         return _path(name, text, ctx)
     if "://" in text:
-        return _url(name, text, ctx)
+        problem = _url(name, text, ctx)
+        if problem is None and ctx["values"].get("vllm_model_source") == "url":
+            # The archive is unpacked by the filtering extractor, which reads tar archives only.
+            try:
+                safe_extract.needs_zstd(text)
+            except ValueError as error:
+                return f"{name}: {error}; publish the model as a tar archive"
+        return problem
     return _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$"),
                   "an absolute path, an http(s):// URL or a repository id such as org/model")(name, text, ctx)
 
