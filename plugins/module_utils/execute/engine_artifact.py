@@ -116,6 +116,36 @@ def read_lock(site_packages):
     return {"format": FORMAT, "distributions": dists}
 
 
+def tree_digest(root, skip=()):
+    """sha256 of the whole tree below ``root``: every entry's relative path, kind, owner-execute bit, and a file's
+    content sha256 or a link's target.  Nothing is followed; names in ``skip`` (relative) are left out.
+
+    The lock's RECORD digests pin what the installer wrote; this pins what is
+    there, so a file changed after the install (RECORD left alone) gives
+    another digest.
+    """
+    digest = hashlib.sha256()
+    for current, dirs, files in os.walk(root):
+        dirs.sort()
+        rel_dir = os.path.relpath(current, root)
+        for name in sorted(dirs + files):
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            if rel in skip:
+                continue
+            path = os.path.join(current, name)
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                entry = f"l {rel} {os.readlink(path)}"
+            elif stat.S_ISDIR(info.st_mode):
+                entry = f"d {rel}"
+            elif stat.S_ISREG(info.st_mode):
+                entry = f"f {rel} {'x' if info.st_mode & stat.S_IXUSR else '-'} {_sha256_file(path)}"
+            else:
+                entry = f"? {rel}"
+            digest.update(entry.encode("utf-8", "surrogateescape") + b"\0")
+    return digest.hexdigest()
+
+
 REMOVED, ADDED, VERSION, CONTENT = "removed", "added", "version", "content"
 
 
@@ -302,6 +332,9 @@ def sidecar_problems(data):
     lock = data.get("lock")
     if not isinstance(lock, dict) or not isinstance(lock.get("distributions"), dict):
         problems.append("lock holds no distributions")
+    elif not isinstance(lock.get("tree"), str) or not _SHA256_RE.match(lock["tree"]):
+        problems.append("lock holds no tree digest (an artifact packed before 0.3.0: the next build publishes one "
+                        "with it)")
     elif not isinstance(name, str) or name != f"{combo}-{lock_digest(lock)[:12]}":
         problems.append(f"name {name!r} is not its combination followed by its lock's digest")
     if data.get("archive") not in [f"{name}{suffix}" for suffix in SUFFIXES.values()]:
