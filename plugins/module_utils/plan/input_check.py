@@ -54,8 +54,9 @@ _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 _HOST = re.compile(r"^[A-Za-z0-9.:_-]+$")
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.+_-]*$")
-# What systemd's EnvironmentFile= and POSIX sh read alike without quotes.
-_API_KEY = re.compile(r"^[A-Za-z0-9._~+/=-]+$")
+# What systemd's EnvironmentFile= and POSIX sh read alike without quotes; no
+# '~': sh expands VLLM_API_KEY=~root to /root, systemd does not.
+_API_KEY = re.compile(r"^[A-Za-z0-9._+/=-]+$")
 _DEVICES = re.compile(r"^[A-Za-z0-9,:_-]*$")
 
 # Free-form environment-file values (vllm_environment, the CPU binding) are
@@ -616,7 +617,7 @@ RULES = {
         "vllm_host": _host,
         "vllm_port": _int_range(1, 65535),
         # Written unquoted (clients and playbooks/benchmark.yml read it back as is).
-        "vllm_api_key": _env_value(_API_KEY, "a key of letters, digits and . _ ~ + / = - (base64, hex or a UUID)",
+        "vllm_api_key": _env_value(_API_KEY, "a key of letters, digits and . _ + / = - (base64, hex or a UUID)",
                                    secret=True),
         "vllm_engine_args": _engine_args,
         "vllm_visible_devices": _env_value(_DEVICES, "device indices or UUIDs separated by ',' (for example 0,1)"),
@@ -739,7 +740,7 @@ RULES = {
         "gateway_tls_certificate": _opt_controller_path,
         "gateway_tls_key": _opt_controller_path,
         "gateway_tls_port": _port,
-        "gateway_api_keys": _list_of(_regex(_API_KEY, "a key of letters, digits and . _ ~ + / = -", secret=True)),
+        "gateway_api_keys": _list_of(_regex(_API_KEY, "a key of letters, digits and . _ + / = -", secret=True)),
         "gateway_timeout_connect": _int_range(1, 86400),
         "gateway_timeout_client": _int_range(1, 86400),
         "gateway_timeout_server": _int_range(1, 86400),

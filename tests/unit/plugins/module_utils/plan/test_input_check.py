@@ -109,6 +109,8 @@ CASES = [
     ("vllm", "vllm_port", "eighty", "argument_spec"),
     ("vllm", "vllm_api_key", NL, "characters"),
     ("vllm", "vllm_api_key", "abc'def", "characters"),
+    # the launcher (POSIX sh) would read ~root as /root, the unit as ~root (issue 37, low)
+    ("vllm", "vllm_api_key", "~root", "characters"),
     ("vllm", "vllm_engine_args", {"no-such-option": 1}, "engine_option"),
     ("vllm", "vllm_engine_args", {"max-model-len": "lots"}, "wrong_type"),
     ("vllm", "vllm_engine_args", {"chat-template": "x\ny"}, "characters"),
