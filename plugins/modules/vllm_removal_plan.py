@@ -52,6 +52,13 @@ options:
     description: Where the Quadlet files of container mode are (C(vllm-*.container)).
     type: path
     default: /etc/containers/systemd
+  backup_dir:
+    description:
+      - Where the entry point snapshot keeps its folders (C(vllm_backup_dir)). They hold copies of the instances' API
+        keys, so removing every instance removes the snapshot folders too (those named C(YYYYMMDDTHHMMSSZ) only).
+      - Empty leaves the snapshots alone.
+    type: path
+    default: ""
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
   - kunpeng.vllm.vllm_layout
@@ -156,13 +163,14 @@ def main():
             remove_models=dict(type="bool", default=False),
             unit_dir=dict(type="path", default="/etc/systemd/system"),
             quadlet_dir=dict(type="path", default=QUADLET_DIR),
+            backup_dir=dict(type="path", default=""),
         ),
         supports_check_mode=True,
     )
     p = module.params
     module.exit_json(changed=False, **read_removal(p["instances"], p["install_dir"], p["config_dir"], p["cache_dir"],
                                                    p["model_root"], p["remove_models"], p["unit_dir"],
-                                                   p["quadlet_dir"]))
+                                                   p["quadlet_dir"], p["backup_dir"]))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 
 FORMAT = 1
 MANIFEST = ".kunpeng-artifact.json"
@@ -113,6 +114,36 @@ def read_lock(site_packages):
         dists[normalize(name)] = {"version": version, "sha256": _sha256_file(os.path.join(folder, hashed)),
                                   "hashed": hashed}
     return {"format": FORMAT, "distributions": dists}
+
+
+def tree_digest(root, skip=()):
+    """sha256 of the whole tree below ``root``: every entry's relative path, kind, owner-execute bit, and a file's
+    content sha256 or a link's target.  Nothing is followed; names in ``skip`` (relative) are left out.
+
+    The lock's RECORD digests pin what the installer wrote; this pins what is
+    there, so a file changed after the install (RECORD left alone) gives
+    another digest.
+    """
+    digest = hashlib.sha256()
+    for current, dirs, files in os.walk(root):
+        dirs.sort()
+        rel_dir = os.path.relpath(current, root)
+        for name in sorted(dirs + files):
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            if rel in skip:
+                continue
+            path = os.path.join(current, name)
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                entry = f"l {rel} {os.readlink(path)}"
+            elif stat.S_ISDIR(info.st_mode):
+                entry = f"d {rel}"
+            elif stat.S_ISREG(info.st_mode):
+                entry = f"f {rel} {'x' if info.st_mode & stat.S_IXUSR else '-'} {_sha256_file(path)}"
+            else:
+                entry = f"? {rel}"
+            digest.update(entry.encode("utf-8", "surrogateescape") + b"\0")
+    return digest.hexdigest()
 
 
 REMOVED, ADDED, VERSION, CONTENT = "removed", "added", "version", "content"
@@ -301,6 +332,9 @@ def sidecar_problems(data):
     lock = data.get("lock")
     if not isinstance(lock, dict) or not isinstance(lock.get("distributions"), dict):
         problems.append("lock holds no distributions")
+    elif not isinstance(lock.get("tree"), str) or not _SHA256_RE.match(lock["tree"]):
+        problems.append("lock holds no tree digest (an artifact packed before 0.3.0: the next build publishes one "
+                        "with it)")
     elif not isinstance(name, str) or name != f"{combo}-{lock_digest(lock)[:12]}":
         problems.append(f"name {name!r} is not its combination followed by its lock's digest")
     if data.get("archive") not in [f"{name}{suffix}" for suffix in SUFFIXES.values()]:
@@ -312,10 +346,28 @@ def sidecar_problems(data):
             problems.append(f"{key} is not a whole number")
     prefix = data.get("prefix")
     absolute = isinstance(prefix, str) and prefix.startswith("/")
-    if not absolute or os.path.normpath(prefix) != prefix or re.search(r"[\x00-\x1f\x7f]", prefix):
-        problems.append(f"prefix {prefix!r} is not a normalised absolute path")
+    if (not absolute or prefix == "/" or os.path.normpath(prefix) != prefix
+            or re.search(r"[\x00-\x1f\x7f]", prefix)):
+        problems.append(f"prefix {prefix!r} is not a normalised absolute path below /")
     if not isinstance(data.get("identity"), dict):
         problems.append("identity is not a mapping")
+    return problems
+
+
+def manifest_problems(manifest, sidecar_data):
+    """Why the manifest read from inside an unpacked archive may not be acted on (empty: it may).
+
+    Relocation rewrites the manifest's ``prefix`` in the tree: it must be the
+    sidecar's (checked by :func:`sidecar_problems`), as the lock must be.
+    """
+    if not isinstance(manifest, dict):
+        return ["the archive holds no manifest"]
+    problems = []
+    if manifest.get("lock") != sidecar_data["lock"]:
+        problems.append("the lock inside the archive is not the sidecar's")
+    if manifest.get("prefix") != sidecar_data["prefix"]:
+        problems.append(f"the prefix inside the archive ({manifest.get('prefix')!r}) is not the sidecar's "
+                        f"({sidecar_data['prefix']!r})")
     return problems
 
 
@@ -374,17 +426,25 @@ def relocate(venv, old_prefix, new_prefix=None):
     for path in paths:
         if os.path.islink(path) or not os.path.isfile(path):
             continue
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
-        with os.fdopen(fd, "r+b") as handle:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
             data = handle.read()
-            if b"\0" in data[:8192] or old not in data:
-                continue
-            updated = pattern.sub(new.replace(b"\\", b"\\\\"), data)
-            if updated != data:
-                handle.seek(0)
+        if b"\0" in data[:8192] or old not in data:
+            continue
+        updated = pattern.sub(new.replace(b"\\", b"\\\\"), data)
+        if updated != data:
+            # A new file renamed over the old one, never a write in place: a hard
+            # link in the tree may share its inode with a file elsewhere.
+            staged = path + ".kunpeng-relocate"
+            if os.path.lexists(staged):
+                os.unlink(staged)
+            out = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(out, "wb") as handle:
                 handle.write(updated)
-                handle.truncate()
-                changed.append(path)
+                os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode))
+            os.replace(staged, path)
+            changed.append(path)
     return changed
 
 

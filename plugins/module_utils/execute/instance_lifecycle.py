@@ -327,7 +327,7 @@ def container_images(units, owners, names, image_records):
 
 
 def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, remove_models,
-                 engine_entries=(), model_root_dirs=(), image_records=None, quadlets=None):
+                 engine_entries=(), model_root_dirs=(), image_records=None, quadlets=None, backups=()):
     """What playbooks/uninstall.yml removes on one host.
 
     ``units`` maps each ``vllm-*.service`` file name of the host to its text,
@@ -344,6 +344,9 @@ def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, re
     ``remove_models`` and only below ``model_root``: those the removed
     engine units serve, and on a full removal every directory in
     ``model_root_dirs`` as well; a model elsewhere is never removed.
+    ``backups``: the snapshot folders below ``vllm_backup_dir``; they hold
+    copies of every instance's API key, so a full removal takes those of
+    the snapshot's own name form (:data:`BACKUP_NAME`) with it.
     """
     quadlets = quadlets or {}
     owners = {}
@@ -373,6 +376,7 @@ def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, re
     paths += [os.path.join(install_dir, record.format(name=n)) for n in names for record in IMAGE_RECORDS]
     if full:
         paths += sorted(engine_entries)
+        paths += sorted(b for b in backups if BACKUP_NAME.match(os.path.basename(b)))
     if remove_models:
         paths += model_dirs
     unit_files = sorted(f for n in names for f in owners[n] if f in units)
@@ -455,8 +459,10 @@ def read_instance(instance, install_dir, config_dir, unit_dir):
     return state
 
 
-def read_removal(only, install_dir, config_dir, cache_dir, model_root, remove_models, unit_dir, quadlet_dir=None):
-    """:func:`removal_plan` on what the host holds (the Quadlet files in ``quadlet_dir`` too)."""
+def read_removal(only, install_dir, config_dir, cache_dir, model_root, remove_models, unit_dir, quadlet_dir=None,
+                 backup_dir=""):
+    """:func:`removal_plan` on what the host holds (the Quadlet files in ``quadlet_dir``, the snapshots in
+    ``backup_dir`` too)."""
     units = read_units(unit_dir)
     quadlets = read_quadlets(quadlet_dir)
     plan = removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, remove_models,
@@ -469,5 +475,7 @@ def read_removal(only, install_dir, config_dir, cache_dir, model_root, remove_mo
     entries = [os.path.join(install_dir, e) for e in _listdir(install_dir)] if full else []
     roots = [os.path.join(model_root, d) for d in _listdir(model_root)
              if os.path.isdir(os.path.join(model_root, d))] if full and remove_models else []
+    backups = [os.path.join(backup_dir, d) for d in _listdir(backup_dir)] if full and backup_dir else []
     return removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, remove_models,
-                        engine_entries=entries, model_root_dirs=roots, image_records=records, quadlets=quadlets)
+                        engine_entries=entries, model_root_dirs=roots, image_records=records, quadlets=quadlets,
+                        backups=backups)

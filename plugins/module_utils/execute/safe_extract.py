@@ -8,11 +8,12 @@ owners, writes through a symlink an earlier member planted, and reads the
 archive again after its hash was checked.  :func:`extract` reads the tar
 stream once, from the open file the caller hashes as it goes, and writes:
 
-- regular files (permission bits only: no setuid, setgid or sticky bit),
-  directories, and hard links to a file it already wrote;
-- symlinks whose target stays inside the tree, plus the one kind a
-  virtualenv needs outside it: ``bin/python*`` naming an absolute
-  interpreter path;
+- regular files (permission bits only: no setuid, setgid or sticky bit, no
+  write bit for group or other), directories, and hard links to a file it
+  already wrote, reached without passing a symlink;
+- symlinks whose target stays inside the tree, plus, for an engine
+  virtualenv only (``interpreter_links``), the one kind it needs outside it:
+  ``bin/python*`` naming an absolute ``.../python*`` interpreter path;
 - every entry owned by the extracting user (root), never the archive's uid;
 - nothing through a symlink: a member below a symlink member is refused,
   files are opened with ``O_NOFOLLOW``.
@@ -38,6 +39,11 @@ import threading
 
 CHUNK = 1 << 20
 _INTERPRETER_LINK = re.compile(r"^bin/python[0-9.]*$")
+# What such a link may name: an interpreter, never a directory (a hard link or
+# a write through bin/python3 -> /etc would reach the host's files).
+_INTERPRETER_TARGET = re.compile(r"^(/[A-Za-z0-9._+-]+)*/python[0-9.]*$")
+# Permission bits kept: the owner's, and read/execute for group and other.
+_MODE_KEPT = 0o755
 
 
 class Refused(Exception):
@@ -72,10 +78,15 @@ def member_name(name):
     return "/".join(parts)
 
 
-def link_problem(name, target):
-    """Why a symlink ``name`` -> ``target`` may not be written (None: it may)."""
+def link_problem(name, target, interpreter_links=False):
+    """Why a symlink ``name`` -> ``target`` may not be written (None: it may).
+
+    ``interpreter_links``: the tree is an engine virtualenv, whose
+    ``bin/python*`` names the host's interpreter by its absolute path.
+    """
     if target.startswith("/"):
-        if _INTERPRETER_LINK.match(name) and ".." not in target.split("/"):
+        if (interpreter_links and _INTERPRETER_LINK.match(name) and _INTERPRETER_TARGET.match(target)
+                and not {".", ".."} & set(target.split("/"))):
             return None
         return f"{name!r} links to {target!r}, outside the tree"
     parts = [part for part in target.split("/") if part not in ("", ".")]
@@ -103,26 +114,44 @@ def write_new_file(path, data, mode=0o644):
         handle.write(data)
 
 
-def extract(stream, dest):
+def _below_link(name, links):
+    """The symlink member ``name`` lies below (None: it lies below none)."""
+    parents = name.split("/")[:-1]
+    for depth in range(1, len(parents) + 1):
+        if "/".join(parents[:depth]) in links:
+            return "/".join(parents[:depth])
+    return None
+
+
+def _inside(path, dest):
+    root = os.path.realpath(dest)
+    return os.path.commonpath([root, os.path.realpath(path)]) == root
+
+
+def extract(stream, dest, interpreter_links=False, compressed=False):
     """Unpack the tar ``stream`` (a file object read once, in order) into the existing directory ``dest``.
 
-    Returns the number of members written.  Raises :class:`Refused` on the
-    first member it will not write (the caller removes ``dest``).
+    ``interpreter_links``: allow ``bin/python*`` symlinks to an absolute
+    interpreter (an engine virtualenv; see :func:`link_problem`).
+    ``compressed``: the stream may be gzip, bzip2 or xz (tarfile reads
+    those itself).  Returns the number of members written.  Raises
+    :class:`Refused` on the first member it will not write (the caller
+    removes ``dest``).
     """
     links, dirs, count = set(), {}, 0
-    with tarfile.open(fileobj=stream, mode="r|") as archive:
+    with tarfile.open(fileobj=stream, mode="r|*" if compressed else "r|") as archive:
         for member in archive:
             name = member_name(member.name)
             if not name:
                 continue
             parents = name.split("/")[:-1]
-            for depth in range(1, len(parents) + 1):
-                if "/".join(parents[:depth]) in links:
-                    raise Refused(f"{member.name!r} lies below the symlink {'/'.join(parents[:depth])!r}")
+            link = _below_link(name, links)
+            if link:
+                raise Refused(f"{member.name!r} lies below the symlink {link!r}")
             path = os.path.join(dest, name)
             if parents:
                 os.makedirs(os.path.join(dest, *parents), mode=0o755, exist_ok=True)
-            mode = member.mode & 0o777
+            mode = member.mode & _MODE_KEPT
             if member.isdir():
                 if os.path.islink(path):
                     raise Refused(f"{member.name!r} is a symlink in the archive and a directory later")
@@ -138,7 +167,7 @@ def extract(stream, dest):
                     os.utime(handle.fileno(), (member.mtime, member.mtime))
                 links.discard(name)
             elif member.issym():
-                problem = link_problem(name, member.linkname)
+                problem = link_problem(name, member.linkname, interpreter_links)
                 if problem:
                     raise Refused(problem)
                 if os.path.lexists(path):
@@ -148,7 +177,10 @@ def extract(stream, dest):
             elif member.islnk():
                 target = member_name(member.linkname)
                 source = os.path.join(dest, target)
-                if target in links or not os.path.isfile(source) or os.path.islink(source):
+                # Through no symlink, not even an allowed one (bin/python3 -> /usr/bin/python3.11): a link to
+                # bin/python3/../x or through a directory link would name a file of the host.
+                if (target in links or _below_link(target, links) or not os.path.isfile(source)
+                        or os.path.islink(source) or not _inside(source, dest)):
                     raise Refused(f"{member.name!r} is a hard link to {member.linkname!r}, not a file of the tree")
                 if os.path.lexists(path):
                     os.unlink(path)
@@ -171,17 +203,18 @@ def _kind(member):
     return "special member"
 
 
-def extract_checked(handle, dest, zstd=None):
+def extract_checked(handle, dest, zstd=None, interpreter_links=False, compressed=False):
     """Extract the archive open as ``handle`` into ``dest``, hashing exactly the bytes extracted.
 
     ``zstd``: path of the zstd binary when the archive is zstd-compressed
     (the compressed bytes are hashed, as the sidecar's sha256 is of the
-    file).  Returns ``(sha256, members)``; the caller compares the digest
-    before it moves ``dest`` into place.
+    file); ``interpreter_links`` and ``compressed``: see :func:`extract`.
+    Returns ``(sha256, members)``; the caller compares the digest before it
+    moves ``dest`` into place.
     """
     reader = HashingReader(handle)
     if zstd is None:
-        count = extract(reader, dest)
+        count = extract(reader, dest, interpreter_links, compressed)
         return reader.drain(), count
     # A pipe both ways: the tar reader consumes zstd's output while the archive is still fed in, which run_command
     # (it returns when the process has ended) cannot do.
@@ -204,14 +237,60 @@ def extract_checked(handle, dest, zstd=None):
     thread = threading.Thread(target=pump, daemon=True)
     thread.start()
     try:
-        count = extract(proc.stdout, dest)
+        count = extract(proc.stdout, dest, interpreter_links)
         while proc.stdout.read(CHUNK):
             pass
     finally:
-        if proc.poll() is None and thread.is_alive():
-            proc.stdout.close()
+        # Closed whatever the feeding thread is doing: after a refusal zstd may
+        # have read all its input and wait to write output no one reads any more.
+        proc.stdout.close()
         thread.join()
         rc = proc.wait()
     if rc != 0 or failure:
         raise Refused(f"zstd could not decompress the archive (exit status {rc})")
     return reader.drain(), count
+
+
+# Archive names a model URL may end in, and whether zstd reads them (tarfile reads the others itself).
+_ARCHIVE_SUFFIXES = ((".tar.zst", True), (".tzst", True), (".tar", False), (".tar.gz", False), (".tgz", False),
+                     (".tar.bz2", False), (".tbz2", False), (".tar.xz", False), (".txz", False))
+
+
+def needs_zstd(name):
+    """Whether the archive ``name`` (a file name or URL) is zstd-compressed; ValueError when it is no tar archive."""
+    path = str(name).split("?", 1)[0].split("#", 1)[0].lower()
+    for suffix, zstd in _ARCHIVE_SUFFIXES:
+        if path.endswith(suffix):
+            return zstd
+    raise ValueError(f"{name!r} is not a tar archive (" + ", ".join(s for s, _z in _ARCHIVE_SUFFIXES) + ")")
+
+
+def unpack_tree(archive, dest, sha256, zstd=None):
+    """Unpack the tar ``archive`` as the directory ``dest`` (what was there is replaced), checked against ``sha256``.
+
+    The tree is written beside ``dest`` and renamed into place only when
+    every member was accepted and the bytes read hash to ``sha256``; on any
+    refusal nothing of it is left.  ``zstd``: the zstd binary when the
+    archive is zstd-compressed (gzip, bzip2 and xz are read by tarfile).
+    Returns the number of members.
+    """
+    parent = os.path.dirname(dest.rstrip("/")) or "/"
+    staging = os.path.join(parent, f".{os.path.basename(dest.rstrip('/'))}.unpack")
+    shutil.rmtree(staging, ignore_errors=True)
+    os.mkdir(staging, 0o700)
+    try:
+        with open(archive, "rb") as handle:
+            found, count = extract_checked(handle, staging, zstd, compressed=zstd is None)
+        if found != sha256:
+            raise Refused(f"{archive} has sha256 {found}, not {sha256}: it changed after it was checked")
+        os.chmod(staging, 0o750)
+        if os.path.lexists(dest):
+            if os.path.isdir(dest) and not os.path.islink(dest):
+                shutil.rmtree(dest)
+            else:
+                os.unlink(dest)
+        os.rename(staging, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return count

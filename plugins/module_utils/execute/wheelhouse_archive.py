@@ -48,11 +48,13 @@ class ArchiveError(Exception):
 
 
 def listing(folder):
-    """``[(relative name, size, mtime_ns)]`` of every regular file below ``folder``, sorted; symlinks are followed
-    to files, other entries skipped.  The marker and the uv folder of an unpacked wheelhouse are not part of it."""
+    """``[(relative name, size, mtime_ns)]`` of every regular file below ``folder``, sorted; a symlink is followed
+    to a file only when that file lies inside ``folder`` (a link to ~/.ssh/id_rsa is not shipped to the nodes),
+    other entries are skipped.  The marker and the uv folder of an unpacked wheelhouse are not part of it."""
     if not os.path.isdir(folder):
         raise ArchiveError(f"the wheelhouse {folder!r} is not a directory on the controller")
     out = []
+    top = os.path.realpath(folder)
     for root, dirs, files in os.walk(folder):
         dirs.sort()
         rel_root = os.path.relpath(root, folder)
@@ -62,7 +64,10 @@ def listing(folder):
             rel = name if rel_root == "." else f"{rel_root}/{name}"
             if rel == MARKER:
                 continue
-            info = os.stat(os.path.join(root, name))
+            path = os.path.join(root, name)
+            if os.path.islink(path) and os.path.commonpath([top, os.path.realpath(path)]) != top:
+                continue
+            info = os.stat(path)
             if stat.S_ISREG(info.st_mode):
                 out.append((rel, info.st_size, info.st_mtime_ns))
     return sorted(out)
@@ -101,6 +106,10 @@ def write_archive(folder, entries, path):
                     if os.fstat(handle.fileno()).st_size != size:
                         raise ArchiveError(f"{name!r} changed while the wheelhouse was packed; pack it again")
                     archive.addfile(_tar_info(name, size, 0o644), handle)
+    return _sha256_of(path)
+
+
+def _sha256_of(path):
     sha = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(safe_extract.CHUNK), b""):
@@ -124,9 +133,16 @@ def pack(folder, cache_dir):
     result = {"archive": archive, "name": name, "digest": key, "files": len(entries),
               "bytes": sum(entry[1] for entry in entries), "packed": False}
     if os.path.isfile(archive) and os.path.isfile(sidecar):
-        with open(sidecar) as handle:
-            result["sha256"] = json.load(handle)["sha256"]
-        return result
+        try:
+            with open(sidecar) as handle:
+                recorded = json.load(handle)["sha256"]
+        except (OSError, ValueError, KeyError, TypeError):
+            recorded = None
+        # The archive's own hash, not the sidecar's word: a cached archive changed
+        # since it was packed is packed again.
+        if recorded is not None and _sha256_of(archive) == recorded:
+            result["sha256"] = recorded
+            return result
     os.makedirs(cache_dir, mode=0o755, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=cache_dir)
     os.close(fd)
@@ -186,7 +202,8 @@ def extract_uv(wheel, dest_dir):
         members = [info for info in archive.infolist() if _UV_MEMBER.match(info.filename)]
         if len(members) != 1:
             raise ArchiveError(f"{os.path.basename(wheel)} holds no uv binary (uv-*.data/scripts/uv)")
-        os.makedirs(dest_dir, mode=0o755, exist_ok=True)
+        # A new folder: one that exists (or a symlink of its name) is not written into.
+        os.mkdir(dest_dir, mode=0o755)
         path = os.path.join(dest_dir, "uv")
         fd = safe_extract._open_new(path, 0o755)
         with os.fdopen(fd, "wb") as handle, archive.open(members[0]) as source:
@@ -217,6 +234,11 @@ def unpack(archive, dest, key, sha256, arch, glibc):
             found, count = safe_extract.extract_checked(handle, staging)
         if found != sha256:
             raise ArchiveError(f"{archive} has sha256 {found}, not the packed {sha256}: the copy is damaged")
+        # pack never writes these: an archive that holds one (a .bin symlink to a
+        # folder of the host) would have the uv binary written through it.
+        planted = [name for name in (UV_DIR, MARKER) if os.path.lexists(os.path.join(staging, name))]
+        if planted:
+            raise ArchiveError(f"{archive} holds {', '.join(planted)}, which a packed wheelhouse never does")
         os.chmod(staging, 0o755)
         uv_wheel = uv_wheel_for(sorted(os.listdir(staging)), arch, glibc)
         if uv_wheel:

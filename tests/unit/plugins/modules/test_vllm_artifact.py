@@ -191,29 +191,53 @@ def test_diff_of_pack_index_and_unpack(built, packed, tmp_path):
     assert not result["changed"] and "diff" not in result
 
 
-def _crafted(packed, tmp_path, drop=(), extra=()):
+def _crafted(packed, tmp_path, drop=(), extra=(), retree=True):
     """The packed archive rewritten with tarfile: members under ``drop`` left out, ``extra`` (TarInfo, bytes) added.
 
     Its sidecar is the real one with the new file's sha256 and size, as a
-    malicious builder would publish it: every field valid, the digest right.
+    malicious builder would publish it: every field valid, the digest right,
+    and (``retree``) the tree digest of what the archive now holds, in the
+    sidecar and in the manifest inside the archive.
     """
     import hashlib
     import io
     import tarfile
+
+    from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import safe_extract
     folder = tmp_path / "crafted"
     folder.mkdir()
     archive = str(folder / packed["sidecar"]["archive"])
-    with tarfile.open(packed["archive"]) as source, tarfile.open(archive, "w", format=tarfile.GNU_FORMAT) as out:
-        for member in source:
-            if any(member.name == d or member.name.startswith(d + "/") for d in drop):
-                continue
-            out.addfile(member, source.extractfile(member) if member.isreg() else None)
-        for info, data in extra:
-            info.size = len(data) if info.isreg() else 0
-            out.addfile(info, io.BytesIO(data) if info.isreg() else None)
+    lock = dict(packed["sidecar"]["lock"])
+
+    def write(manifest_lock):
+        with tarfile.open(packed["archive"]) as source, tarfile.open(archive, "w", format=tarfile.GNU_FORMAT) as out:
+            for member in source:
+                if any(member.name == d or member.name.startswith(d + "/") for d in drop):
+                    continue
+                data = source.extractfile(member).read() if member.isreg() else None
+                if member.name == art.MANIFEST and manifest_lock is not None:
+                    data = json.dumps(dict(json.loads(data), lock=manifest_lock)).encode()
+                    member.size = len(data)
+                out.addfile(member, io.BytesIO(data) if data is not None else None)
+            for info, data in extra:
+                info.size = len(data) if info.isreg() else 0
+                out.addfile(info, io.BytesIO(data) if info.isreg() else None)
+
+    write(None)
+    if retree:
+        tree = folder / "tree"
+        tree.mkdir()
+        try:
+            with open(archive, "rb") as handle:
+                safe_extract.extract_checked(handle, str(tree), interpreter_links=True)
+            lock["tree"] = art.tree_digest(str(tree), skip=vllm_artifact.TREE_SKIP)
+            write(lock)
+        except safe_extract.Refused:
+            pass  # refused by the extraction before any digest is compared
+        shutil.rmtree(tree)
     with open(archive, "rb") as handle:
         digest = hashlib.sha256(handle.read()).hexdigest()
-    return archive, dict(packed["sidecar"], sha256=digest, size=os.path.getsize(archive))
+    return archive, dict(packed["sidecar"], lock=lock, sha256=digest, size=os.path.getsize(archive))
 
 
 def _info(name, kind, mode=0o644, linkname="", uid=0):
@@ -248,6 +272,50 @@ def test_a_bin_symlink_out_of_the_tree_is_refused_and_nothing_outside_is_rewritt
     failed, result = _unpack(archive, sidecar, target)
     assert failed and "outside the tree" in result["msg"], result
     assert script.read_text() == f"#!{packed['sidecar']['prefix']}/bin/python\n"
+    assert not os.path.exists(target) and not os.path.exists(target + state.STAGING_SUFFIX)
+
+
+def test_a_hard_link_through_the_interpreter_link_is_refused_and_the_file_outside_kept(packed, tmp_path):
+    """Issue 37 finding 4: bin/python9 -> <dir>/python passes as an interpreter link; bin/activate9 hard-linked
+    through it would share the inode of a host file that relocation then rewrites as root."""
+    import tarfile
+    interpreter = tmp_path / "outside" / "python"
+    interpreter.mkdir(parents=True)
+    victim = interpreter / "victim"
+    victim.write_text(f"#!{packed['sidecar']['prefix']}/bin/python\n")
+    archive, sidecar = _crafted(packed, tmp_path, extra=[
+        (_info("./bin/python9", tarfile.SYMTYPE, linkname=str(interpreter)), b""),
+        (_info("./bin/activate9", tarfile.LNKTYPE, linkname="./bin/python9/victim"), b"")])
+    target = str(tmp_path / "venv")
+    failed, result = _unpack(archive, sidecar, target)
+    assert failed and "hard link" in result["msg"], result
+    assert victim.read_text() == f"#!{packed['sidecar']['prefix']}/bin/python\n" and victim.stat().st_nlink == 1
+    assert not os.path.exists(target) and not os.path.exists(target + state.STAGING_SUFFIX)
+
+
+def test_a_manifest_prefix_other_than_the_sidecars_is_refused_before_relocation(packed, tmp_path):
+    """The manifest's prefix is what relocation rewrites: '/' or another tree's path would rewrite more."""
+    manifest = json.dumps({"format": art.FORMAT, "lock": packed["sidecar"]["lock"], "prefix": "/"}).encode()
+    archive, sidecar = _crafted(packed, tmp_path, drop=(art.MANIFEST, "./" + art.MANIFEST),
+                                extra=[(_info(art.MANIFEST, __import__("tarfile").REGTYPE), manifest)])
+    target = str(tmp_path / "venv")
+    failed, result = _unpack(archive, sidecar, target)
+    assert failed and "the prefix inside the archive ('/')" in result["msg"], result
+    assert not os.path.exists(target) and not os.path.exists(target + state.STAGING_SUFFIX)
+
+
+def test_a_file_changed_after_the_install_is_refused_by_the_tree_digest(packed, tmp_path):
+    """Issue 37 finding 9: a site-packages file changed with its RECORD left alone keeps the lock's distributions;
+    the archive's sha256 is right (the store's word), but the tree its builder recorded is not what it holds."""
+    import tarfile
+    with tarfile.open(packed["archive"]) as source:
+        module = next(m.name for m in source if m.name.endswith("tinyengine/__init__.py"))
+    payload = b"import os\nos.system('id')\n"
+    archive, sidecar = _crafted(packed, tmp_path, drop=(module,), extra=[(_info(module, tarfile.REGTYPE), payload)],
+                                retree=False)
+    target = str(tmp_path / "venv")
+    failed, result = _unpack(archive, sidecar, target)
+    assert failed and "tree digest" in result["msg"], result
     assert not os.path.exists(target) and not os.path.exists(target + state.STAGING_SUFFIX)
 
 

@@ -6,6 +6,8 @@ decisions on the lock shape read_lock returns, built by read_lock itself from
 dist-info folders written to tmp_path.
 """
 
+import os
+
 import pytest
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact as art
@@ -236,7 +238,72 @@ def test_relocate_does_not_follow_a_bin_symlink_out_of_the_tree(tmp_path):
     assert (outside / "script").read_text() == "#!/opt/vllm/0.32.0-cpu/bin/python\n"
 
 
+def test_relocate_replaces_a_hard_linked_script_instead_of_writing_through_it(tmp_path):
+    """A script sharing its inode with a file elsewhere (a hard link the archive made) gets a new inode."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "shadow").write_text("root:#!/opt/vllm/0.32.0-cpu/bin/python\n")
+    venv = tmp_path / "new"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    os.link(outside / "shadow", venv / "bin" / "activate")
+    os.chmod(venv / "bin" / "activate", 0o640)
+    assert art.relocate(str(venv), "/opt/vllm/0.32.0-cpu") == [str(venv / "bin" / "activate")]
+    assert (outside / "shadow").read_text() == "root:#!/opt/vllm/0.32.0-cpu/bin/python\n"
+    assert (venv / "bin" / "activate").read_text() == f"root:#!{venv}/bin/python\n"
+    assert os.stat(venv / "bin" / "activate").st_mode & 0o7777 == 0o640
+
+
+def _tree(root):
+    (root / "lib" / "site-packages" / "pkg").mkdir(parents=True)
+    (root / "lib" / "site-packages" / "pkg" / "__init__.py").write_text("SAFE = True\n")
+    (root / "bin").mkdir()
+    (root / "bin" / "tool").write_text("#!/bin/sh\n")
+    (root / "bin" / "python").symlink_to("/usr/bin/python3")
+    return root
+
+
+@pytest.mark.parametrize("tamper", [
+    lambda root: (root / "lib" / "site-packages" / "pkg" / "__init__.py").write_text("SAFE = False\n"),
+    lambda root: (root / "lib" / "site-packages" / "pkg" / "evil.pth").write_text("import os\n"),
+    lambda root: os.chmod(root / "bin" / "tool", 0o755),
+    lambda root: ((root / "bin" / "python").unlink(), (root / "bin" / "python").symlink_to("/tmp/python3")),
+    lambda root: (root / "lib" / "site-packages" / "pkg" / "__init__.py").unlink(),
+])
+def test_the_tree_digest_sees_a_change_the_record_digests_do_not(tmp_path, tamper):
+    """A file changed after the install, RECORD left alone: the lock's distributions are the same, the tree not."""
+    root = _tree(tmp_path / "venv")
+    before = art.tree_digest(str(root))
+    tamper(root)
+    assert art.tree_digest(str(root)) != before
+
+
+def test_the_tree_digest_leaves_out_what_it_is_told_and_follows_nothing(tmp_path):
+    root = _tree(tmp_path / "venv")
+    before = art.tree_digest(str(root), skip=(".marker",))
+    (root / ".marker").write_text("{}\n")
+    (root / "lib" / "outside").symlink_to(tmp_path)
+    assert art.tree_digest(str(root), skip=(".marker", "lib/outside")) == before
+
+
+@pytest.mark.parametrize("manifest, problem", [
+    ({"prefix": "/opt/vllm/0.32.0-cpu"}, None),
+    ({"prefix": "/etc"}, "the prefix inside the archive ('/etc') is not the sidecar's"),
+    ({"prefix": None}, "the prefix inside the archive (None) is not the sidecar's"),
+    ({"prefix": "/opt/vllm/0.32.0-cpu", "lock": {}}, "the lock inside the archive is not the sidecar's"),
+    ("not a mapping", "the archive holds no manifest"),
+])
+def test_the_manifest_inside_the_archive_must_repeat_the_sidecars_prefix_and_lock(manifest, problem):
+    lock = {"format": 1, "distributions": {"a": {"version": "1", "sha256": "0" * 64, "hashed": "RECORD"}}}
+    sidecar_data = {"prefix": "/opt/vllm/0.32.0-cpu", "lock": lock}
+    if isinstance(manifest, dict):
+        manifest = dict({"lock": lock}, **manifest)
+    problems = art.manifest_problems(manifest, sidecar_data)
+    assert [text[:len(problem)] for text in problems] == ([problem] if problem else [])
+
+
 def _valid_sidecar(lock):
+    lock = dict(lock, tree="b" * 64)  # what pack adds to read_lock's result
     name = art.artifact_name(COMBO, lock)
     return art.sidecar(name, COMBO, {"backend": "cpu"}, lock, "/opt/vllm/0.32.0-cpu", name + ".tar", "a" * 64, 10, 1)
 
@@ -257,8 +324,10 @@ def test_a_sidecar_pack_writes_is_valid(lock):
     ("created", True, "created is not a whole number"),
     ("prefix", "/opt/vllm/../../etc", "is not a normalised absolute path"),
     ("prefix", "opt/vllm", "is not a normalised absolute path"),
+    ("prefix", "/", "is not a normalised absolute path below /"),
     ("format", 2, "format is 2"),
     ("lock", {"format": 1}, "lock holds no distributions"),
+    ("lock", {"format": 1, "distributions": {}}, "lock holds no tree digest"),
     ("identity", "cpu", "identity is not a mapping"),
 ])
 def test_every_sidecar_field_is_validated(lock, field, value, problem):

@@ -33,9 +33,10 @@ def craft(*members):
     return buffer.getvalue()
 
 
-def _extract(data, dest):
+def _extract(data, dest, interpreter_links=True):
+    """Extract as the engine artifact's unpack does (``interpreter_links``), or as any other tree."""
     dest.mkdir(exist_ok=True)
-    return extract.extract_checked(io.BytesIO(data), str(dest))
+    return extract.extract_checked(io.BytesIO(data), str(dest), interpreter_links=interpreter_links)
 
 
 @pytest.fixture
@@ -71,7 +72,7 @@ def test_setuid_setgid_and_sticky_bits_are_dropped(tmp_path, mode):
     for name in ("bin/su", "d"):
         got = os.stat(tmp_path / "venv" / name).st_mode
         assert not got & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX), (name, oct(got))
-        assert got & 0o777 == mode & 0o777
+        assert got & 0o777 == mode & 0o755  # nor a write bit for group or other
 
 
 def test_a_foreign_owner_is_not_kept(tmp_path):
@@ -148,3 +149,64 @@ def test_a_corrupt_zstd_stream_is_refused(tmp_path):
     (tmp_path / "z").mkdir()
     with pytest.raises((extract.Refused, tarfile.TarError)):
         extract.extract_checked(io.BytesIO(b"not zstd at all" * 100), str(tmp_path / "z"), zstd)
+
+
+# --- issue 37, finding 4: the interpreter-link exception is no way out of the tree ------------------------------
+
+def test_an_interpreter_link_must_name_an_interpreter(tmp_path, outside):
+    """bin/python3 -> a directory of the host would let later members or hard links reach into it."""
+    with pytest.raises(extract.Refused, match="outside the tree"):
+        _extract(craft(_member("bin/python3", tarfile.SYMTYPE, linkname=str(outside))), tmp_path / "venv")
+
+
+def test_a_hard_link_through_the_interpreter_link_is_refused(tmp_path, outside):
+    """The attack: an allowed bin/python3 -> <dir>/python, then bin/activate hard-linked to bin/python3/victim.
+
+    Relocation would then rewrite the host's file in place as root.
+    """
+    interpreter_dir = outside / "python"
+    interpreter_dir.mkdir()
+    (interpreter_dir / "victim").write_text("untouched\n")
+    data = craft(_member("bin/python3", tarfile.SYMTYPE, linkname=str(interpreter_dir)),
+                 _member("bin/activate", tarfile.LNKTYPE, linkname="bin/python3/victim"))
+    with pytest.raises(extract.Refused, match="hard link"):
+        _extract(data, tmp_path / "venv")
+    assert (interpreter_dir / "victim").stat().st_nlink == 1
+
+
+def test_a_hard_link_through_a_directory_symlink_is_refused(tmp_path):
+    data = craft(_member("real/a.py", data=b"x"), _member("lib", tarfile.SYMTYPE, linkname="real"),
+                 _member("b.py", tarfile.LNKTYPE, linkname="lib/a.py"))
+    with pytest.raises(extract.Refused, match="hard link"):
+        _extract(data, tmp_path / "venv")
+
+
+def test_only_an_engine_virtualenv_may_link_its_interpreter_out_of_the_tree(tmp_path):
+    data = craft(_member("bin/python3", tarfile.SYMTYPE, linkname="/usr/bin/python3.11"))
+    assert _extract(data, tmp_path / "venv")[1] == 1
+    with pytest.raises(extract.Refused, match="outside the tree"):
+        _extract(data, tmp_path / "model", interpreter_links=False)
+
+
+def test_a_refusal_early_in_a_large_zstd_archive_returns(tmp_path):
+    """The first member is refused while zstd still has output to write: the extraction must end, not hang."""
+    zstd = shutil.which("zstd")
+    if zstd is None:
+        pytest.skip("no zstd on this machine")
+    import subprocess
+    import threading
+    data = craft(_member("dev/sda", tarfile.BLKTYPE), _member("big", data=bytes(8 << 20)))
+    packed = subprocess.run([zstd, "-q", "-c"], input=data, capture_output=True, check=True).stdout
+    (tmp_path / "z").mkdir()
+    outcome = []
+
+    def run():
+        try:
+            extract.extract_checked(io.BytesIO(packed), str(tmp_path / "z"), zstd)
+        except extract.Refused as error:
+            outcome.append(error)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(60)  # generous: the refusal takes milliseconds; before the fix it never came back
+    assert not worker.is_alive() and "device node" in str(outcome[0])

@@ -1,6 +1,7 @@
 """The wheelhouse as one archive (plugins/module_utils/execute/wheelhouse_archive.py): packed once and
 deterministically on the controller, unpacked safely on the node, with the uv binary of a fitting uv wheel."""
 
+import hashlib
 import io
 import os
 import tarfile
@@ -152,3 +153,65 @@ def test_an_empty_or_missing_wheelhouse_is_an_error(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(wa.ArchiveError, match="no files"):
         wa.pack(str(tmp_path / "empty"), str(tmp_path / "cache"))
+
+
+# --- issue 37: finding 4 (uv written through a planted .bin) and the lows on the cache and the listing ----------
+
+def _archive_of(tmp_path, members):
+    path = tmp_path / "crafted.tar"
+    with tarfile.open(path, "w") as archive:
+        for info, data in members:
+            info.size = len(data) if data is not None else 0
+            archive.addfile(info, io.BytesIO(data) if data is not None else None)
+    return str(path), hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _link(name, target):
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = tarfile.SYMTYPE, target
+    return info, None
+
+
+def _uv_bytes(tmp_path):
+    _uv_wheel(str(tmp_path / UV_X86))
+    return (tmp_path / UV_X86).read_bytes()
+
+
+def test_uv_is_not_written_through_a_bin_link_to_the_interpreter_exception(tmp_path):
+    """The attack: bin/python3 -> <outside> (the engine virtualenv's exception) and .bin -> bin/python3."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    archive, sha = _archive_of(tmp_path, [_link("bin/python3", str(outside)), _link(".bin", "bin/python3"),
+                                          (tarfile.TarInfo(UV_X86), _uv_bytes(tmp_path))])
+    with pytest.raises(safe_extract.Refused, match="outside the tree"):
+        wa.unpack(archive, str(tmp_path / "node" / "wheelhouse"), "d", sha, "x86_64", (2, 36))
+    assert list(outside.iterdir()) == [] and not (tmp_path / "node" / "wheelhouse").exists()
+
+
+def test_an_archive_holding_its_own_bin_folder_is_refused(tmp_path):
+    archive, sha = _archive_of(tmp_path, [(tarfile.TarInfo("sub/keep"), b""), _link(".bin", "sub"),
+                                          (tarfile.TarInfo(UV_X86), _uv_bytes(tmp_path))])
+    with pytest.raises(wa.ArchiveError, match="holds .bin"):
+        wa.unpack(archive, str(tmp_path / "node" / "wheelhouse"), "d", sha, "x86_64", (2, 36))
+    assert not (tmp_path / "node" / "wheelhouse").exists()
+
+
+def test_a_cached_archive_changed_since_it_was_packed_is_packed_again(tmp_path):
+    src = _wheelhouse(str(tmp_path / "wh"))
+    first = wa.pack(src, str(tmp_path / "cache"))
+    with open(first["archive"], "r+b") as handle:
+        handle.seek(600)
+        handle.write(b"tampered")
+    again = wa.pack(src, str(tmp_path / "cache"))
+    assert again["packed"] and again["sha256"] == first["sha256"]
+    assert hashlib.sha256(open(first["archive"], "rb").read()).hexdigest() == first["sha256"]
+
+
+def test_a_symlink_out_of_the_wheelhouse_is_not_packed(tmp_path):
+    secret = tmp_path / "id_rsa"
+    secret.write_text("PRIVATE KEY\n")
+    src = _wheelhouse(str(tmp_path / "wh"), uv=False)
+    os.symlink(secret, os.path.join(src, "key.whl"))
+    os.symlink(os.path.join(src, "requirements.txt"), os.path.join(src, "inside.txt"))
+    names = [entry[0] for entry in wa.listing(src)]
+    assert "key.whl" not in names and "inside.txt" in names

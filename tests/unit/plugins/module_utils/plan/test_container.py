@@ -163,6 +163,7 @@ def test_run_argv_hardening(runtime):
     pairs = _pairs(argv)
     assert argv[:5] == [f"/usr/bin/{runtime}", "run", "--rm", "--name", "vllm-demo"]
     for pair in [("--user", "998:997"), ("--security-opt", "no-new-privileges"), ("--cap-drop", "ALL"),
+                 ("--pids-limit", "16384"),  # a fork bomb stops in the container (issue 37, low)
                  ("--network", "host"), ("--shm-size", "1024m"), ("--env-file", "/etc/vllm/demo.container.env"),
                  ("--volume", "/srv/models/demo:/srv/models/demo:ro"),
                  ("--volume", "/etc/vllm/demo.yaml:/etc/vllm/demo.yaml:ro"),

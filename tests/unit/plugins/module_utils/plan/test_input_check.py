@@ -109,6 +109,8 @@ CASES = [
     ("vllm", "vllm_port", "eighty", "argument_spec"),
     ("vllm", "vllm_api_key", NL, "characters"),
     ("vllm", "vllm_api_key", "abc'def", "characters"),
+    # the launcher (POSIX sh) would read ~root as /root, the unit as ~root (issue 37, low)
+    ("vllm", "vllm_api_key", "~root", "characters"),
     ("vllm", "vllm_engine_args", {"no-such-option": 1}, "engine_option"),
     ("vllm", "vllm_engine_args", {"max-model-len": "lots"}, "wrong_type"),
     ("vllm", "vllm_engine_args", {"chat-template": "x\ny"}, "characters"),
@@ -447,6 +449,20 @@ def test_declared_defaults_pass(role):
 ])
 def test_usual_values_pass(name, value):
     assert input_check.check_values("vllm", {name: value}, memory_mb=16 * 1024) == []
+
+
+@pytest.mark.parametrize("url, refused", [
+    ("https://models.internal/smol.tar.zst", False),
+    ("https://models.internal/smol.tgz?sig=x", False),
+    ("https://models.internal/smol.zip", True),
+    ("https://models.internal/smol", True),
+])
+def test_a_url_model_is_a_tar_archive_the_filtering_extractor_reads(url, refused):
+    problems = input_check.check_values("vllm", {"vllm_model_source": "url", "vllm_model_src": url,
+                                                 "vllm_model_sha256": "a" * 64})
+    assert bool(problems) == refused, problems
+    if refused:
+        assert problems[0].startswith("vllm_model_src:") and "tar archive" in problems[0]
 
 
 def test_env_file_injection_of_the_issue_fails_without_repeating_the_secret():

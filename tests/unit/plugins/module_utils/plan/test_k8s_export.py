@@ -282,6 +282,18 @@ def test_documented_settings_are_the_renderers():
     assert sorted(play["vars"]["__k8s_export_options"]) == sorted(k8s_export.DEFAULTS)
 
 
+def test_the_secret_is_applied_server_side_and_never_logged():
+    """A client-side apply copies the Secret, key included, into the last-applied-configuration annotation."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
+    with open(os.path.join(root, "playbooks", "tasks", "k8s_apply.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    secret_tasks = [t for t in tasks if "selectattr('secret')" in str(t.get("loop", ""))]
+    assert len(secret_tasks) == 1
+    task = secret_tasks[0]
+    assert task["kubernetes.core.k8s"]["apply"] is True and task["no_log"] is True
+    assert task["kubernetes.core.k8s"]["server_side_apply"]["field_manager"] == "kunpeng-vllm"
+
+
 def test_files_in_apply_order_and_the_secret_owner_only(rendered):
     from ansible_collections.kunpeng.vllm.plugins.filter.vllm_k8s_manifests import vllm_k8s_manifests
 
@@ -304,7 +316,8 @@ def test_files_in_apply_order_and_the_secret_owner_only(rendered):
 def test_settings_given_as_text(settings, user, shm):
     pod = by_kind(k8s_export.render(plan("cpu-x86"), dict(BASE, **settings)))["Deployment"]["spec"]["template"]["spec"]
     assert pod["securityContext"].get("runAsUser") == user
-    assert pod["securityContext"].get("runAsNonRoot") is (True if user else None)
+    # run_as_user 0 keeps the image's user, never root: the kubelet refuses a root image user (issue 37, low)
+    assert pod["securityContext"]["runAsNonRoot"] is True
     assert [v for v in pod["volumes"] if v["name"] == "shm"][0]["emptyDir"]["sizeLimit"] == shm
 
 
