@@ -62,7 +62,7 @@ options:
     description:
       - The gateway's scalar settings, variable name -> value (C(gateway_port), C(gateway_tls_port),
         C(gateway_timeout_*), C(gateway_health_interval), C(gateway_health_rise), C(gateway_health_fall),
-        C(gateway_retries), C(gateway_maxconn), C(gateway_max_body_kib), C(gateway_tls_certificate),
+        C(gateway_retries), C(gateway_maxconn), C(gateway_max_body_kib), C(gateway_metrics_port), C(gateway_tls_certificate),
         C(gateway_tls_key)). Checked; only what the listener needs is returned (RV(bufsize), RV(tls)).
     type: dict
     default: {}
@@ -178,6 +178,11 @@ tls:
   returned: always
   type: bool
   sample: false
+metrics_port:
+  description: Port of HAProxy's Prometheus exporter (C(gateway_metrics_port)); null when there is none.
+  returned: always
+  type: int
+  sample: null
 api_keys:
   description: Whether the gateway checks API keys itself (a non-empty C(gateway_api_keys)); the keys are not returned.
   returned: always

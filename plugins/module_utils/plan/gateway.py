@@ -549,6 +549,11 @@ def validate_settings(settings):
     number("gateway_retries", 0, 10)
     number("gateway_maxconn", 1, 1000000)
     number("gateway_max_body_kib", 16, 1024)
+    number("gateway_metrics_port", 0, 65535)
+    metrics = str(settings.get("gateway_metrics_port") or 0)
+    for name in ("gateway_port", "gateway_tls_port"):
+        if metrics != "0" and name in settings and str(settings[name]) == metrics:
+            problems.append(f"gateway_metrics_port equals {name}: give the metrics exporter its own port (0: none).")
     keys = settings.get("gateway_api_keys")
     if keys is not None:
         if not isinstance(keys, list):
@@ -576,10 +581,13 @@ def listener_settings(settings):
     read for its model (gateway_max_body_kib, default 64 KiB) plus 16 KiB for
     the headers; ``tls``: whether TLS is terminated (a certificate and a key
     are given); ``api_keys``: whether the gateway checks keys itself (a
-    non-empty gateway_api_keys) or passes the Authorization header on.
+    non-empty gateway_api_keys) or passes the Authorization header on;
+    ``metrics_port``: the port of HAProxy's Prometheus exporter, None when
+    gateway_metrics_port is 0.
     """
     body_kib = int(settings.get("gateway_max_body_kib") or 64)
     return {
+        "metrics_port": int(settings.get("gateway_metrics_port") or 0) or None,
         "bufsize": (body_kib + 16) * 1024,
         "tls": bool(settings.get("gateway_tls_certificate")) and bool(settings.get("gateway_tls_key")),
         "api_keys": bool(settings.get("gateway_api_keys")),

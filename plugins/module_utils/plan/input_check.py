@@ -748,6 +748,7 @@ RULES = {
         "gateway_maxconn": _int_range(1, 1000000),
         "gateway_max_body_kib": _int_range(1, 1048576),
         "gateway_runtime_socket": _path,
+        "gateway_metrics_port": _int_range(0, 65535),
     },
     "wheelhouse": {
         "wheelhouse_backend": None,

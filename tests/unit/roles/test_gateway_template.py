@@ -101,9 +101,15 @@ def test_single_pool_models_get_no_size_estimate():
     assert "http-error status 503 content-type application/json hdr Retry-After 10 " in cfg
 
 
+def test_metrics_exporter_only_with_a_port():
+    assert "prometheus-exporter" not in _render()
+    cfg = _render(gateway_metrics_port=8405)
+    assert "    bind 0.0.0.0:8405\n    http-request use-service prometheus-exporter if { path /metrics }" in cfg
+
+
 @pytest.mark.skipif(not shutil.which("haproxy"), reason="haproxy is not installed here; Molecule's gateway scenario "
                     "validates haproxy.cfg with haproxy -c (the template task's validate)")
-@pytest.mark.parametrize("overrides", [{}, {"groups": HYBRID_GROUPS, "gateway_pools": HYBRID}])
+@pytest.mark.parametrize("overrides", [{}, {"groups": HYBRID_GROUPS, "gateway_pools": HYBRID, "gateway_metrics_port": 8405}])
 def test_haproxy_accepts_the_configuration(tmp_path, overrides):
     cfg = tmp_path / "haproxy.cfg"
     cfg.write_text(_render(gateway_runtime_socket=str(tmp_path / "admin.sock"), **overrides))

@@ -150,6 +150,9 @@ GOOD = {
     ({"gateway_retries": 11}, "gateway_retries is 11"),
     ({"gateway_max_body_kib": 8}, "gateway_max_body_kib is 8"),
     ({"gateway_maxconn": 1.5}, "gateway_maxconn is 1.5"),
+    ({"gateway_metrics_port": 8405}, None),
+    ({"gateway_metrics_port": -1}, "gateway_metrics_port is -1"),
+    ({"gateway_metrics_port": 8080}, "gateway_metrics_port equals gateway_port"),
     ({"gateway_api_keys": "secret"}, "gateway_api_keys must be a list"),
     ({"gateway_api_keys": ["short"]}, "gateway_api_keys[0] is not a usable key"),
     ({"gateway_api_keys": ["has a space in it!!"]}, "gateway_api_keys[0] is not a usable key"),
@@ -171,10 +174,11 @@ def test_key_problems_do_not_show_the_key():
 
 
 @pytest.mark.parametrize("settings, expected", [
-    ({}, {"bufsize": 81920, "tls": False, "api_keys": False}),
-    ({"gateway_max_body_kib": 256, "gateway_api_keys": ["k" * 16]}, {"bufsize": 278528, "tls": False, "api_keys": True}),
-    ({"gateway_tls_certificate": "/c.pem", "gateway_tls_key": "/k.pem", "gateway_api_keys": []},
-     {"bufsize": 81920, "tls": True, "api_keys": False}),
+    ({}, {"bufsize": 81920, "tls": False, "api_keys": False, "metrics_port": None}),
+    ({"gateway_max_body_kib": 256, "gateway_api_keys": ["k" * 16]},
+     {"bufsize": 278528, "tls": False, "api_keys": True, "metrics_port": None}),
+    ({"gateway_tls_certificate": "/c.pem", "gateway_tls_key": "/k.pem", "gateway_api_keys": [],
+      "gateway_metrics_port": "8405"}, {"bufsize": 81920, "tls": True, "api_keys": False, "metrics_port": 8405}),
 ])
 def test_listener_settings(settings, expected):
     assert listener_settings(settings) == expected
