@@ -46,7 +46,7 @@ def _render(groups=None, dispatch=None, **overrides):
 def test_routes_weights_and_checks():
     cfg = _render()
     assert "    use_backend pool_a if { var(txn.kv_model) -m str smollm2-a }" in cfg
-    assert "    acl kv_known_model var(txn.kv_model) -m str smollm2 smollm2-a smollm2-b" in cfg
+    assert "    acl kv_known_model var(txn.kv_model) -m str smollm2 smollm2-a smollm2-b smollm2-hybrid" in cfg
     assert "    server kv-gateway-vllm-a kv-gateway-vllm-a:8000 weight 9" in cfg
     assert "    server kv-gateway-vllm-b kv-gateway-vllm-b:8000 weight 1" in cfg
     assert "    default-server check inter 2s fall 2 rise 2 init-addr last,libc,none" in cfg
