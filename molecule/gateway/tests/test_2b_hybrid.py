@@ -67,7 +67,7 @@ def test_a_busy_cpu_pool_spills_short_requests_to_the_accelerator_pool(gw_url):
     try:
         before = haproxy_stats()
         assert before[CPU]["scur"] == "1"
-        status, _, body = _post(gw_url)
+        status, _headers, body = _post(gw_url)
         assert status == 200, body
         after = haproxy_stats()
         assert after[CPU]["scur"] == "1", "the held request ended before the check: no overlap to prove"
