@@ -28,8 +28,12 @@ options:
       - C(gateway_pools). Each pool is a mapping with C(name) (short name, it names the HAProxy backend
         C(pool_<name>)), C(group) (the inventory group whose hosts serve it), C(models) (the OpenAI model
         names routed to it), and optionally C(canary_hosts) (hosts of the group) with C(canary_percent)
-        (0-100, the share of the pool's requests they get between them).
-      - A model name routes to one pool only.
+        (0-100, the share of the pool's requests they get between them), C(kind) (C(cpu) or C(accelerator)),
+        C(maxconn) (requests one server of the pool takes at once; the rest wait in HAProxy's queue) and
+        C(standby) (another pool with the same models whose servers take over, as HAProxy backup servers, when
+        every server of this pool is down; one level, no cycles, no shared hosts).
+      - A model name routes to one pool, or to one C(cpu) and one C(accelerator) pool (hybrid serving, both with
+        C(maxconn)); a pool named as a standby is not routed to on its own.
     type: list
     elements: dict
     required: true
@@ -41,7 +45,9 @@ options:
   host_vars:
     description:
       - Per backend host, its raw inventory variables C(gateway_backend_address), C(ansible_host),
-        C(gateway_backend_port) and C(vllm_port) (null when not set). The address is the first one set of
+        C(gateway_backend_port), C(vllm_port), C(vllm_model_name) and C(vllm_engine_args) (null when not set). The
+        names a host serves are C(served_model_name) of its C(vllm_engine_args), else its C(vllm_model_name); the hosts
+        of a model served by several pools, standbys included, must all serve it. The address is the first one set of
         C(gateway_backend_address), C(ansible_host) and the inventory name; the port the first one set of
         C(gateway_backend_port), C(vllm_port) and 8000 (the vllm role's default).
     type: dict
@@ -56,7 +62,7 @@ options:
     description:
       - The gateway's scalar settings, variable name -> value (C(gateway_port), C(gateway_tls_port),
         C(gateway_timeout_*), C(gateway_health_interval), C(gateway_health_rise), C(gateway_health_fall),
-        C(gateway_retries), C(gateway_maxconn), C(gateway_max_body_kib), C(gateway_tls_certificate),
+        C(gateway_retries), C(gateway_maxconn), C(gateway_max_body_kib), C(gateway_metrics_port), C(gateway_tls_certificate),
         C(gateway_tls_key)). Checked; only what the listener needs is returned (RV(bufsize), RV(tls)).
     type: dict
     default: {}
@@ -71,6 +77,13 @@ options:
       - Output of C(haproxy -v) on the gateway host. When given, the module fails unless it is HAProxy 2.5 or later
         (the version the configuration needs), naming the fix; Ubuntu 22.04 and EL 9 ship 2.4.
     type: str
+  dispatch:
+    description:
+      - The dispatch policy of hybrid models, keys C(size_tokens) (a request of fewer estimated tokens is short;
+        default 512), C(load) (share of the CPU pool's capacity below which it takes short requests; default 0.7),
+        C(bytes_per_token) (request body bytes counted as one prompt token; default 4) and C(retry_after) (seconds
+        in the C(Retry-After) header of the gateway's 503; default 10).
+    type: dict
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
 """
@@ -102,8 +115,9 @@ hosts:
 backends:
   description:
     - One HAProxy backend per pool, in C(gateway_pools) order. C(servers) carry the inventory name (the
-      HAProxy server name, which the upgrade playbook drains), address, port, weight and whether it is a
-      canary host; C(canary_percent) is the share HAProxy's weights give the canary hosts (null without a
+      HAProxy server name, which the upgrade playbook drains), address, port, weight, whether it is a
+      canary host, its C(maxconn) (null for unlimited) and whether it is a C(backup) (a standby pool's server);
+      C(kind) and C(standby) are the pool's; C(canary_percent) is the share HAProxy's weights give the canary hosts (null without a
       canary).
     - Empty when O(host_vars) is not given.
   returned: always
@@ -115,14 +129,35 @@ backends:
       models: [qwen3-32b]
       canary_percent: 10.0
       servers:
-        - {name: npu1, address: 10.0.0.11, port: 8000, weight: 9, canary: false}
-        - {name: npu3, address: 10.0.0.13, port: 8000, weight: 2, canary: true}
+        - {name: npu1, address: 10.0.0.11, port: 8000, weight: 9, canary: false, maxconn: null, backup: false}
+        - {name: npu3, address: 10.0.0.13, port: 8000, weight: 2, canary: true, maxconn: null, backup: false}
+      kind: null
+      standby: null
+models:
+  description: Every routed model name once, in pool order.
+  returned: always
+  type: list
+  elements: str
+  sample: [qwen3-32b]
 routes:
-  description: Model name -> HAProxy backend, in pool order.
+  description:
+    - The frontend's C(use_backend) rules in order, each with its model, backend and HAProxy conditions (C(when),
+      all of which must hold). A hybrid model has one rule per number of usable CPU servers (short request and the
+      CPU pool below its load limit) before its accelerator rule.
   returned: always
   type: list
   elements: dict
-  sample: [{model: qwen3-32b, backend: pool_npu}]
+  sample: [{model: qwen3-32b, backend: pool_npu, when: ["{ var(txn.kv_model) -m str qwen3-32b }"]}]
+hybrid:
+  description: Whether a model is served by a cpu and an accelerator pool (the frontend then estimates request sizes).
+  returned: always
+  type: bool
+  sample: false
+dispatch:
+  description: The dispatch policy with its defaults filled in.
+  returned: always
+  type: dict
+  sample: {size_tokens: 512, load: 0.7, bytes_per_token: 4, retry_after: 10}
 default_backend:
   description: Backend for a model no pool serves; null when such requests get a 404.
   returned: always
@@ -143,6 +178,11 @@ tls:
   returned: always
   type: bool
   sample: false
+metrics_port:
+  description: Port of HAProxy's Prometheus exporter (C(gateway_metrics_port)); null when there is none.
+  returned: always
+  type: int
+  sample: null
 api_keys:
   description: Whether the gateway checks API keys itself (a non-empty C(gateway_api_keys)); the keys are not returned.
   returned: always
@@ -152,7 +192,8 @@ api_keys:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.gateway import (  # noqa: E402
-    GatewayError, gateway_plan, haproxy_problem, listener_settings, validate_pools, validate_settings)
+    GatewayError, dispatch_policy, gateway_plan, haproxy_problem, listener_settings, serving_sets, validate_pools,
+    validate_settings)
 
 
 def main():
@@ -165,6 +206,7 @@ def main():
             settings=dict(type="dict", default={}),
             api_keys=dict(type="list", elements="str", no_log=True),
             haproxy_version=dict(type="str"),
+            dispatch=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -179,13 +221,16 @@ def main():
         module.fail_json(msg="gateway: " + " ".join(problems))
     try:
         if p["host_vars"] is None:
-            hosts = sorted({h for v in validate_pools(p["pools"], p["groups"]) for h in v[1]})
-            plan = {"hosts": hosts, "backends": [], "routes": [], "default_backend": None, "no_model_backend": None}
+            validated = validate_pools(p["pools"], p["groups"])
+            serving_sets(validated)
+            hosts = sorted({h for v in validated for h in v["hosts"]})
+            plan = {"hosts": hosts, "backends": [], "models": [], "routes": [], "hybrid": False,
+                    "dispatch": dispatch_policy(p["dispatch"]), "default_backend": None, "no_model_backend": None}
             # The full plan checks gateway_default_pool; a wrong one fails here already.
             if p["default_pool"] and p["default_pool"] not in [pool.get("name") for pool in p["pools"]]:
                 gateway_plan(p["pools"], p["groups"], {}, p["default_pool"])
         else:
-            plan = gateway_plan(p["pools"], p["groups"], p["host_vars"], p["default_pool"])
+            plan = gateway_plan(p["pools"], p["groups"], p["host_vars"], p["default_pool"], p["dispatch"])
     except GatewayError as exc:
         module.fail_json(msg="gateway: " + str(exc))
     plan.update(listener_settings(settings))

@@ -41,3 +41,20 @@ def sh(container, *argv, check=True):
 
 def figures_file():
     return os.path.join(EPHEMERAL, "gateway-figures.json")
+
+
+_SHOW_STAT = ("import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/haproxy/admin.sock'); "
+              "s.sendall(b'show stat\\n'); print(b''.join(iter(lambda: s.recv(65536), b'')).decode())")
+
+
+def haproxy_stats():
+    """HAProxy's own counters, {(backend, server): row} from 'show stat' on its runtime socket."""
+    lines = sh(GATEWAY, "python3", "-c", _SHOW_STAT).stdout.splitlines()
+    header = lines[0].lstrip("# ").split(",")
+    rows = [dict(zip(header, line.split(","))) for line in lines[1:] if line.strip()]
+    return {(r["pxname"], r["svname"]): r for r in rows}
+
+
+def answered(stats, backend, server):
+    """2xx answers a server gave through one backend (HAProxy's hrsp_2xx)."""
+    return int(stats[(backend, server)]["hrsp_2xx"] or 0)

@@ -11,8 +11,8 @@ import json
 import threading
 import time
 
-from conftest import API_KEY, BACKEND_A, GATEWAY, UNIT, figures_file, sh
-from load import run
+from conftest import API_KEY, BACKEND_A, BACKEND_B, GATEWAY, UNIT, answered, figures_file, haproxy_stats, sh
+from load import completion, run
 
 testinfra_hosts = [GATEWAY]
 
@@ -61,3 +61,37 @@ def test_stopped_server_is_taken_out_and_requests_keep_succeeding(gw_url):
     # down): they reached a backend, so the gateway does not send them again
     # (retry-on conn-failure only).  Every request after detection succeeded.
     assert all(r["start"] < down for r in failed), failed[:3]
+
+
+def _short_requests(gw_url, count):
+    """count short smollm2-hybrid requests; the statuses that were not 200."""
+    statuses = [completion(gw_url, API_KEY, "smollm2-hybrid", max_tokens=4)[0] for i in range(count)]
+    return [s for s in statuses if s != 200]
+
+
+def test_cpu_pool_fails_over_to_its_standby_and_back(gw_url):
+    """Pool cpu (vllm-a) has pool x86 (vllm-b) as its standby: HAProxy backup servers of pool_cpu."""
+    primary, standby = ("pool_cpu", BACKEND_A), ("pool_cpu", BACKEND_B)
+    # vllm-a is down since the test above: the standby serves the CPU pool.
+    before = haproxy_stats()
+    assert _short_requests(gw_url, 4) == []
+    after = haproxy_stats()
+    assert answered(after, *standby) - answered(before, *standby) == 4
+    # Back: once vllm-a passes its health checks again, the pool's traffic returns to it.
+    sh(BACKEND_A, "systemctl", "start", UNIT)
+    deadline = time.time() + 300
+    while haproxy_stats()[primary]["status"] != "UP":
+        assert time.time() < deadline, "vllm-a never came back UP in pool_cpu"
+        time.sleep(2)
+    before = haproxy_stats()
+    assert _short_requests(gw_url, 3) == []
+    after = haproxy_stats()
+    assert answered(after, *primary) - answered(before, *primary) == 3
+    assert answered(after, *standby) - answered(before, *standby) == 0
+    # Over again with no time for the health checks: the first refused
+    # connection marks vllm-a down, its retry goes to the standby.
+    sh(BACKEND_A, "systemctl", "stop", UNIT)
+    before = haproxy_stats()
+    assert _short_requests(gw_url, 6) == []
+    after = haproxy_stats()
+    assert answered(after, *standby) - answered(before, *standby) == 6

@@ -21,6 +21,18 @@ the result down:
   serves goes; empty means such a request gets a 404 naming the model
   (the OpenAI ``model_not_found`` error) and a request without a model
   (``GET /v1/models``) goes to the first pool.
+- hybrid serving: one model served by a ``cpu`` pool and an
+  ``accelerator`` pool (each pool's ``kind``) behind the same name.  A
+  request whose estimated size (body bytes / ``bytes_per_token`` plus its
+  ``max_tokens``) is below ``size_tokens`` goes to the CPU pool while fewer
+  than ``load`` x its capacity (usable servers x ``maxconn``) requests are
+  in it; everything else goes to the accelerator pool, whose servers take
+  ``maxconn`` requests each and queue the rest in HAProxy (up to
+  gateway_timeout_queue, then 503 with Retry-After).
+- a pool's ``standby``: another pool serving the same models (x86 hosts for
+  a Kunpeng pool, say) whose servers are the pool's HAProxy ``backup``
+  servers: they take its traffic when none of its own servers is up, and
+  give it back when one is.  A standby pool is not routed to on its own.
 
 Bad values fail before anything changes, with the variable named.
 """
@@ -30,7 +42,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 import re
-from math import gcd
+from math import ceil, gcd
 
 # HAProxy's runtime and configuration accept weights 0..256 (configuration
 # manual, "weight <weight>").
@@ -49,7 +61,14 @@ _POOL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$")
 _ADDRESS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:_-]{0,252}$")
 
-POOL_KEYS = ("name", "group", "models", "canary_hosts", "canary_percent")
+POOL_KEYS = ("name", "group", "models", "canary_hosts", "canary_percent", "kind", "maxconn", "standby")
+POOL_KINDS = ("cpu", "accelerator")
+
+# Dispatch policy defaults: the NVIDIA deployment guide's rule (section 4.2):
+# fewer than 512 tokens to the Kunpeng CPUs while their load is below 0.7.
+# 4 bytes of request body per token is the usual estimate for English text
+# with a BPE tokenizer (the role README says how far off it can be).
+DISPATCH_DEFAULTS = {"size_tokens": 512, "load": 0.7, "bytes_per_token": 4, "retry_after": 10}
 
 
 class GatewayError(ValueError):
@@ -135,12 +154,33 @@ def _percent(pool, value):
     return percent
 
 
+def _maxconn(where, name, value):
+    """A pool's maxconn: requests one of its servers takes at once (None: unlimited)."""
+    if value in (None, "", 0):
+        return None
+    try:
+        num = int(value)
+        if isinstance(value, (bool, float)) and value != num or isinstance(value, bool):
+            raise ValueError
+    except (TypeError, ValueError):
+        num = 0
+    if not 1 <= num <= 100000:
+        raise GatewayError(f"{where}.maxconn (pool {name}) is {value!r}: give the requests one server of the pool "
+                           "takes at once, a whole number from 1 to 100000 (its vLLM max_num_seqs is a good start).")
+    return num
+
+
 def validate_pools(pools, groups):
-    """Check gateway_pools against the inventory; return ``[(name, hosts, models, canary_hosts, percent)]``."""
+    """Check gateway_pools against the inventory; return one dict per pool.
+
+    Each dict has name, group, hosts, models, canary (hosts), percent, kind
+    (None when not given), maxconn (None: unlimited) and standby (a pool name
+    or None).  Hybrid sets and standbys are checked by :func:`serving_sets`.
+    """
     if not isinstance(pools, list) or not pools:
         raise GatewayError("gateway_pools is empty: list at least one pool, e.g. "
                            "[{name: cpu, group: vllm_cpu, models: [smollm2]}].")
-    out, seen_models, seen_names = [], {}, set()
+    out, seen_names = [], set()
     for i, pool in enumerate(pools):
         where = f"gateway_pools[{i}]"
         if not isinstance(pool, dict):
@@ -177,10 +217,6 @@ def validate_pools(pools, groups):
             if not isinstance(model, str) or not _MODEL_NAME.match(model):
                 raise GatewayError(f"{where}.models (pool {name}) has {model!r}: a model name is letters, digits "
                                    "and . _ : / @ + - (at most 128 characters).")
-            if model in seen_models:
-                raise GatewayError(f"gateway_pools: model {model} is served by pools {seen_models[model]} and {name}; "
-                                   "a model routes to one pool (serve it from both groups' hosts in one pool instead).")
-            seen_models[model] = name
         canary = pool.get("canary_hosts") or []
         if isinstance(canary, str):
             canary = [canary]
@@ -202,59 +238,276 @@ def validate_pools(pools, groups):
             if len(canary) == len(hosts) and percent < 100:
                 raise GatewayError(f"{where} (pool {name}): every host of group {group} is a canary host, so no "
                                    f"host is left for the other {100 - percent:g} %; leave at least one out.")
-        out.append((name, hosts, list(models), list(canary), percent))
+        kind = pool.get("kind")
+        if kind in (None, ""):
+            kind = None
+        elif kind not in POOL_KINDS:
+            raise GatewayError(f"{where}.kind (pool {name}) is {kind!r}: give cpu or accelerator.")
+        standby = pool.get("standby")
+        if standby in (None, ""):
+            standby = None
+        else:
+            standby = str(standby)
+        out.append({"name": name, "group": group, "hosts": hosts, "models": list(models), "canary": list(canary),
+                    "percent": percent, "kind": kind, "maxconn": _maxconn(where, name, pool.get("maxconn")),
+                    "standby": standby})
+    _check_standbys(out)
     return out
 
 
-def gateway_plan(pools, groups, host_vars=None, default_pool=""):
+def _check_standbys(pools):
+    """A standby is another pool with the same models, no hosts in common, and no standby of its own."""
+    by_name = {p["name"]: p for p in pools}
+    for pool in pools:
+        name, standby = pool["name"], pool["standby"]
+        if standby is None:
+            continue
+        where = f"gateway_pools: standby of pool {name}"
+        if standby not in by_name:
+            raise GatewayError(f"{where} is {standby!r}, which is not a pool of gateway_pools "
+                               f"({', '.join(by_name)}): name one of them.")
+        # Follow the chain first, so that a cycle is reported as one.
+        chain, step = [name], standby
+        while step is not None and step in by_name:
+            if step in chain:
+                raise GatewayError(f"gateway_pools: the standby pools form a cycle "
+                                   f"({' -> '.join(chain + [step])}): a standby takes over from its pool, so it "
+                                   "cannot stand by for itself; remove one of these standby keys.")
+            chain.append(step)
+            step = by_name[step]["standby"]
+        other = by_name[standby]
+        if other["standby"] is not None:
+            raise GatewayError(f"{where} is {standby}, which names its own standby {other['standby']}: one level of "
+                               f"standby only; name {other['standby']} as the standby of {name} instead.")
+        if sorted(other["models"]) != sorted(pool["models"]):
+            raise GatewayError(f"{where} is {standby}, which serves {', '.join(other['models'])} where {name} serves "
+                               f"{', '.join(pool['models'])}: a standby serves the same models as its pool.")
+        shared = sorted(set(other["hosts"]) & set(pool["hosts"]))
+        if shared:
+            raise GatewayError(f"{where} is {standby}, which shares hosts {shared} with it: a standby takes over "
+                               "when every host of the pool is down, so give it hosts of its own.")
+
+
+def serving_sets(pools, served=None):
+    """Which pools serve each model: ``{model: {"cpu": pool, "accelerator": pool, "single": pool}}``.
+
+    A model served by one routed pool maps to ``{"single": pool}``; a model
+    served by two routed pools is a hybrid set and needs one ``cpu`` and one
+    ``accelerator`` pool, each with ``maxconn``.  Standby pools are not
+    routed.  ``served`` maps a host to the model names its vLLM instance
+    serves (when known): the hosts of a hybrid set and of standbys must all
+    serve the model, since the gateway passes the name on unchanged.
+    """
+    served = served or {}
+    standbys = {p["standby"] for p in pools if p["standby"]}
+    sets, order = {}, []
+    for pool in pools:
+        if pool["name"] in standbys:
+            continue
+        for model in pool["models"]:
+            if model not in sets:
+                order.append(model)
+            sets.setdefault(model, []).append(pool)
+    by_name = {p["name"]: p for p in pools}
+    out = {}
+    for model in order:
+        members = sets[model]
+        if len(members) == 1:
+            out[model] = {"single": members[0]}
+        else:
+            names = " and ".join(p["name"] for p in members)
+            kinds = sorted(str(p["kind"]) for p in members)
+            if kinds != ["accelerator", "cpu"]:
+                raise GatewayError(
+                    f"gateway_pools: model {model} is served by pools {names} (kinds {', '.join(kinds)}); one model "
+                    "has one pool, or one pool of kind cpu and one of kind accelerator (hybrid serving): set each "
+                    "pool's kind, or serve the model from both groups' hosts in one pool.")
+            for p in members:
+                if p["maxconn"] is None:
+                    raise GatewayError(
+                        f"gateway_pools: pool {p['name']} serves {model} beside another pool but has no maxconn: "
+                        "give the requests one of its servers takes at once, from which its capacity and "
+                        "queue follow.")
+            out[model] = {p["kind"]: p for p in members}
+        group = list(members) + [by_name[p["standby"]] for p in members if p["standby"]]
+        if len(group) > 1:
+            for p in group:
+                for host in p["hosts"]:
+                    names_served = served.get(host)
+                    if names_served and model not in names_served:
+                        raise GatewayError(
+                            f"gateway_pools: pools {', '.join(q['name'] for q in group)} all serve {model}, but host "
+                            f"{host} of pool {p['name']} serves {', '.join(names_served)}: the gateway passes the "
+                            f"model name on unchanged, so serve {model} there (vllm_model_name or "
+                            "served_model_name) or take the host out of the pool.")
+    return out
+
+
+def dispatch_policy(values=None):
+    """The dispatch policy with its defaults; fails naming the variable of a value out of range."""
+    policy = dict(DISPATCH_DEFAULTS)
+    ranges = {"size_tokens": (1, 1000000, int, "gateway_dispatch_size_tokens"),
+              "load": (0.01, 1.0, float, "gateway_dispatch_load"),
+              "bytes_per_token": (1, 16, int, "gateway_dispatch_bytes_per_token"),
+              "retry_after": (1, 3600, int, "gateway_retry_after")}
+    for key, value in (values or {}).items():
+        if key not in ranges:
+            raise GatewayError(f"dispatch policy has unknown key {key!r}: the keys are {', '.join(ranges)}.")
+        low, high, kind, var = ranges[key]
+        try:
+            num = kind(value)
+            if isinstance(value, bool) or (kind is int and isinstance(value, float) and value != num):
+                raise ValueError
+        except (TypeError, ValueError):
+            num = None
+        if num is None or not low <= num <= high:
+            raise GatewayError(f"{var} is {value!r}: give a {'whole ' if kind is int else ''}number from {low:g} "
+                               f"to {high:g}.")
+        policy[key] = num
+    return policy
+
+
+def headroom_limits(n_servers, maxconn, load):
+    """Per number of usable servers k (1..n), the requests in the pool below which it has headroom.
+
+    The pool has headroom while its requests (HAProxy's ``be_conn``) are
+    fewer than ``load`` x k x ``maxconn``; for whole numbers that is
+    ``be_conn < ceil(load * k * maxconn)``.  Counting only usable servers
+    (``nbsrv``) keeps a pool with a server down from taking its full share.
+    """
+    # Rounded to 6 places first: 0.7 * 10 is 7.000000000000001 in binary.
+    return [(k, max(1, ceil(round(load * k * maxconn, 6)))) for k in range(1, n_servers + 1)]
+
+
+def route_rules(sets, policy, pools_by_name):
+    """The frontend's ``use_backend`` rules, in order: ``[{"backend", "model", "when": [conditions]}]``.
+
+    A single-pool model: its backend when the model matches.  A hybrid
+    model: the CPU pool when the request is short and the CPU pool has
+    headroom (one rule per number of usable servers), then the accelerator
+    pool for everything else (it queues what its servers cannot take).
+    """
+    rules = []
+    for model, members in sets.items():
+        is_model = f"{{ var(txn.kv_model) -m str {model} }}"
+        if "single" in members:
+            rules.append({"model": model, "backend": backend_name(members["single"]["name"]), "when": [is_model]})
+            continue
+        cpu, accel = members["cpu"], members["accelerator"]
+        cpu_backend = backend_name(cpu["name"])
+        short = f"{{ var(txn.kv_tokens) -m int lt {policy['size_tokens']:d} }}"
+        # With every server of the pool down its standby's servers are the usable ones (nbsrv counts them).
+        standby = pools_by_name.get(cpu["standby"]) if cpu["standby"] else None
+        n_servers = max(len(cpu["hosts"]), len(standby["hosts"]) if standby else 0)
+        for k, below in headroom_limits(n_servers, cpu["maxconn"], policy["load"]):
+            rules.append({"model": model, "backend": cpu_backend,
+                          "when": [is_model, short, f"{{ nbsrv({cpu_backend}) eq {k:d} }}",
+                                   f"{{ be_conn({cpu_backend}) lt {below:d} }}"]})
+        rules.append({"model": model, "backend": backend_name(accel["name"]), "when": [is_model]})
+    return rules
+
+
+def _servers(pool, host_vars, backup=False):
+    """HAProxy servers of a pool: name, address, port, weight, canary, maxconn, backup, mark_down_on_error.
+
+    The servers of a pool with a standby are marked down at their first
+    failed connection (not only after gateway_health_fall failed checks), so
+    that the request's retry already goes to the standby.
+    """
+    n_canary = len(pool["canary"])
+    percent = pool["percent"] if pool["percent"] is not None else 0.0
+    cw, sw, effective = canary_weights(percent, n_canary, len(pool["hosts"]) - n_canary)
+    servers = []
+    for host in pool["hosts"]:
+        is_canary = host in pool["canary"]
+        servers.append({
+            "name": host,
+            "address": _address(host, host_vars),
+            "port": _port(host, host_vars),
+            "weight": cw if is_canary else sw,
+            "canary": is_canary,
+            "maxconn": pool["maxconn"],
+            "backup": backup,
+            "mark_down_on_error": bool(pool["standby"]) and not backup,
+        })
+    return servers, effective
+
+
+def served_names(host_vars):
+    """The model names a backend's vLLM serves, from its inventory variables (empty when unknown).
+
+    ``served_model_name`` (or ``served-model-name``) of its vllm_engine_args,
+    a name or a list, else its vllm_model_name (the name the vllm role
+    serves the model under).
+    """
+    host_vars = host_vars or {}
+    engine_args = host_vars.get("vllm_engine_args") or {}
+    value = None
+    if isinstance(engine_args, dict):
+        value = engine_args.get("served_model_name") or engine_args.get("served-model-name")
+    if value in (None, "", []):
+        value = host_vars.get("vllm_model_name")
+    if value in (None, "", []):
+        return []
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+def gateway_plan(pools, groups, host_vars=None, default_pool="", dispatch=None):
     """The gateway's backends, servers, weights and model routes.
 
     ``pools``: gateway_pools; ``groups``: the inventory's groups (group ->
     hosts); ``host_vars``: per backend host its raw inventory variables
     (gateway_backend_address, ansible_host, gateway_backend_port,
-    vllm_port; missing or None when not set); ``default_pool``:
-    gateway_default_pool.
+    vllm_port, and vllm_engine_args / vllm_model_name for :func:`served_names`;
+    missing or None when not set); ``default_pool``: gateway_default_pool; ``dispatch``: the
+    dispatch policy (keys of :data:`DISPATCH_DEFAULTS`).
 
     Returns a dict: ``hosts`` (every backend host, sorted), ``backends``
-    (one per pool: name, pool, models, servers with name/address/port/
-    weight/canary, canary_percent as HAProxy will split it), ``routes``
-    (model -> backend, in pool order), ``default_backend`` (where a request
-    without a known model goes, or None for a 404) and
-    ``no_model_backend`` (where a request without a model goes).
+    (one per routed pool: name, pool, kind, models, servers with
+    name/address/port/weight/canary/maxconn/backup, canary_percent as
+    HAProxy will split it, standby), ``models`` (every routed model once),
+    ``routes`` (the ``use_backend`` rules in order: model, backend, when),
+    ``hybrid`` (whether a model is served by a cpu and an accelerator pool),
+    ``dispatch`` (the policy), ``default_backend`` (where a request without
+    a known model goes, or None for a 404) and ``no_model_backend`` (where
+    a request without a model goes).
     """
     validated = validate_pools(pools, groups)
-    names = [v[0] for v in validated]
-    if default_pool and default_pool not in names:
-        raise GatewayError(f"gateway_default_pool is {default_pool!r}, which is not a pool of gateway_pools "
-                           f"({', '.join(names)}): name one of them, or leave it empty to refuse unknown models.")
+    policy = dispatch_policy(dispatch)
     host_vars = host_vars or {}
-    backends, routes, all_hosts = [], [], set()
-    for name, hosts, models, canary, percent in validated:
-        n_canary = len(canary)
-        cw, sw, effective = canary_weights(percent if percent is not None else 0.0, n_canary, len(hosts) - n_canary)
-        servers = []
-        for host in hosts:
-            is_canary = host in canary
-            servers.append({
-                "name": host,
-                "address": _address(host, host_vars),
-                "port": _port(host, host_vars),
-                "weight": cw if is_canary else sw,
-                "canary": is_canary,
-            })
-            all_hosts.add(host)
+    standbys = {p["standby"] for p in validated if p["standby"]}
+    by_name = {p["name"]: p for p in validated}
+    routed = [p for p in validated if p["name"] not in standbys]
+    names = [p["name"] for p in routed]
+    if default_pool and default_pool not in names:
+        raise GatewayError(f"gateway_default_pool is {default_pool!r}, which is not a routed pool of gateway_pools "
+                           f"({', '.join(names)}): name one of them (not a standby), or leave it empty to refuse "
+                           "unknown models.")
+    served = {host: names for host, names in ((h, served_names(hv)) for h, hv in host_vars.items()) if names}
+    sets = serving_sets(validated, served)
+    backends, all_hosts = [], set()
+    for pool in routed:
+        servers, effective = _servers(pool, host_vars)
+        standby = by_name.get(pool["standby"]) if pool["standby"] else None
+        if standby:
+            servers += _servers(standby, host_vars, backup=True)[0]
+        all_hosts.update(s["name"] for s in servers)
         backends.append({
-            "name": backend_name(name),
-            "pool": name,
-            "models": models,
+            "name": backend_name(pool["name"]),
+            "pool": pool["name"],
+            "kind": pool["kind"],
+            "models": pool["models"],
             "servers": servers,
-            "canary_percent": effective if canary else None,
+            "canary_percent": effective if pool["canary"] else None,
+            "standby": pool["standby"],
         })
-        routes.extend({"model": m, "backend": backend_name(name)} for m in models)
     return {
         "hosts": sorted(all_hosts),
         "backends": backends,
-        "routes": routes,
+        "models": list(sets),
+        "routes": route_rules(sets, policy, by_name),
+        "hybrid": any("single" not in members for members in sets.values()),
+        "dispatch": policy,
         "default_backend": backend_name(default_pool) if default_pool else None,
         "no_model_backend": backend_name(default_pool or names[0]),
     }
@@ -296,6 +549,11 @@ def validate_settings(settings):
     number("gateway_retries", 0, 10)
     number("gateway_maxconn", 1, 1000000)
     number("gateway_max_body_kib", 16, 1024)
+    number("gateway_metrics_port", 0, 65535)
+    metrics = str(settings.get("gateway_metrics_port") or 0)
+    for name in ("gateway_port", "gateway_tls_port"):
+        if metrics != "0" and name in settings and str(settings[name]) == metrics:
+            problems.append(f"gateway_metrics_port equals {name}: give the metrics exporter its own port (0: none).")
     keys = settings.get("gateway_api_keys")
     if keys is not None:
         if not isinstance(keys, list):
@@ -323,10 +581,13 @@ def listener_settings(settings):
     read for its model (gateway_max_body_kib, default 64 KiB) plus 16 KiB for
     the headers; ``tls``: whether TLS is terminated (a certificate and a key
     are given); ``api_keys``: whether the gateway checks keys itself (a
-    non-empty gateway_api_keys) or passes the Authorization header on.
+    non-empty gateway_api_keys) or passes the Authorization header on;
+    ``metrics_port``: the port of HAProxy's Prometheus exporter, None when
+    gateway_metrics_port is 0.
     """
     body_kib = int(settings.get("gateway_max_body_kib") or 64)
     return {
+        "metrics_port": int(settings.get("gateway_metrics_port") or 0) or None,
         "bufsize": (body_kib + 16) * 1024,
         "tls": bool(settings.get("gateway_tls_certificate")) and bool(settings.get("gateway_tls_key")),
         "api_keys": bool(settings.get("gateway_api_keys")),

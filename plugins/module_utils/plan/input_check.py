@@ -733,6 +733,10 @@ RULES = {
     "gateway": {
         "gateway_pools": _nested_text,
         "gateway_default_pool": _opt_name,
+        "gateway_dispatch_size_tokens": _int_range(1, 1000000),
+        "gateway_dispatch_load": _float_range(0.01, 1.0),
+        "gateway_dispatch_bytes_per_token": _int_range(1, 16),
+        "gateway_retry_after": _int_range(1, 3600),
         "gateway_backend_address": _opt_host,
         "gateway_backend_port": _int_range(0, 65535),
         "gateway_bind_address": _host,
@@ -752,6 +756,7 @@ RULES = {
         "gateway_maxconn": _int_range(1, 1000000),
         "gateway_max_body_kib": _int_range(1, 1048576),
         "gateway_runtime_socket": _path,
+        "gateway_metrics_port": _int_range(0, 65535),
     },
     "wheelhouse": {
         "wheelhouse_backend": None,

@@ -29,7 +29,7 @@ def test_full_plan():
     shared = result["backends"][0]
     assert [(s["name"], s["address"], s["port"], s["weight"]) for s in shared["servers"]] == [
         ("a", "10.0.0.1", 8000, 9), ("b", "10.0.0.2", 8001, 1)]
-    assert result["routes"] == [{"model": "m", "backend": "pool_shared"}, {"model": "m-solo", "backend": "pool_solo"}]
+    assert [(r["model"], r["backend"]) for r in result["routes"]] == [("m", "pool_shared"), ("m-solo", "pool_solo")]
     # A setting's value (gateway_health_rise 2) is no secret: the numbers come back whole.
     assert result["bufsize"] == 81920
 
@@ -38,6 +38,10 @@ def test_full_plan():
     ({"settings": {"gateway_port": 0}}, "gateway: gateway_port is 0"),
     ({"default_pool": "nope"}, "gateway: gateway_default_pool is 'nope'"),
     ({"pools": [{"name": "x", "group": "missing", "models": ["m"]}]}, "gateway: gateway_pools[0].group (pool x)"),
+    # Hybrid sets and the dispatch policy fail on the first call already, before the inventory is read.
+    ({"pools": [dict(POOLS[0], kind="cpu", maxconn=2), dict(POOLS[1], models=["m"], kind="cpu", maxconn=2)]},
+     "gateway: gateway_pools: model m is served by pools shared and solo (kinds cpu, cpu)"),
+    ({"dispatch": {"load": 2}}, "gateway: gateway_dispatch_load is 2"),
 ])
 def test_refusals_name_the_variable(args, words):
     failed, result = run_main(gateway_plan.main, dict({"pools": POOLS, "groups": GROUPS}, **args))

@@ -3,7 +3,8 @@
 import pytest
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.gateway import (
-    MAX_WEIGHT, GatewayError, canary_weights, gateway_plan, haproxy_problem, listener_settings, validate_settings)
+    MAX_WEIGHT, GatewayError, canary_weights, dispatch_policy, gateway_plan, haproxy_problem, headroom_limits,
+    listener_settings, validate_settings)
 
 # The inventory of molecule/gateway: two vLLM hosts, one pool each and a
 # shared pool over both, with vllm-b as the canary of the shared pool.
@@ -63,15 +64,20 @@ def test_plan_of_the_scenario_inventory():
     assert [b["name"] for b in plan["backends"]] == ["pool_shared", "pool_a", "pool_b"]
     shared = plan["backends"][0]
     assert shared["servers"] == [
-        {"name": "vllm-a", "address": "kv-gateway-vllm-a", "port": 8000, "weight": 9, "canary": False},
-        {"name": "vllm-b", "address": "10.0.0.2", "port": 8001, "weight": 1, "canary": True},
+        {"name": "vllm-a", "address": "kv-gateway-vllm-a", "port": 8000, "weight": 9, "canary": False,
+         "maxconn": None, "backup": False, "mark_down_on_error": False},
+        {"name": "vllm-b", "address": "10.0.0.2", "port": 8001, "weight": 1, "canary": True,
+         "maxconn": None, "backup": False, "mark_down_on_error": False},
     ]
     assert shared["canary_percent"] == 10.0
     assert plan["backends"][1]["servers"][0]["weight"] == 1
     assert plan["backends"][1]["canary_percent"] is None
-    assert plan["routes"] == [{"model": "smollm2", "backend": "pool_shared"},
-                              {"model": "smollm2-a", "backend": "pool_a"},
-                              {"model": "smollm2-b", "backend": "pool_b"}]
+    assert plan["routes"] == [
+        {"model": "smollm2", "backend": "pool_shared", "when": ["{ var(txn.kv_model) -m str smollm2 }"]},
+        {"model": "smollm2-a", "backend": "pool_a", "when": ["{ var(txn.kv_model) -m str smollm2-a }"]},
+        {"model": "smollm2-b", "backend": "pool_b", "when": ["{ var(txn.kv_model) -m str smollm2-b }"]}]
+    assert plan["models"] == ["smollm2", "smollm2-a", "smollm2-b"]
+    assert plan["hybrid"] is False
     assert plan["default_backend"] is None
     assert plan["no_model_backend"] == "pool_shared"
 
@@ -102,14 +108,14 @@ def _with(index, **changes):
     (_with(1, group="empty"), {}, "", "gateway_pools[1].group empty (pool a) has no hosts"),
     (_with(1, models=[]), {}, "", "gateway_pools[1].models (pool a) is empty"),
     (_with(1, models=["bad model"]), {}, "", "has 'bad model'"),
-    (_with(1, models=["smollm2"]), {}, "", "model smollm2 is served by pools shared and a"),
+    (_with(1, models=["smollm2"]), {}, "", "model smollm2 is served by pools shared and a (kinds None, None)"),
     (_with(0, canary_hosts=["gw"]), {}, "", "canary_hosts (pool shared) names ['gw']"),
     (_with(0, canary_percent=None), {}, "", "has canary_hosts but no canary_percent"),
     (_with(0, canary_percent=120), {}, "", "canary_percent of pool shared is 120"),
     (_with(0, canary_percent="ten"), {}, "", "canary_percent of pool shared is 'ten'"),
     (_with(1, canary_percent=10), {}, "", "has canary_percent 10 but no canary_hosts"),
     (_with(0, canary_hosts=["vllm-a", "vllm-b"]), {}, "", "every host of group vllm is a canary host"),
-    (POOLS, {}, "c", "gateway_default_pool is 'c', which is not a pool"),
+    (POOLS, {}, "c", "gateway_default_pool is 'c', which is not a routed pool"),
     (POOLS, {"vllm-a": {"vllm_port": 70000}}, "", "vllm_port of backend vllm-a is 70000"),
     (POOLS, {"vllm-a": {"gateway_backend_port": "http"}}, "", "gateway_backend_port of backend vllm-a is 'http'"),
     (POOLS, {"vllm-a": {"ansible_host": "a b;"}}, "", "ansible_host of backend vllm-a is 'a b;'"),
@@ -144,6 +150,9 @@ GOOD = {
     ({"gateway_retries": 11}, "gateway_retries is 11"),
     ({"gateway_max_body_kib": 8}, "gateway_max_body_kib is 8"),
     ({"gateway_maxconn": 1.5}, "gateway_maxconn is 1.5"),
+    ({"gateway_metrics_port": 8405}, None),
+    ({"gateway_metrics_port": -1}, "gateway_metrics_port is -1"),
+    ({"gateway_metrics_port": 8080}, "gateway_metrics_port equals gateway_port"),
     ({"gateway_api_keys": "secret"}, "gateway_api_keys must be a list"),
     ({"gateway_api_keys": ["short"]}, "gateway_api_keys[0] is not a usable key"),
     ({"gateway_api_keys": ["has a space in it!!"]}, "gateway_api_keys[0] is not a usable key"),
@@ -165,10 +174,11 @@ def test_key_problems_do_not_show_the_key():
 
 
 @pytest.mark.parametrize("settings, expected", [
-    ({}, {"bufsize": 81920, "tls": False, "api_keys": False}),
-    ({"gateway_max_body_kib": 256, "gateway_api_keys": ["k" * 16]}, {"bufsize": 278528, "tls": False, "api_keys": True}),
-    ({"gateway_tls_certificate": "/c.pem", "gateway_tls_key": "/k.pem", "gateway_api_keys": []},
-     {"bufsize": 81920, "tls": True, "api_keys": False}),
+    ({}, {"bufsize": 81920, "tls": False, "api_keys": False, "metrics_port": None}),
+    ({"gateway_max_body_kib": 256, "gateway_api_keys": ["k" * 16]},
+     {"bufsize": 278528, "tls": False, "api_keys": True, "metrics_port": None}),
+    ({"gateway_tls_certificate": "/c.pem", "gateway_tls_key": "/k.pem", "gateway_api_keys": [],
+      "gateway_metrics_port": "8405"}, {"bufsize": 81920, "tls": True, "api_keys": False, "metrics_port": 8405}),
 ])
 def test_listener_settings(settings, expected):
     assert listener_settings(settings) == expected
@@ -193,3 +203,126 @@ def test_haproxy_version(output, expected):
         assert problem is None
     else:
         assert expected in problem and "2.5 or later" in problem
+
+
+# Hybrid serving: the seed guide's Kunpeng + GPU estate, one model on a CPU
+# pool and an accelerator pool, an x86 pool standing by for the CPU pool.
+HYBRID_GROUPS = {"kunpeng": ["k1", "k2"], "gpu": ["g1"], "x86": ["x1"], "gpu_standby": ["x2"]}
+HYBRID = [
+    {"name": "kunpeng", "group": "kunpeng", "models": ["ds"], "kind": "cpu", "maxconn": 4, "standby": "x86"},
+    {"name": "gpu", "group": "gpu", "models": ["ds"], "kind": "accelerator", "maxconn": 64},
+    {"name": "x86", "group": "x86", "models": ["ds"], "maxconn": 2},
+]
+IS_DS = "{ var(txn.kv_model) -m str ds }"
+
+
+@pytest.mark.parametrize("n_servers, maxconn, load, expected", [
+    # One CPU server of 2 slots at 0.7: headroom while fewer than 1.4 requests, i.e. 0 or 1 in it.
+    (1, 2, 0.7, [(1, 2)]),
+    # 0.7 x 10 is exactly 7 (not 7.000000000000001): 7 requests in it means no headroom.
+    (1, 10, 0.7, [(1, 7)]),
+    # Two servers of 4: the limit follows the servers that are up.
+    (2, 4, 0.7, [(1, 3), (2, 6)]),
+    (3, 1, 0.5, [(1, 1), (2, 1), (3, 2)]),
+    # A tiny load still lets one request in, a full load every slot.
+    (1, 8, 0.01, [(1, 1)]),
+    (2, 8, 1.0, [(1, 8), (2, 16)]),
+])
+def test_headroom_limits(n_servers, maxconn, load, expected):
+    assert headroom_limits(n_servers, maxconn, load) == expected
+
+
+def test_hybrid_plan_routes_short_requests_to_the_cpu_pool_while_it_has_headroom():
+    plan = gateway_plan(HYBRID, HYBRID_GROUPS, {}, dispatch={"size_tokens": 256})
+    assert plan["hybrid"] is True and plan["models"] == ["ds"]
+    assert plan["dispatch"] == {"size_tokens": 256, "load": 0.7, "bytes_per_token": 4, "retry_after": 10}
+    short = "{ var(txn.kv_tokens) -m int lt 256 }"
+    assert plan["routes"] == [
+        {"model": "ds", "backend": "pool_kunpeng",
+         "when": [IS_DS, short, "{ nbsrv(pool_kunpeng) eq 1 }", "{ be_conn(pool_kunpeng) lt 3 }"]},
+        {"model": "ds", "backend": "pool_kunpeng",
+         "when": [IS_DS, short, "{ nbsrv(pool_kunpeng) eq 2 }", "{ be_conn(pool_kunpeng) lt 6 }"]},
+        # Everything else, and what the CPU pool has no headroom for: the accelerator pool, which queues.
+        {"model": "ds", "backend": "pool_gpu", "when": [IS_DS]},
+    ]
+    # The standby pool has no backend of its own: its servers are the CPU pool's backups.
+    assert [b["name"] for b in plan["backends"]] == ["pool_kunpeng", "pool_gpu"]
+    kunpeng, gpu = plan["backends"]
+    assert [(s["name"], s["maxconn"], s["backup"], s["mark_down_on_error"]) for s in kunpeng["servers"]] == [
+        ("k1", 4, False, True), ("k2", 4, False, True), ("x1", 2, True, False)]
+    assert (kunpeng["kind"], kunpeng["standby"], gpu["kind"], gpu["standby"]) == ("cpu", "x86", "accelerator", None)
+    assert [(s["name"], s["maxconn"], s["backup"]) for s in gpu["servers"]] == [("g1", 64, False)]
+    assert plan["hosts"] == ["g1", "k1", "k2", "x1"]
+    assert plan["no_model_backend"] == "pool_kunpeng"
+
+
+def test_a_standby_with_more_servers_keeps_rules_for_all_of_them():
+    groups = dict(HYBRID_GROUPS, x86=["x1", "x3", "x4"])
+    rules = gateway_plan(HYBRID, groups, {})["routes"]
+    assert [r["when"][2] for r in rules[:-1]] == [
+        "{ nbsrv(pool_kunpeng) eq 1 }", "{ nbsrv(pool_kunpeng) eq 2 }", "{ nbsrv(pool_kunpeng) eq 3 }"]
+
+
+def test_hosts_that_serve_the_model_pass():
+    host_vars = {"k1": {"vllm_engine_args": {"served_model_name": ["ds", "ds-cpu"]}, "vllm_model_name": "x"},
+                 "g1": {"vllm_engine_args": {"served-model-name": "ds"}}, "x1": {"vllm_model_name": "ds"},
+                 "k2": {"vllm_engine_args": None, "vllm_model_name": None}}
+    assert gateway_plan(HYBRID, HYBRID_GROUPS, host_vars)["hybrid"] is True
+
+
+def _hybrid(index, **changes):
+    pools = [dict(p) for p in HYBRID]
+    pools[index].update(changes)
+    return pools
+
+
+@pytest.mark.parametrize("pools, host_vars, dispatch, words", [
+    # Two pools, one model, no kinds (or twice the same kind): not a hybrid set.
+    (_hybrid(1, kind="cpu"), {}, None, "model ds is served by pools kunpeng and gpu (kinds cpu, cpu)"),
+    (_hybrid(0, kind=None), {}, None, "(kinds None, accelerator)"),
+    (_hybrid(0, kind="gpu"), {}, None, "gateway_pools[0].kind (pool kunpeng) is 'gpu': give cpu or accelerator."),
+    (_hybrid(1, maxconn=None), {}, None, "pool gpu serves ds beside another pool but has no maxconn"),
+    (_hybrid(1, maxconn=-3), {}, None, "gateway_pools[1].maxconn (pool gpu) is -3"),
+    (_hybrid(1, maxconn="many"), {}, None, "gateway_pools[1].maxconn (pool gpu) is 'many'"),
+    # The pools of a model disagree on the name their hosts serve.
+    (HYBRID, {"g1": {"vllm_model_name": "deepseek"}}, None,
+     "pools kunpeng, gpu, x86 all serve ds, but host g1 of pool gpu serves deepseek"),
+    (HYBRID, {"x1": {"vllm_engine_args": {"served_model_name": ["ds-x86"]}, "vllm_model_name": "ds"}}, None,
+     "host x1 of pool x86 serves ds-x86"),
+    # Thresholds out of range.
+    (HYBRID, {}, {"size_tokens": 0}, "gateway_dispatch_size_tokens is 0: give a whole number from 1 to 1e+06."),
+    (HYBRID, {}, {"load": 1.5}, "gateway_dispatch_load is 1.5: give a number from 0.01 to 1."),
+    (HYBRID, {}, {"load": "high"}, "gateway_dispatch_load is 'high'"),
+    (HYBRID, {}, {"load": True}, "gateway_dispatch_load is True"),
+    (HYBRID, {}, {"bytes_per_token": 0}, "gateway_dispatch_bytes_per_token is 0"),
+    (HYBRID, {}, {"retry_after": 0}, "gateway_retry_after is 0"),
+    (HYBRID, {}, {"queue": 3}, "dispatch policy has unknown key 'queue'"),
+    # Standbys: unknown, another model, shared hosts, chains and cycles.
+    (_hybrid(0, standby="nope"), {}, None, "standby of pool kunpeng is 'nope', which is not a pool"),
+    (_hybrid(2, models=["ds", "other"]), {}, None,
+     "standby of pool kunpeng is x86, which serves ds, other where kunpeng serves ds"),
+    (_hybrid(2, group="kunpeng"), {}, None, "standby of pool kunpeng is x86, which shares hosts ['k1', 'k2']"),
+    (_hybrid(2, standby="gpu"), {}, None, "standby of pool kunpeng is x86, which names its own standby gpu"),
+    (_hybrid(2, standby="kunpeng"), {}, None,
+     "the standby pools form a cycle (kunpeng -> x86 -> kunpeng)"),
+    (_hybrid(0, standby="kunpeng"), {}, None, "the standby pools form a cycle (kunpeng -> kunpeng)"),
+])
+def test_bad_hybrid_pools_fail_naming_the_variable(pools, host_vars, dispatch, words):
+    with pytest.raises(GatewayError) as err:
+        gateway_plan(pools, HYBRID_GROUPS, host_vars, dispatch=dispatch)
+    assert words in str(err.value)
+
+
+def test_a_standby_is_not_a_default_pool():
+    with pytest.raises(GatewayError, match="gateway_default_pool is 'x86', which is not a routed pool"):
+        gateway_plan(HYBRID, HYBRID_GROUPS, {}, default_pool="x86")
+
+
+@pytest.mark.parametrize("values, expected", [
+    (None, {"size_tokens": 512, "load": 0.7, "bytes_per_token": 4, "retry_after": 10}),
+    ({"size_tokens": "1024", "load": "0.5"}, {"size_tokens": 1024, "load": 0.5, "bytes_per_token": 4,
+                                              "retry_after": 10}),
+    ({"load": 1}, {"size_tokens": 512, "load": 1.0, "bytes_per_token": 4, "retry_after": 10}),
+])
+def test_dispatch_policy_defaults_from_the_seed(values, expected):
+    assert dispatch_policy(values) == expected
