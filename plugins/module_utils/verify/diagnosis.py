@@ -15,7 +15,9 @@ readiness gate, only the journal lines kunpeng.vllm.vllm_ready already holds):
 ``model_dir``
     ``{"path": str, "missing": [names]}``: files a served model directory must hold but does not.
 ``listeners``
-    ``[{"port": int, "process": str}]``: who listens on which TCP port (``ss -ltnp``).
+    ``[{"port": int, "process": str, "pid": int}]``: who listens on which TCP port (``ss -ltnp``).
+``service_pids``
+    The pids in the instance's unit (its cgroup); a listener on ``port`` outside them holds the port.
 ``port``
     The port the instance serves on (``vllm_port``).
 ``disks``
@@ -66,6 +68,17 @@ def mask(text: str) -> str:
     for pattern, repl in _SECRET_PATTERNS:
         text = pattern.sub(repl, text)
     return text
+
+
+def mask_tree(value: Any) -> Any:
+    """``value`` with every string in it masked (dicts and lists walked)."""
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {key: mask_tree(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [mask_tree(item) for item in value]
+    return value
 
 
 def finding(sig_id: str, severity: str, evidence: str, cause: str, fix: str,
@@ -302,16 +315,28 @@ def ray_head_unreachable(evidence: Evidence) -> Optional[Finding]:
 _ADDR_IN_USE = re.compile(r"\[Errno 98\]|address already in use", re.IGNORECASE)
 
 
+def _foreign(listener: Dict[str, Any], service_pids: Optional[List[int]]) -> bool:
+    """Whether a listener belongs to something other than the instance's unit.
+
+    With the unit's pids known (its cgroup) that decides; without them, a process named like the engine
+    is taken to be the engine.
+    """
+    if not listener.get("process"):
+        return False
+    if service_pids is not None:
+        return listener.get("pid") not in service_pids
+    return "vllm" not in listener["process"]
+
+
 def port_in_use(evidence: Evidence) -> Optional[Finding]:
     """Another process holds the instance's port."""
     hit = _last_match(_ADDR_IN_USE, _lines(evidence, "log"))
     port = evidence.get("port")
-    holder = next((item for item in evidence.get("listeners") or []
-                   if port and item.get("port") == port and item.get("process") and "vllm" not in item["process"]),
-                  None)
+    holder = next((item for item in evidence.get("listeners") or [] if port and item.get("port") == port
+                   and _foreign(item, evidence.get("service_pids"))), None)
     if not hit and not holder:
         return None
-    who = f" ({holder['process']} listens on it)" if holder else ""
+    who = f" ({holder['process']}, pid {holder.get('pid')}, listens on it)" if holder else ""
     line = hit[0] if hit else f"port {port} held by {holder['process']}"
     return finding(
         "port_in_use", "critical", line,
