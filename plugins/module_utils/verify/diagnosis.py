@@ -453,6 +453,20 @@ def nvidia_xid(evidence: Evidence) -> Optional[Finding]:
         "vllm_visible_devices")
 
 
+def api_not_answering(evidence: Evidence) -> Optional[Finding]:
+    """The API does not answer /health, and nothing else here says why (the last resort, least specific)."""
+    health = (evidence.get("api") or {}).get("health")
+    if health is None or health.get("status") == 200:
+        return None
+    seen = f"HTTP {health['status']}" if health.get("status") else (health.get("body") or "no answer")
+    return finding(
+        "api_not_answering", "warning", f"GET /health: {seen}",
+        "The API does not answer /health; no known failure signature explains it.",
+        "Read the engine's last lines and the unit's state in the report; when the instance is not deployed, "
+        "run site.yml (vllm_instance_name names the instance).",
+        "vllm_instance_name")
+
+
 # Most likely first: a refused start explains everything after it; an API symptom explains least.
 SIGNATURES: List[Callable[[Evidence], Optional[Finding]]] = [
     port_in_use,
@@ -472,6 +486,7 @@ SIGNATURES: List[Callable[[Evidence], Optional[Finding]]] = [
     hccl_timeout,
     api_key_mismatch,
     answer_check_failed,
+    api_not_answering,
 ]
 
 

@@ -57,7 +57,7 @@ def test_names_each_cause_and_changes_nothing(host):
         "model": "smollm2", "api_key": "sk-live-123", "timeout": 2}, check_mode=True)
     assert not failed, result
     assert result["changed"] is False and result["serving"] is False
-    assert [f["id"] for f in result["findings"]] == ["port_in_use", "model_dir_incomplete"]
+    assert [f["id"] for f in result["findings"]] == ["port_in_use", "model_dir_incomplete", "api_not_answering"]
     assert "python3, pid 4242" in result["findings"][0]["cause"]
     assert result["report"]["model_dir"]["missing"] == [
         "a tokenizer (tokenizer.json, tokenizer.model or tokenizer_config.json)", "weights (*.safetensors, *.bin or *.gguf)"]

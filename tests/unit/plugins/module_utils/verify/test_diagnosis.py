@@ -60,6 +60,8 @@ ROWS = [
      "disk_full", "vllm_model_dir", None),
     ("oom-killer", {"kernel": log("oom-killer.kernel.log")}, "oom_killer", "vllm_cpu_kvcache_space_gib", None),
     ("xid-79", {"kernel": log("xid-79.kernel.log")}, "nvidia_xid", "vllm_visible_devices", None),
+    ("api-silent", {"api": {"health": {"status": None, "body": "cannot connect: [Errno 111] Connection refused"}}},
+     "api_not_answering", "vllm_instance_name", None),
 ]
 
 
@@ -76,7 +78,8 @@ HEALTHY = [
     ("h200-smollm2", {"log": capture("nvidia", "h200", "bench", "default-serve.log")}),
     ("h200-deepseek-v2", {"log": capture("nvidia", "h200", "deepseek-bench", "serve-dsv2-bf16.log")}),
     ("h200-deepseek-kvfp8", {"log": capture("nvidia", "h200", "deepseek-bench", "default-serve-dsv2-kvfp8.log")}),
-    ("answer-matches", {"api": {"models": {"status": 200}, "answer": "The capital of France is Paris.", "expect": "Paris"}}),
+    ("answer-matches", {"api": {"health": {"status": 200}, "models": {"status": 200},
+                                "answer": "The capital of France is Paris.", "expect": "Paris"}}),
     ("own-port", {"port": 8000, "listeners": [{"port": 8000, "process": "vllm"}]}),
     ("disk-ok", {"disks": [{"mount": "/", "use_percent": 61}]}),
     ("nothing", {}),
