@@ -509,7 +509,7 @@ def diagnose(evidence: Evidence) -> List[Finding]:
     """Return every finding for ``evidence``, most likely cause first (empty when nothing matches)."""
     found = [(rank, f) for rank, sig in enumerate(SIGNATURES) for f in [sig(evidence)] if f]
     found.sort(key=lambda item: (SEVERITY_ORDER[item[1]["severity"]], item[0]))
-    return [f for _, f in found]
+    return [item for _rank, item in found]
 
 
 def summary(findings: List[Finding]) -> str:

@@ -88,7 +88,7 @@ def test_parse_listeners(text, listeners):
 
 @pytest.mark.parametrize("current, recorded, missing", [
     (None, None, ["the whole directory"]),
-    ({}, None, [label for label, _ in host_evidence.MODEL_PARTS]),
+    ({}, None, [part[0] for part in host_evidence.MODEL_PARTS]),
     ({"config.json": [1, 0], "tokenizer.json": [1, 0], "model.safetensors": [1, 0]}, None, []),
     ({"config.json": [1, 0], "tokenizer.json": [1, 0], "model.safetensors": [1, 0]},
      {"config.json": [1, 0], "tokenizer.json": [1, 0], "model.safetensors": [1, 0]}, []),
