@@ -222,9 +222,31 @@ journal:
   description:
     - Last 40 journal lines of O(service).
     - When the unit failed or stayed inactive they are also part of the failure message.
+    - API keys, tokens and credentials in them are masked (C(****)).
   returned: failure, when O(service) is set
   type: list
   elements: str
+diagnosis:
+  description:
+    - Findings of the collection's failure classifier over what the gate saw (the journal, a refused key, the answer),
+      most likely cause first; the first one is also the second line of the failure message.
+    - Each has C(id), C(severity), C(evidence) (the masked log line), C(cause), C(fix), C(variable) (the variable to
+      change) and C(value) (the value to set, where the engine or the plan computes it, else null).
+  returned: failure
+  type: list
+  elements: dict
+  sample: [{"id": "port_in_use", "severity": "critical", "evidence": "OSError: [Errno 98] Address already in use",
+            "cause": "Port 8000 is already taken by another process, so the API server cannot bind.",
+            "fix": "Stop that process, or serve this instance on a free port (vllm_port).", "variable": "vllm_port", "value": null}]
+status:
+  description: HTTP status of the refusal when the server refused the API key.
+  returned: failure, when the server answered 401 or 403
+  type: int
+  sample: 401
+problem:
+  description: Why the answer check failed (with RV(answer)).
+  returned: failure of the answer check
+  type: str
 last_seen:
   description: The last answer (or connection error) of C(/health) before the deadline passed.
   returned: failure by timeout
@@ -235,7 +257,7 @@ last_seen:
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.kunpeng.vllm.plugins.module_utils.verify import vllm_http  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.verify import diagnosis, vllm_http  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.verify.vllm_http import VllmNotReady  # noqa: E402
 
 JOURNAL_LINES = 40
@@ -344,9 +366,16 @@ def main():
             result["service_state"] = watch.state
             # A server that never got healthy usually says why in its log.
             journal = exc.journal if exc.journal is not None else watch.journal()
-            result["journal"] = journal
+            result["journal"] = [diagnosis.mask(line) for line in journal]
+            msg = diagnosis.mask(msg)
             if exc.journal is None:
                 msg += f" (last {len(journal)} journal lines of {p['service']} in 'journal')"
+        # The operator reads the most likely cause before the log it came from.
+        findings = diagnosis.diagnose(diagnosis.gate_evidence(result.get("journal"), exc.details, p["expect"]))
+        result["diagnosis"] = findings
+        if findings:
+            head, sep, rest = msg.partition("\n")
+            msg = f"{head}\nDiagnosis: {diagnosis.summary(findings[:1])[3:]}" + (sep + rest if rest else "")
         module.fail_json(msg=msg, **result)
     result.update(
         answer=answer,

@@ -642,6 +642,9 @@ RULES = {
         "vllm_ready_host": _host,
         "vllm_ready_expect": _text(),
         "vllm_ready_expect_regex": _text(),
+        # A controller path, relative to where ansible-playbook runs (playbooks/diagnose.yml).
+        "vllm_diagnose_report_dir": _text(empty=False),
+        "vllm_diagnose_log": _opt_path,
     },
     "base": {
         "base_service_user": _service_account,

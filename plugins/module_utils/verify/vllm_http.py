@@ -315,7 +315,7 @@ def wait_for_health(probe, check_unit, timeout, interval, clock=time.monotonic, 
 def check_models(result, model, url):
     """Return the served ids when ``model`` is among them, else raise VllmNotReady."""
     if result.status in (401, 403):
-        raise VllmNotReady(api_key_message(result, url, "/v1/models"))
+        raise VllmNotReady(api_key_message(result, url, "/v1/models"), status=result.status)
     if result.status != 200:
         raise VllmNotReady(f"GET {join_url(url, '/v1/models')} failed: {result.describe()}")
     try:
@@ -338,7 +338,7 @@ def api_key_message(result, url, path):
 def require_answer(result, url, path):
     """Raise VllmNotReady unless the POST to ``path`` answered 200 (a refused API key says so)."""
     if result.status in (401, 403):
-        raise VllmNotReady(api_key_message(result, url, path))
+        raise VllmNotReady(api_key_message(result, url, path), status=result.status)
     if result.status != 200:
         raise VllmNotReady(f"POST {join_url(url, path)} failed: {result.describe()}")
 
@@ -356,7 +356,7 @@ def check_chat(result, url, expect=None, expect_regex=None, prompt=None):
         raise VllmNotReady(f"POST {join_url(url, path)}: {exc}") from None
     problem = answer_problem(answer, expect, expect_regex, prompt)
     if problem:
-        raise VllmNotReady(f"{problem} (from {url})", answer=answer)
+        raise VllmNotReady(f"{problem} (from {url})", answer=answer, problem=problem)
     return answer, tokens
 
 

