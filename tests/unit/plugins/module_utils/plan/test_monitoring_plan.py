@@ -250,10 +250,10 @@ def test_targets_only_files(directory, prefix):
     vllm_file = f"{prefix}/file_sd/kunpeng-vllm-vllm.yml"
     node_file = f"{prefix}/file_sd/kunpeng-vllm-node.yml"
     assert targets["file_sd"] == [
-        {"job": "vllm", "path": vllm_file, "targets": [{"targets": ["a:8000"], "labels": {"node": "a"}},
-                                                      {"targets": ["b:8000"], "labels": {"node": "b"}}]},
-        {"job": "node", "path": node_file, "targets": [{"targets": ["a:9100"], "labels": {"node": "a"}},
-                                                      {"targets": ["b:9100"], "labels": {"node": "b"}}]},
+        {"job": "vllm", "path": vllm_file, "targets": [
+            {"targets": ["a:8000"], "labels": {"node": "a"}}, {"targets": ["b:8000"], "labels": {"node": "b"}}]},
+        {"job": "node", "path": node_file, "targets": [
+            {"targets": ["a:9100"], "labels": {"node": "a"}}, {"targets": ["b:9100"], "labels": {"node": "b"}}]},
     ]
     assert targets["scrape_configs"] == [
         {"job_name": "vllm", "scrape_interval": "30s", "metrics_path": "/metrics", "file_sd_configs": [{"files": [vllm_file]}]},
