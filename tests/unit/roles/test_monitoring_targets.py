@@ -21,7 +21,8 @@ PORTS = {"node_exporter": 9100, "vllm": 8000, "gateway": 8405}
 def _render(text, **variables):
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
     env.filters["to_nice_yaml"] = to_nice_yaml
-    return env.from_string(text).render(ansible_managed="test", **variables)
+    # Only what a copy task has: no ansible_managed (templates only), so StrictUndefined catches its use.
+    return env.from_string(text).render(**variables)
 
 
 def _plan(directory):
