@@ -14,8 +14,8 @@ release leaves the checkout as it was:
 
 It pushes nothing and uploads nothing: ``git push --follow-tags`` and
 ``ansible-galaxy collection publish`` stay deliberate steps (CONTRIBUTING.md).
-After the release, set galaxy.yml (and the README's install line) to the next
-version in a commit of its own.
+After the release, set galaxy.yml (with the README's install line and
+execution-environment.yml's tag) to the next version in a commit of its own.
 """
 
 from __future__ import annotations
@@ -125,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     _git("commit", "-q", "-m", f"Release {version}")
     _git("tag", "-a", f"v{version}", "-m", f"kunpeng.vllm {version}")
     print(f"Released {version}: commit {_git('rev-parse', '--short', 'HEAD').strip()}, tag v{version}.\n"
-          f"Next: git push --follow-tags; ansible-galaxy collection build; then set galaxy.yml and the README's "
-          f"install line to the next version.")
+          f"Next: git push --follow-tags; ansible-galaxy collection build; then set galaxy.yml, the README's "
+          f"install line and execution-environment.yml's tag to the next version.")
     return 0
 
 

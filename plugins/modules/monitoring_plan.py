@@ -149,6 +149,21 @@ options:
     description: Signing key of O(grafana_repository); empty for none. Decides RV(grafana_repository_key).
     type: str
     default: ""
+  prometheus_mode:
+    description:
+      - C(monitoring_prometheus_mode) (O(scope=server)). V(server) installs, configures and runs Prometheus.
+      - V(targets_only), for a site that runs Prometheus already (for example with prometheus.prometheus), plans
+        only the files that Prometheus reads (RV(targets)); RV(install) is false, RV(firewall) empty, RV(grafana)
+        V(none).
+    type: str
+    choices: [server, targets_only]
+    default: server
+    version_added: "0.3.0"
+  targets_dir:
+    description: C(monitoring_targets_dir) - the absolute directory RV(targets) are written under (O(prometheus_mode=targets_only)).
+    type: str
+    default: ""
+    version_added: "0.3.0"
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
   - kunpeng.vllm.attributes.facts
@@ -244,8 +259,27 @@ firewall:
   returned: when scope is server
   type: list
   elements: dict
+mode:
+  description: O(prometheus_mode).
+  returned: when scope is server
+  type: str
+  version_added: "0.3.0"
+install:
+  description: Whether Prometheus is installed, configured and run (O(prometheus_mode=server)).
+  returned: when scope is server
+  type: bool
+  version_added: "0.3.0"
+targets:
+  description:
+    - With O(prometheus_mode=targets_only), the files for the site's Prometheus under O(targets_dir); empty otherwise.
+    - C(file_sd) (per job C(job), C(path) of C(file_sd/kunpeng-vllm-<job>.yml), C(targets), its target groups),
+      C(rules_file) (C(rules/kunpeng-vllm.rules)), C(scrape_configs_file) (C(scrape_configs/kunpeng-vllm.yml)) with
+      C(scrape_configs), the jobs reading the C(file_sd) files, C(dir) and C(dirs), the directories to create.
+  returned: when scope is server
+  type: dict
+  version_added: "0.3.0"
 grafana:
-  description: C(package), C(repository) or C(provisioning) (write the provisioning files only).
+  description: C(package), C(repository), C(provisioning) (write the provisioning files only), or C(none) (O(prometheus_mode=targets_only)).
   returned: when scope is server
   type: str
 grafana_package:
@@ -253,7 +287,7 @@ grafana_package:
   returned: when scope is server
   type: str
 grafana_install:
-  description: Whether a Grafana package is installed and started (RV(grafana) is not C(provisioning)).
+  description: Whether a Grafana package is installed and started (RV(grafana) is C(package) or C(repository)).
   returned: when scope is server
   type: bool
 grafana_repository_key:
@@ -302,6 +336,8 @@ def main():
             grafana_package=dict(type="str", default=""),
             grafana_repository=dict(type="str", default=""),
             grafana_repository_key_url=dict(type="str", default="", no_log=False),
+            prometheus_mode=dict(type="str", choices=["server", "targets_only"], default="server"),
+            targets_dir=dict(type="str", default=""),
         ),
         required_if=[("scope", "node", ["address"])],
         supports_check_mode=True,
@@ -325,7 +361,8 @@ def main():
         result = server_plan(p["nodes"], p["scrape_interval"], p["evaluation_interval"], p["retention_time"],
                              p["retention_size"], p["listen_port"], p["grafana_package"], p["grafana_repository"],
                              grafana_repository_key_url=p["grafana_repository_key_url"],
-                             listen=p["listen_address"] or "127.0.0.1", prometheus_sources=p["prometheus_sources"])
+                             listen=p["listen_address"] or "127.0.0.1", prometheus_sources=p["prometheus_sources"],
+                             mode=p["prometheus_mode"], targets_dir=p["targets_dir"])
     except MonitoringPlanError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **result)

@@ -159,6 +159,12 @@ def test_execution_environment_builds_from_the_checkout():
     assert f"{collection['name']}/meta" in dests
 
 
+def test_execution_environment_tag_is_the_collection_version():
+    # ansible-builder's default tag is the image a job template names: the version it ships, never "latest".
+    version = _yaml("galaxy.yml")["version"]
+    assert _yaml("execution-environment.yml")["options"]["tags"] == [f"kunpeng-vllm-ee:{version}"]
+
+
 def test_changelog_renders_every_release():
     """galaxy.yml names the next version between releases (tests/unit/scripts/test_release.py); every released
     one has its section in CHANGELOG.rst."""

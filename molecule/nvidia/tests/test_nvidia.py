@@ -48,6 +48,10 @@ def test_second_run_adopted_what_the_first_installed(host):
 def test_repository_source_is_the_local_test_repository(host):
     source = host.file("/etc/apt/sources.list.d/kunpeng-vllm-cuda.sources").content_string
     assert "URIs: file:///opt/kv-repo/debian12/" in source and "Trusted: yes" in source
+    # Written by ansible.builtin.deb822_repository over the file 0.2.0's template left (prepare.yml): one source.
+    assert "X-Repolib-Name: kunpeng-vllm-cuda" in source and "flat repository" not in source
+    listing = host.check_output("grep -rl 'kv-repo' /etc/apt/sources.list /etc/apt/sources.list.d || true")
+    assert listing.split() == ["/etc/apt/sources.list.d/kunpeng-vllm-cuda.sources"]
     assert not host.file("/etc/apt/keyrings/kunpeng-vllm-cuda.asc").exists
     assert host.file("/etc/modprobe.d/blacklist-nouveau.conf").contains("blacklist nouveau")
 

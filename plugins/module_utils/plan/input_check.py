@@ -712,6 +712,8 @@ RULES = {
         "monitoring_node_exporter_package": _name,
         "monitoring_prometheus_service": _name,
         "monitoring_node_exporter_service": _name,
+        "monitoring_prometheus_mode": None,
+        "monitoring_targets_dir": _path,
         "monitoring_prometheus_port": _port,
         "monitoring_scrape_interval": _duration,
         "monitoring_evaluation_interval": _duration,

@@ -226,17 +226,61 @@ def grafana_mode(package: str, repository: str) -> str:
     return "provisioning"
 
 
+# server: install, configure and run Prometheus (and Grafana's files) on the server hosts.  targets_only: a site
+# that runs Prometheus already (for example with prometheus.prometheus) gets the file_sd target files, a
+# scrape_configs file naming them, and the rules, written under monitoring_targets_dir; nothing is installed or run.
+PROMETHEUS_MODES = ("server", "targets_only")
+# Under monitoring_targets_dir: prometheus.prometheus's layout below its prometheus_config_dir (file_sd/, rules/
+# with the *.rules its rule_files reads), so the default /etc/prometheus needs no copy step.
+TARGETS_FILE = "file_sd/kunpeng-vllm-{job}.yml"
+TARGETS_RULES_FILE = "rules/kunpeng-vllm.rules"
+TARGETS_SCRAPE_CONFIGS_FILE = "scrape_configs/kunpeng-vllm.yml"
+
+
+def targets_only(configs: List[Dict[str, Any]], directory: str) -> Dict[str, Any]:
+    """The files of ``targets_only`` mode under ``directory``: ``file_sd`` (one file per job: its path and its
+    target groups, Prometheus's file_sd format), ``rules_file``, and ``scrape_configs_file`` with
+    ``scrape_configs``, the jobs reading those files (same names, intervals and metrics paths as server mode, so
+    the rules' ``job`` matchers hold)."""
+    path = str(directory or "").strip()
+    if not path.startswith("/") or "\n" in path:
+        raise MonitoringPlanError("monitoring_targets_dir must be an absolute directory path on the Prometheus host "
+                                  f"(monitoring_prometheus_mode=targets_only), got {directory!r}")
+    base = path.rstrip("/") or "/"
+    prefix = "" if base == "/" else base
+
+    def join(name: str) -> str:
+        return f"{prefix}/{name}"
+
+    file_sd = [{"job": c["job_name"], "path": join(TARGETS_FILE.format(job=c["job_name"])),
+                "targets": c["static_configs"]} for c in configs]
+    scrape = [{"job_name": c["job_name"], "scrape_interval": c["scrape_interval"], "metrics_path": c["metrics_path"],
+               "file_sd_configs": [{"files": [f["path"]]}]} for c, f in zip(configs, file_sd)]
+    return {"dir": base, "file_sd": file_sd, "rules_file": join(TARGETS_RULES_FILE),
+            "scrape_configs_file": join(TARGETS_SCRAPE_CONFIGS_FILE), "scrape_configs": scrape,
+            "dirs": sorted({f["path"].rsplit("/", 1)[0] for f in file_sd}
+                           | {join(TARGETS_RULES_FILE).rsplit("/", 1)[0],
+                              join(TARGETS_SCRAPE_CONFIGS_FILE).rsplit("/", 1)[0]})}
+
+
 def server_plan(nodes: List[Dict[str, Any]], scrape_interval: str, evaluation_interval: str, retention_time: str,
                 retention_size: str, listen_port: Any, grafana_package: str = "", grafana_repository: str = "",
                 vllm_metrics_path: str = "/metrics", gateway_metrics_path: str = "/metrics",
                 grafana_repository_key_url: str = "", listen: str = "127.0.0.1",
-                prometheus_sources: Optional[List[str]] = None) -> Dict[str, Any]:
+                prometheus_sources: Optional[List[str]] = None, mode: str = "server",
+                targets_dir: str = "") -> Dict[str, Any]:
     """The Prometheus server's configuration: ``scrape_configs``, ``global``, ``args`` (command-line flags),
     ``grafana`` (see :func:`grafana_mode`), ``grafana_package`` (what to install: the named package, ``grafana``
     from the named repository, or ''), ``grafana_install`` (a Grafana package is installed and started),
     ``grafana_repository_key`` (the named repository's signing key is added) and ``jobs`` (the job names with
     targets).  ``listen`` is the server node's :func:`listen_address`: Prometheus binds it, not every interface;
-    ``url`` is where Grafana and the role reach it; ``firewall`` opens its port to ``prometheus_sources`` (``monitoring_prometheus_sources``) only."""
+    ``url`` is where Grafana and the role reach it; ``firewall`` opens its port to ``prometheus_sources`` (``monitoring_prometheus_sources``) only.
+
+    ``mode`` (``monitoring_prometheus_mode``) ``targets_only`` installs and opens nothing: ``install`` is false,
+    ``firewall`` empty, Grafana left alone, and ``targets`` holds the files of :func:`targets_only` under
+    ``targets_dir``; in ``server`` mode ``targets`` is empty."""
+    if mode not in PROMETHEUS_MODES:
+        raise MonitoringPlanError(f"monitoring_prometheus_mode must be one of {', '.join(PROMETHEUS_MODES)}, got {mode!r}")
     for name, value in (("monitoring_scrape_interval", scrape_interval),
                         ("monitoring_evaluation_interval", evaluation_interval),
                         ("monitoring_retention_time", retention_time)):
@@ -252,16 +296,21 @@ def server_plan(nodes: List[Dict[str, Any]], scrape_interval: str, evaluation_in
     if retention_size:
         args.append(f"--storage.tsdb.retention.size={retention_size}")
     configs = scrape_configs(nodes, scrape_interval, vllm_metrics_path, gateway_metrics_path)
-    mode = grafana_mode(grafana_package, grafana_repository)
+    install = mode == "server"
+    targets = {} if install else targets_only(configs, targets_dir)
+    grafana = grafana_mode(grafana_package, grafana_repository) if install else "none"
     return {
+        "mode": mode,
+        "install": install,
+        "targets": targets,
         "global": {"scrape_interval": scrape_interval, "evaluation_interval": evaluation_interval},
         "scrape_configs": configs,
         "jobs": [config["job_name"] for config in configs],
         "args": args,
         "url": f"http://{_target(listen, port)}",
-        "firewall": firewall_rule("monitoring_prometheus_sources", [port], prometheus_sources or []),
-        "grafana": mode,
-        "grafana_package": {"package": (grafana_package or "").strip(), "repository": "grafana"}.get(mode, ""),
-        "grafana_install": mode != "provisioning",
-        "grafana_repository_key": mode == "repository" and bool((grafana_repository_key_url or "").strip()),
+        "firewall": firewall_rule("monitoring_prometheus_sources", [port], prometheus_sources or []) if install else [],
+        "grafana": grafana,
+        "grafana_package": {"package": (grafana_package or "").strip(), "repository": "grafana"}.get(grafana, ""),
+        "grafana_install": grafana in ("package", "repository"),
+        "grafana_repository_key": grafana == "repository" and bool((grafana_repository_key_url or "").strip()),
     }

@@ -139,7 +139,7 @@ def test_supported_platform_resolves(resolved, platform):
         assert resolved["nologin_shell"] == "/sbin/nologin"
         assert resolved["chrony_service"] == "chronyd"
         assert resolved["firewall"] == "firewalld"
-        assert resolved["apt_keyring"] is None
+        assert resolved["apt_keyring"] is None and resolved["apt_mirror_source"] is None
     else:
         assert {"g++", "python3-dev", "python3-venv", "libnuma1"} <= packages
         assert not {"python3-devel", "numactl-libs"} & packages
@@ -160,6 +160,12 @@ def test_supported_platform_resolves(resolved, platform):
             assert resolved["apt_keyring"] == "/usr/share/keyrings/debian-archive-keyring.gpg"
             assert resolved["apt_default_suites"][2:] == []
             assert resolved["apt_default_components"] == ["main"]
+        # The mirror source (base_apt_mirror_url set): its ansible.builtin.deb822_repository arguments, in the file
+        # the template of earlier releases wrote.
+        assert resolved["apt_mirror_source"] == {
+            "name": "kunpeng-vllm-mirror", "types": ["deb"], "uris": ["http://mirror.example.internal/debian"],
+            "suites": resolved["apt_default_suites"], "components": resolved["apt_default_components"],
+            "signed_by": resolved["apt_keyring"]}
 
 
 @pytest.mark.parametrize("platform", sorted(UNSUPPORTED))

@@ -223,3 +223,52 @@ def test_exporter_port_defaults_to_the_record(name):
     ports = {key: value for key, value in PORTS.items() if key != exporter["job"]}
     plan = mp.node_plan(["vllm"], "n1", name, ["vllm"], [], ports, {exporter["variable"]: "pkg"}, "auto", [])
     assert {"job": exporter["job"], "target": f"n1:{exporter['port']}"} in plan["targets"]
+
+
+# monitoring_prometheus_mode: server runs Prometheus here; targets_only writes files for the site's own Prometheus.
+@pytest.mark.parametrize("mode, install, firewall, grafana", [
+    ("server", True, [{"ports": [9090], "sources": ["10.0.0.0/24"], "protocol": "tcp"}], "provisioning"),
+    ("targets_only", False, [], "none"),
+])
+def test_prometheus_mode(mode, install, firewall, grafana):
+    plan = mp.server_plan([node(["vllm"], address="a")], "15s", "15s", "15d", "", 9090, listen="10.0.0.9",
+                          prometheus_sources=["10.0.0.0/24"], mode=mode, targets_dir="/etc/prometheus")
+    assert (plan["mode"], plan["install"], plan["grafana"], plan["grafana_install"]) == (mode, install, grafana, False)
+    assert plan["firewall"] == firewall
+    assert bool(plan["targets"]) is not install
+    # The jobs are the same in both modes: the rules match on their names.
+    assert plan["jobs"] == ["vllm", "node"]
+
+
+@pytest.mark.parametrize("directory, prefix", [
+    ("/etc/prometheus", "/etc/prometheus"),
+    ("/srv/kv/prometheus/", "/srv/kv/prometheus"),
+])
+def test_targets_only_files(directory, prefix):
+    nodes = [node(["vllm"], address="b"), node(["vllm"], address="a")]
+    targets = mp.server_plan(nodes, "30s", "15s", "15d", "", 9090, mode="targets_only", targets_dir=directory)["targets"]
+    vllm_file = f"{prefix}/file_sd/kunpeng-vllm-vllm.yml"
+    node_file = f"{prefix}/file_sd/kunpeng-vllm-node.yml"
+    assert targets["file_sd"] == [
+        {"job": "vllm", "path": vllm_file, "targets": [
+            {"targets": ["a:8000"], "labels": {"node": "a"}}, {"targets": ["b:8000"], "labels": {"node": "b"}}]},
+        {"job": "node", "path": node_file, "targets": [
+            {"targets": ["a:9100"], "labels": {"node": "a"}}, {"targets": ["b:9100"], "labels": {"node": "b"}}]},
+    ]
+    assert targets["scrape_configs"] == [
+        {"job_name": "vllm", "scrape_interval": "30s", "metrics_path": "/metrics", "file_sd_configs": [{"files": [vllm_file]}]},
+        {"job_name": "node", "scrape_interval": "30s", "metrics_path": "/metrics", "file_sd_configs": [{"files": [node_file]}]},
+    ]
+    assert targets["rules_file"] == f"{prefix}/rules/kunpeng-vllm.rules"
+    assert targets["scrape_configs_file"] == f"{prefix}/scrape_configs/kunpeng-vllm.yml"
+    assert targets["dirs"] == [f"{prefix}/file_sd", f"{prefix}/rules", f"{prefix}/scrape_configs"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"mode": "targets_only", "targets_dir": ""}, "monitoring_targets_dir must be an absolute directory path"),
+    ({"mode": "targets_only", "targets_dir": "prometheus"}, "monitoring_targets_dir must be an absolute directory path"),
+    ({"mode": "agent"}, "monitoring_prometheus_mode must be one of server, targets_only, got 'agent'"),
+])
+def test_prometheus_mode_refuses(kwargs, message):
+    with pytest.raises(mp.MonitoringPlanError, match=message):
+        mp.server_plan([node([])], "15s", "15s", "15d", "", 9090, **kwargs)
