@@ -346,8 +346,8 @@ def sidecar_problems(data):
             problems.append(f"{key} is not a whole number")
     prefix = data.get("prefix")
     absolute = isinstance(prefix, str) and prefix.startswith("/")
-    if (not absolute or prefix == "/" or os.path.normpath(prefix) != prefix
-            or re.search(r"[\x00-\x1f\x7f]", prefix)):
+    normalised = absolute and prefix != "/" and os.path.normpath(prefix) == prefix
+    if not normalised or re.search(r"[\x00-\x1f\x7f]", prefix):
         problems.append(f"prefix {prefix!r} is not a normalised absolute path below /")
     if not isinstance(data.get("identity"), dict):
         problems.append("identity is not a mapping")

@@ -85,8 +85,8 @@ def link_problem(name, target, interpreter_links=False):
     ``bin/python*`` names the host's interpreter by its absolute path.
     """
     if target.startswith("/"):
-        if (interpreter_links and _INTERPRETER_LINK.match(name) and _INTERPRETER_TARGET.match(target)
-                and not {".", ".."} & set(target.split("/"))):
+        interpreter = bool(_INTERPRETER_LINK.match(name) and _INTERPRETER_TARGET.match(target))
+        if interpreter_links and interpreter and not {".", ".."} & set(target.split("/")):
             return None
         return f"{name!r} links to {target!r}, outside the tree"
     parts = [part for part in target.split("/") if part not in ("", ".")]
@@ -179,8 +179,8 @@ def extract(stream, dest, interpreter_links=False, compressed=False):
                 source = os.path.join(dest, target)
                 # Through no symlink, not even an allowed one (bin/python3 -> /usr/bin/python3.11): a link to
                 # bin/python3/../x or through a directory link would name a file of the host.
-                if (target in links or _below_link(target, links) or not os.path.isfile(source)
-                        or os.path.islink(source) or not _inside(source, dest)):
+                through_link = target in links or _below_link(target, links) or os.path.islink(source)
+                if through_link or not os.path.isfile(source) or not _inside(source, dest):
                     raise Refused(f"{member.name!r} is a hard link to {member.linkname!r}, not a file of the tree")
                 if os.path.lexists(path):
                     os.unlink(path)

@@ -256,11 +256,11 @@ def targets_only(configs: List[Dict[str, Any]], directory: str) -> Dict[str, Any
                 "targets": c["static_configs"]} for c in configs]
     scrape = [{"job_name": c["job_name"], "scrape_interval": c["scrape_interval"], "metrics_path": c["metrics_path"],
                "file_sd_configs": [{"files": [f["path"]]}]} for c, f in zip(configs, file_sd)]
+    dirs = {f["path"].rsplit("/", 1)[0] for f in file_sd}
+    dirs.update(join(name).rsplit("/", 1)[0] for name in (TARGETS_RULES_FILE, TARGETS_SCRAPE_CONFIGS_FILE))
     return {"dir": base, "file_sd": file_sd, "rules_file": join(TARGETS_RULES_FILE),
             "scrape_configs_file": join(TARGETS_SCRAPE_CONFIGS_FILE), "scrape_configs": scrape,
-            "dirs": sorted({f["path"].rsplit("/", 1)[0] for f in file_sd}
-                           | {join(TARGETS_RULES_FILE).rsplit("/", 1)[0],
-                              join(TARGETS_SCRAPE_CONFIGS_FILE).rsplit("/", 1)[0]})}
+            "dirs": sorted(dirs)}
 
 
 def server_plan(nodes: List[Dict[str, Any]], scrape_interval: str, evaluation_interval: str, retention_time: str,

@@ -131,13 +131,14 @@ def kv_cache_too_small(evidence: Evidence) -> Optional[Finding]:
         basis.append(f"the engine estimates {engine_max}")
     if plan_max:
         basis.append(f"the plan computed {plan_max}")
+    fit = f" ({'; '.join(basis)} tokens fit)" if basis else ""
+    lower = f" to {value}" if value else ""
     return finding(
         "kv_cache_too_small", "critical", line,
-        f"max_model_len {wanted} needs more KV cache than the memory left after the weights"
-        + (f" ({'; '.join(basis)} tokens fit)" if basis else ""),
-        "Lower vllm_engine_args.max_model_len" + (f" to {value}" if value else "")
-        + ", or give the KV cache more memory (vllm_engine_args.gpu_memory_utilization on GPU/NPU, "
-          "vllm_cpu_kvcache_space_gib on CPU), or spread the model over more devices.",
+        f"max_model_len {wanted} needs more KV cache than the memory left after the weights{fit}",
+        f"Lower vllm_engine_args.max_model_len{lower}, or give the KV cache more memory "
+        "(vllm_engine_args.gpu_memory_utilization on GPU/NPU, vllm_cpu_kvcache_space_gib on CPU), or spread the "
+        "model over more devices.",
         "vllm_engine_args.max_model_len", value)
 
 
@@ -332,8 +333,8 @@ def port_in_use(evidence: Evidence) -> Optional[Finding]:
     """Another process holds the instance's port."""
     hit = _last_match(_ADDR_IN_USE, _lines(evidence, "log"))
     port = evidence.get("port")
-    holder = next((item for item in evidence.get("listeners") or [] if port and item.get("port") == port
-                   and _foreign(item, evidence.get("service_pids"))), None)
+    on_port = [item for item in evidence.get("listeners") or [] if port and item.get("port") == port]
+    holder = next((item for item in on_port if _foreign(item, evidence.get("service_pids"))), None)
     if not hit and not holder:
         return None
     who = f" ({holder['process']}, pid {holder.get('pid')}, listens on it)" if holder else ""
@@ -358,10 +359,10 @@ def model_dir_incomplete(evidence: Evidence) -> Optional[Finding]:
         return None
     where = model_dir.get("path") or "the model directory"
     line = hit[0] if hit else f"{where}: missing {', '.join(missing)}"
+    gone = f" (missing {', '.join(missing)})" if missing else ""
     return finding(
         "model_dir_incomplete", "critical", line,
-        f"{where} is incomplete" + (f" (missing {', '.join(missing)})" if missing else "")
-        + ": a download was interrupted, or the files were removed.",
+        f"{where} is incomplete{gone}: a download was interrupted, or the files were removed.",
         "Fetch the model again: re-run site.yml (vllm_model_source / vllm_model_src; with vllm_model_verify: true "
         "the role checks every file).",
         "vllm_model_src")
@@ -407,10 +408,10 @@ def disk_full(evidence: Evidence) -> Optional[Finding]:
     if not hit and not full:
         return None
     line = hit[0] if hit else ", ".join(f"{d['mount']} {d['use_percent']}% used" for d in full)
+    mounts = f" ({', '.join(d['mount'] for d in full)})" if full else ""
     return finding(
         "disk_full", "critical", line,
-        "A file system the engine needs is full"
-        + (f" ({', '.join(d['mount'] for d in full)})" if full else "") + ".",
+        f"A file system the engine needs is full{mounts}.",
         "Free space there (old models under the model directory, old backups in vllm_backup_dir, the cache "
         "in vllm_cache_dir), or move the model directory (vllm_model_dir) to a larger disk.",
         "vllm_model_dir")
@@ -444,10 +445,10 @@ def nvidia_xid(evidence: Evidence) -> Optional[Finding]:
         return None
     xid = int(hit[1].group(2))
     hardware = xid in _XID_HARDWARE
+    kind = ": a hardware or bus fault (79: fallen off the bus)." if hardware else ": a driver-reported GPU error."
     return finding(
         "nvidia_xid", "critical" if hardware else "error", hit[0],
-        f"GPU {hit[1].group(1)} reported Xid {xid}"
-        + (": a hardware or bus fault (79: fallen off the bus)." if hardware else ": a driver-reported GPU error."),
+        f"GPU {hit[1].group(1)} reported Xid {xid}{kind}",
         "Look the Xid up in NVIDIA's Xid catalogue; for hardware Xids drain the host, reset the GPU or reboot, "
         "and keep it out of service (vllm_visible_devices) until it is repaired.",
         "vllm_visible_devices")
