@@ -4,6 +4,7 @@ on the scenario's Docker network, and the vLLM servers' request counters."""
 import os
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -53,6 +54,15 @@ def haproxy_stats():
     header = lines[0].lstrip("# ").split(",")
     rows = [dict(zip(header, line.split(","))) for line in lines[1:] if line.strip()]
     return {(r["pxname"], r["svname"]): r for r in rows}
+
+
+def wait_idle(backend):
+    """Until HAProxy counts no request in ``backend``: a finished request's session may linger there a moment,
+    and the hybrid dispatch rule counts it (be_conn), so a request sent then may spill by the rule's own design."""
+    deadline = time.time() + 30
+    while haproxy_stats()[(backend, "BACKEND")]["scur"] != "0":
+        assert time.time() < deadline, f"{backend} still holds a request 30 s after the last one ended"
+        time.sleep(0.2)
 
 
 def answered(stats, backend, server):

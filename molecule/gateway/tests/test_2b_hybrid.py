@@ -13,7 +13,7 @@ import json
 import urllib.error
 import urllib.request
 
-from conftest import API_KEY, BACKEND_A, BACKEND_B, GATEWAY, answered, haproxy_stats
+from conftest import API_KEY, BACKEND_A, BACKEND_B, GATEWAY, answered, haproxy_stats, wait_idle
 from load import completion
 
 testinfra_hosts = [GATEWAY]
@@ -52,6 +52,7 @@ def _post(gw_url, max_tokens=4):
 def test_short_requests_go_to_the_cpu_pool_and_long_ones_to_the_accelerator_pool(gw_url):
     before = haproxy_stats()
     for attempt in range(4):
+        wait_idle("pool_cpu")
         status, body = completion(gw_url, API_KEY, MODEL, max_tokens=4)
         assert status == 200, (attempt, body)
     for attempt in range(2):
@@ -63,6 +64,7 @@ def test_short_requests_go_to_the_cpu_pool_and_long_ones_to_the_accelerator_pool
 
 
 def test_a_busy_cpu_pool_spills_short_requests_to_the_accelerator_pool(gw_url):
+    wait_idle("pool_cpu")
     hold = _hold(gw_url, 980)  # short (about 1010 estimated tokens): the CPU pool's one slot
     try:
         before = haproxy_stats()

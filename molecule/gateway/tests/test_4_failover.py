@@ -11,7 +11,7 @@ import json
 import threading
 import time
 
-from conftest import API_KEY, BACKEND_A, BACKEND_B, GATEWAY, UNIT, answered, figures_file, haproxy_stats, sh
+from conftest import API_KEY, BACKEND_A, BACKEND_B, GATEWAY, UNIT, answered, figures_file, haproxy_stats, sh, wait_idle
 from load import completion, run
 
 testinfra_hosts = [GATEWAY]
@@ -64,8 +64,16 @@ def test_stopped_server_is_taken_out_and_requests_keep_succeeding(gw_url):
 
 
 def _short_requests(gw_url, count):
-    """count short smollm2-hybrid requests; the statuses that were not 200."""
-    statuses = [completion(gw_url, API_KEY, "smollm2-hybrid", max_tokens=4)[0] for i in range(count)]
+    """count short smollm2-hybrid requests, each sent when the CPU pool holds none; the statuses that were not 200.
+
+    The dispatch rule sends a short request to the CPU pool only while it holds fewer than ceil(0.7 x maxconn 1)
+    = 1 request: a request sent while HAProxy still counts the previous one's closing session would spill to the
+    accelerator pool, which is the rule working, not the standby failing.
+    """
+    statuses = []
+    for _i in range(count):
+        wait_idle("pool_cpu")
+        statuses.append(completion(gw_url, API_KEY, "smollm2-hybrid", max_tokens=4)[0])
     return [s for s in statuses if s != 200]
 
 

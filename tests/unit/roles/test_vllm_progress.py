@@ -95,11 +95,12 @@ def test_a_stalled_download_is_stopped_and_names_its_source(collections_path, tm
         proc.stdout[-3000:]
     assert time.monotonic() - started < 60, "the stalled download was waited for to its end"
     pid = int(pid_file.read_text())
-    for _attempt in range(20):
+    # Stopped, not stopped within a time: on two busy cores the signal's delivery and the exit can take seconds.
+    for _attempt in range(300):
         if not _running(pid):
             break
         time.sleep(0.2)
-    assert not _running(pid), "the stalled download still runs"
+    assert not _running(pid), "the stalled download still runs 60 s after the play ended"
     assert not (tmp_path / "models" / "m").exists()
 
 
