@@ -13,8 +13,9 @@ module: vllm_diagnose
 short_description: Tell why a vLLM instance does not serve, and the fix
 version_added: "0.3.0"
 description:
-  - Collects, read-only, what a host shows about one instance - the unit's state and journal (or the launcher's
-    log), kernel messages (C(journalctl -k)), the driver's view (C(nvidia-smi), C(npu-smi info)) where installed,
+  - Collects, read-only, what a host shows about one instance - the unit's state and journal (the latest run's lines
+    first, or the launcher's log), kernel messages (C(journalctl -k)), the driver's view (C(nvidia-smi),
+    C(npu-smi info), C(ascend-dmi -i) and C(ascend-dmi -c)) where installed,
     disk use of the model's file system, host memory, the listening TCP ports and their processes, the model
     directory against the files the last converge recorded, and the API's answers (C(/health), C(/v1/models), one
     chat completion with the key).
@@ -79,6 +80,12 @@ options:
     description: Verify the API's TLS certificate.
     type: bool
     default: true
+  context:
+    description:
+      - What the controller knows about the instance, copied masked into RV(report.context) - the role passes the
+        engine config the instance runs (C(config)), the accelerator probe (C(probe)) and the plan's numbers (C(plan)).
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - kunpeng.vllm.attributes.read_only
 """
@@ -123,9 +130,11 @@ serving:
   type: bool
 report:
   description:
-    - What was collected, masked - C(unit) (systemd properties), C(log) (the engine's last lines), C(kernel),
-      C(drivers) (C(nvidia-smi), C(npu-smi) output), C(disks), C(memory), C(listeners), C(model_dir)
-      (C(path), C(missing)), C(api) (C(health), C(models), C(completion) - status and body each - and C(answer)).
+    - What was collected, masked - C(unit) (systemd properties), C(log) (the engine's last lines: the latest run's
+      where the journal has them, by C(InvocationID)), C(kernel), C(drivers) (output of C(nvidia-smi), C(npu-smi info),
+      C(ascend-dmi -i) and C(ascend-dmi -c), keyed by command, where installed), C(disks), C(memory), C(listeners),
+      C(model_dir) (C(path), C(missing)), C(api) (C(health), C(models), C(completion) - status and body each - and
+      C(answer)), C(context) (O(context), masked).
   returned: always
   type: dict
 """
@@ -137,11 +146,15 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import converged, model_state  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.verify import diagnosis, host_evidence, vllm_http  # noqa: E402
 
-UNIT_PROPERTIES = ("ActiveState", "SubState", "NRestarts", "ExecMainStatus", "MainPID", "ControlGroup")
+UNIT_PROPERTIES = ("ActiveState", "SubState", "NRestarts", "ExecMainStatus", "MainPID", "ControlGroup", "InvocationID")
 KERNEL_KEEP = 50
 DRIVER_COMMANDS = (
     ("nvidia-smi", ["--query-gpu=index,name,driver_version,memory.used,memory.total", "--format=csv,noheader"]),
     ("npu-smi", ["info"]),
+    # Ascend DMI's read-only queries: the devices' real-time status and the software/hardware compatibility check
+    # (its other tests load the NPUs and are not run).
+    ("ascend-dmi", ["-i"]),
+    ("ascend-dmi", ["-c"]),
 )
 
 
@@ -182,9 +195,13 @@ class Collector:
         pids = host_evidence.unit_pids(texts)
         return sorted(set(pids) | ({int(main)} if str(main).isdigit() and int(main) else set()))
 
-    def journal(self, service, lines):
-        out = self.tool("journalctl", ["-u", service, "--no-pager", "-o", "cat", "-n", str(lines)])
-        return out.splitlines() if out else []
+    def journal(self, service, lines, invocation=None):
+        """The unit's journal lines, from the latest run alone where it logged any (host_evidence.journal_queries)."""
+        for match in host_evidence.journal_queries(service, invocation):
+            out = self.tool("journalctl", [match, "--no-pager", "-o", "cat", "-n", str(lines)])
+            if out and not out.startswith("-- No entries --"):
+                return out.splitlines()
+        return []
 
     def launcher_log(self, path, lines):
         try:
@@ -269,6 +286,7 @@ def main():
             lines=dict(type="int", default=300),
             timeout=dict(type="int", default=30),
             validate_certs=dict(type="bool", default=True),
+            context=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -282,7 +300,7 @@ def main():
     collect = Collector(module)
     unit = collect.unit(p["service"]) if p["service"] else {}
     if p["service"]:
-        log = collect.journal(p["service"], p["lines"])
+        log = collect.journal(p["service"], p["lines"], unit.get("InvocationID"))
     else:
         log = collect.launcher_log(p["launcher_log"], p["lines"]) if p["launcher_log"] else []
 
@@ -307,13 +325,14 @@ def main():
         "unit": unit,
         "log": [diagnosis.mask(line) for line in log[-100:]],
         "kernel": [diagnosis.mask(line) for line in kernel[-KERNEL_KEEP:]],
-        "drivers": {name: diagnosis.mask(out) for name, args in DRIVER_COMMANDS
+        "drivers": {" ".join([name] + args[:1]): diagnosis.mask(out) for name, args in DRIVER_COMMANDS
                     for out in [collect.tool(name, args)] if out is not None},
         "disks": evidence["disks"],
         "memory": collect.memory(),
         "listeners": evidence["listeners"],
         "model_dir": model_dir,
         "api": diagnosis.mask_tree(api),
+        "context": diagnosis.mask_tree(p["context"]),
     }
     module.exit_json(changed=False, findings=findings, summary=diagnosis.summary(findings), report=report,
                      serving=answered and not any(f["severity"] == "critical" for f in findings))

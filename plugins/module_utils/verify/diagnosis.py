@@ -70,12 +70,17 @@ def mask(text: str) -> str:
     return text
 
 
+# A dict key naming a secret (an engine config's api-key, a token, a password): its string value is masked whole.
+_SECRET_KEY = re.compile(r"(?i)(api[-_]?key|token|password|secret)")
+
+
 def mask_tree(value: Any) -> Any:
-    """``value`` with every string in it masked (dicts and lists walked)."""
+    """``value`` with every string in it masked (dicts and lists walked; a secret key's value replaced whole)."""
     if isinstance(value, str):
         return mask(value)
     if isinstance(value, dict):
-        return {key: mask_tree(item) for key, item in value.items()}
+        return {key: "****" if isinstance(item, str) and item and _SECRET_KEY.search(str(key)) else mask_tree(item)
+                for key, item in value.items()}
     if isinstance(value, list):
         return [mask_tree(item) for item in value]
     return value
@@ -311,6 +316,27 @@ def ray_head_unreachable(evidence: Evidence) -> Optional[Finding]:
         "vllm_cluster_network")
 
 
+_RAY_TOKEN = re.compile(r"InvalidAuthToken: Authentication token is missing or incorrect(\. Note: RAY_AUTH_MODE is currently '(\w+)')?")
+
+
+def ray_token_refused(evidence: Evidence) -> Optional[Finding]:
+    """The Ray head refuses this member's (or client's) token, or the member runs without token mode."""
+    hit = _last_match(_RAY_TOKEN, _lines(evidence, "log"))
+    if not hit:
+        return None
+    if hit[1].group(2):
+        cause = (f"The Ray head requires token authentication and this member runs Ray with RAY_AUTH_MODE "
+                 f"'{hit[1].group(2)}': its unit or environment predates the cluster's token.")
+    else:
+        cause = "The Ray head refuses this member's token: the member holds a token other than the head's."
+    return finding(
+        "ray_token_refused", "critical", hit[0], cause,
+        "Converge the whole cluster again (site.yml on every member, head first): the role copies the head's token "
+        "to <vllm_config_dir>/<instance>.ray-token on each member (0600, the service user) and writes "
+        "RAY_AUTH_MODE=token into the Ray unit. Do not turn authentication off to get past it.",
+        "vllm_config_dir")
+
+
 # --- host and API ---------------------------------------------------------------------------------
 
 _ADDR_IN_USE = re.compile(r"\[Errno 98\]|address already in use", re.IGNORECASE)
@@ -481,6 +507,7 @@ SIGNATURES: List[Callable[[Evidence], Optional[Finding]]] = [
     hccl_port_clash,
     ray_socket_path_too_long,
     ray_head_unreachable,
+    ray_token_refused,
     disk_full,
     oom_killer,
     nvidia_xid,

@@ -86,3 +86,16 @@ def missing_model_files(current, recorded=None):
 def unit_pids(cgroup_procs_texts):
     """The pids listed in the unit's ``cgroup.procs`` files (one text per cgroup directory)."""
     return sorted({int(tok) for text in cgroup_procs_texts for tok in text.split() if tok.isdigit()})
+
+
+def journal_queries(service, invocation=None):
+    """The journalctl matches to try in turn: the unit's latest run (its InvocationID), then the whole unit.
+
+    A unit that crash-loops keeps every earlier run's lines in its journal; an earlier run's failure (a port
+    clash since cleared) would otherwise be read as the cause of the latest one.
+    """
+    queries = []
+    if invocation and all(c in "0123456789abcdef" for c in invocation.lower()) and invocation.strip("0"):
+        queries.append(f"_SYSTEMD_INVOCATION_ID={invocation.lower()}")
+    queries.append(f"--unit={service}")
+    return queries

