@@ -80,6 +80,12 @@ options:
       - Empty on a host without systemd (launcher mode).
     type: str
     default: ""
+  plan:
+    description:
+      - The plan's numbers (C(kunpeng_vllm_plan.numbers)), kept in the record for M(kunpeng.vllm.vllm_diagnose). Not
+        compared with O(state=check): O(fingerprint) covers the plan.
+    type: dict
+    default: {}
   url:
     description:
       - Base URL of the instance, without C(/v1). With O(url) or O(host), O(state=check) requires
@@ -250,6 +256,7 @@ def main():
             venv=dict(type="path", default=""),
             model_dir=dict(type="path", default=""),
             service=dict(type="str", default=""),
+            plan=dict(type="dict", default={}),
             url=dict(type="str"),
             host=dict(type="str"),
             port=dict(type="int"),
@@ -273,7 +280,7 @@ def main():
         except ValueError as exc:
             module.fail_json(msg=str(exc), record_file=path)
     try:
-        current = converged.build_record(p["fingerprint"], p["files"], p["venv"], p["model_dir"], p["service"])
+        current = converged.build_record(p["fingerprint"], p["files"], p["venv"], p["model_dir"], p["service"], p["plan"])
     except OSError as exc:
         unreadable = f"cannot read {exc.filename or 'the host'}: {exc.strerror or exc}"
         if p["state"] == "check":

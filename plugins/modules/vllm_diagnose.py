@@ -65,7 +65,9 @@ options:
     type: str
     default: ""
   plan:
-    description: The plan's numbers (C(kunpeng_vllm_plan.numbers)); C(max_model_len_limit) is the planner's figure.
+    description:
+      - The plan's numbers (C(kunpeng_vllm_plan.numbers)); C(max_model_len_limit) is the planner's figure.
+      - Empty, the numbers the last converge recorded in O(record_file) are used.
     type: dict
     default: {}
   lines:
@@ -83,7 +85,7 @@ options:
   context:
     description:
       - What the controller knows about the instance, copied masked into RV(report.context) - the role passes the
-        engine config the instance runs (C(config)), the accelerator probe (C(probe)) and the plan's numbers (C(plan)).
+        engine config the instance runs (C(config)) and the accelerator probe (C(probe)).
     type: dict
     default: {}
 extends_documentation_fragment:
@@ -134,7 +136,8 @@ report:
       with the run before it while a silent run is starting), C(kernel), C(drivers) (output of C(nvidia-smi), C(npu-smi info),
       C(ascend-dmi -i) and C(ascend-dmi -c), keyed by command, where installed), C(disks), C(memory), C(listeners),
       C(model_dir) (C(path), C(missing)), C(api) (C(health), C(models), C(completion) - status and body each - and
-      C(answer)), C(context) (O(context), masked).
+      C(answer)), C(plan) (the plan's numbers used, from O(plan) or the converge record), C(context) (O(context),
+      masked).
   returned: always
   type: dict
 """
@@ -240,9 +243,8 @@ class Collector:
         out = self.tool("ss", ["-ltnpH"])
         return host_evidence.parse_listeners(out) if out else []
 
-    def model_dir(self, path, record_file):
+    def model_dir(self, path, record):
         current = model_state.scan(path) if os.path.isdir(path) else None
-        record = converged.read_record(record_file)[0] if record_file else None
         stored = (record or {}).get("model") or {}
         recorded = stored.get("files") if stored.get("path") == path else None
         return {"path": path, "missing": host_evidence.missing_model_files(current, recorded)}
@@ -310,13 +312,16 @@ def main():
     else:
         log = collect.launcher_log(p["launcher_log"], p["lines"]) if p["launcher_log"] else []
     kernel = collect.kernel(p["lines"])
-    model_dir = collect.model_dir(p["model_dir"], p["record_file"]) if p["model_dir"] else {}
+    record = converged.read_record(p["record_file"])[0] if p["record_file"] else None
+    model_dir = collect.model_dir(p["model_dir"], record) if p["model_dir"] else {}
+    # The plan's numbers: the play's plan, else the ones the last converge recorded.
+    plan = p["plan"] or (record or {}).get("plan") or {}
     evidence = {
         "log": log, "kernel": kernel, "api": api, "model_dir": model_dir,
         "listeners": collect.listeners(), "port": p["port"],
         "service_pids": collect.unit_pids(unit) if unit else None,
         "disks": collect.disks([d for d in (p["model_dir"], "/var/lib", "/tmp") if d]),
-        "plan": p["plan"],
+        "plan": plan,
     }
     findings = diagnosis.diagnose(evidence)
     answered = (api.get("completion") or {}).get("status") == 200
@@ -331,6 +336,7 @@ def main():
         "listeners": evidence["listeners"],
         "model_dir": model_dir,
         "api": diagnosis.mask_tree(api),
+        "plan": diagnosis.mask_tree(plan),
         "context": diagnosis.mask_tree(p["context"]),
     }
     module.exit_json(changed=False, findings=findings, summary=diagnosis.summary(findings), report=report,

@@ -75,8 +75,12 @@ def model_manifest(model_dir):
     return {"path": model_dir, "files": files}
 
 
-def build_record(fingerprint, files=(), venv="", model_dir="", service=""):
-    """The document recorded after a converge, read from the host now (the same inputs give the same document)."""
+def build_record(fingerprint, files=(), venv="", model_dir="", service="", plan=None):
+    """The document recorded after a converge, read from the host now (the same inputs give the same document).
+
+    ``plan`` is the plan's numbers (vllm_plan's ``numbers``), kept for kunpeng.vllm.vllm_diagnose and not
+    compared by :func:`drift`: the fingerprint already covers the plan.
+    """
     return {
         "format": FORMAT,
         "fingerprint": fingerprint,
@@ -84,6 +88,7 @@ def build_record(fingerprint, files=(), venv="", model_dir="", service=""):
         "venv": venv_state(venv) if venv else None,
         "model": model_manifest(model_dir) if model_dir else None,
         "service": service or "",
+        "plan": dict(plan or {}),
     }
 
 

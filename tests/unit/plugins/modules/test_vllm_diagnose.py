@@ -203,3 +203,13 @@ def test_a_starting_run_is_read_with_the_failed_one_before_it(crash_loop):
     crash_loop["state"].write_text("ActiveState=active\nSubState=running\n")
     ids = [f["id"] for f in diagnose_crash_loop()["findings"]]
     assert ids[0] == "kv_cache_too_small" and "port_in_use" not in ids
+
+
+def test_the_plan_comes_from_the_converge_record(crash_loop, tmp_path):
+    """diagnose.yml has no plan in its play: the numbers the last converge recorded give the value."""
+    crash_loop["state"].write_text("ActiveState=active\nSubState=running\n")
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"format": 1, "plan": {"max_model_len_limit": 30010}}))
+    result = diagnose_crash_loop(record_file=str(record))
+    assert (result["findings"][0]["id"], result["findings"][0]["value"]) == ("kv_cache_too_small", 30000)
+    assert result["report"]["plan"] == {"max_model_len_limit": 30010}

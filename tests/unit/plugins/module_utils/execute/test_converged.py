@@ -95,6 +95,8 @@ CASES = [
     ("other venv", lambda h: None, {"venv": "/opt/other"}, ["engine virtualenv changed: {venv} -> /opt/other"]),
     ("other model", lambda h: None, {"model_dir": ""}, ["model directory changed: {model} -> none"]),
     ("other unit", lambda h: None, {"service": ""}, ["unit changed: vllm-a.service -> none"]),
+    # The plan's numbers are kept for vllm_diagnose, not compared: the fingerprint covers the plan.
+    ("plan numbers", lambda h: None, {"plan": {"max_model_len_limit": 2048}}, []),
     ("file no longer listed", lambda h: None, {"files": []},
      ["{absent} is in the record but no longer checked", "{config} is in the record but no longer checked"]),
 ]
