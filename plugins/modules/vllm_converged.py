@@ -82,10 +82,11 @@ options:
     default: ""
   plan:
     description:
-      - The plan's numbers (C(kunpeng_vllm_plan.numbers)), kept in the record for M(kunpeng.vllm.vllm_diagnose). Not
-        compared with O(state=check): O(fingerprint) covers the plan.
+      - The plan's numbers (C(kunpeng_vllm_plan.numbers)), kept in the record for M(kunpeng.vllm.vllm_diagnose). They
+        are not compared by O(state=check), since O(fingerprint) covers the plan.
     type: dict
     default: {}
+    version_added: "0.3.0"
   url:
     description:
       - Base URL of the instance, without C(/v1). With O(url) or O(host), O(state=check) requires
