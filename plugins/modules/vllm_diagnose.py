@@ -132,8 +132,8 @@ serving:
   type: bool
 report:
   description:
-    - What was collected, masked - C(unit) (systemd properties), C(log) (the engine's last lines: the unit's latest run,
-      with the run before it while a silent run is starting), C(kernel), C(drivers) (output of C(nvidia-smi), C(npu-smi info),
+    - What was collected, masked - C(unit) (systemd properties), C(log) (the engine's last lines, from the unit's latest
+      run, with the run before it while a silent run is starting), C(kernel), C(drivers) (output of C(nvidia-smi), C(npu-smi info),
       C(ascend-dmi -i) and C(ascend-dmi -c), keyed by command, where installed), C(disks), C(memory), C(listeners),
       C(model_dir) (C(path), C(missing)), C(api) (C(health), C(models), C(completion) - status and body each - and
       C(answer)), C(plan) (the plan's numbers used, from O(plan) or the converge record), C(context) (O(context),
