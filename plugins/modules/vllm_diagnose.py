@@ -84,7 +84,7 @@ options:
     default: true
   context:
     description:
-      - What the controller knows about the instance, copied masked into RV(report.context) - the role passes the
+      - What the controller knows about the instance, copied masked into the C(context) key of RV(report) - the role passes the
         engine config the instance runs (C(config)) and the accelerator probe (C(probe)).
     type: dict
     default: {}

@@ -89,7 +89,6 @@ def unit_pids(cgroup_procs_texts):
     return sorted({int(tok) for text in cgroup_procs_texts for tok in text.split() if tok.isdigit()})
 
 
-
 # systemd states of a unit whose latest run has ended (waiting to restart, failed, stopped).
 _ENDED = {"auto-restart", "failed", "dead", "exited"}
 

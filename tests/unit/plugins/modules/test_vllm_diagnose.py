@@ -110,7 +110,6 @@ def test_meminfo():
     assert host_evidence.parse_meminfo(open(os.path.join(FIXTURES, "nvidia", "h200", "meminfo")).read())["total_mib"] > 0
 
 
-
 def journal_json(runs):
     """``journalctl -o json`` lines for runs given as (invocation id, [messages]): systemd's own line
     about each run carries INVOCATION_ID, the service's lines _SYSTEMD_INVOCATION_ID (journald's fields)."""
@@ -163,9 +162,9 @@ def crash_loop(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     journal = tmp_path / "journal.json"
-    journal.write_text("\n".join(journal_json([(A, fixture_lines("port-in-use.log")),
-                                                (B, fixture_lines("kv-cache-estimate.log")),
-                                                (C, ["INFO Starting vLLM API server"])])) + "\n")
+    runs = [(A, fixture_lines("port-in-use.log")), (B, fixture_lines("kv-cache-estimate.log")),
+            (C, ["INFO Starting vLLM API server"])]
+    journal.write_text("\n".join(journal_json(runs)) + "\n")
     state = tmp_path / "state"
     state.write_text("ActiveState=activating\nSubState=auto-restart\n")
     write_tool(str(bin_dir), "systemctl", f'cat "{state}"; printf "NRestarts=2\\nExecMainStatus=1\\nMainPID=0\\n'
