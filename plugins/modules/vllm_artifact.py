@@ -118,6 +118,19 @@ options:
   sidecar:
     description: The artifact's sidecar (its C(.json), read on the controller); O(action=unpack).
     type: dict
+  max_bytes:
+    description:
+      - Most bytes of regular files the archive may expand to (C(vllm_unpack_max_bytes)); O(action=unpack). Past it
+        the unpack is refused before the member that crosses it is written.
+      - C(0) is twenty times the archive's size, at least 1 GiB (zstd shrinks a virtualenv three to five times).
+    type: int
+    default: 0
+    version_added: "0.3.0"
+  max_members:
+    description: Most members the archive may hold (C(vllm_unpack_max_members)); O(action=unpack). C(0) is 250000.
+    type: int
+    default: 0
+    version_added: "0.3.0"
   marker:
     description: Content of the install-completion marker written last into O(venv); O(action=unpack).
     type: dict
@@ -444,7 +457,11 @@ def _unpack(module, p):
         with open(archive, "rb") as handle:
             found, _count = extract.extract_checked(handle, partial,
                                                     module.get_bin_path("zstd") if kind == "zstd" else None,
-                                                    interpreter_links=True)
+                                                    interpreter_links=True,
+                                                    budget=extract.Budget.for_archive(
+                                                        os.path.getsize(archive), p["max_bytes"], p["max_members"],
+                                                        "vllm_unpack_max_bytes or vllm_unpack_max_members "
+                                                        "(max_bytes, max_members of kunpeng.vllm.vllm_artifact)"))
     except (extract.Refused, OSError, tarfile.TarError) as error:
         shutil.rmtree(partial, ignore_errors=True)
         module.fail_json(msg=f"vllm_artifact: unpacking {archive} was refused: {error}. Nothing was unpacked; delete "
@@ -513,6 +530,8 @@ def main():
             archive=dict(type="path"),
             sidecar=dict(type="dict"),
             marker=dict(type="dict", default={}),
+            max_bytes=dict(type="int", default=0),
+            max_members=dict(type="int", default=0),
             pinned=dict(type="list", elements="str", default=[]),
             unpinned=dict(type="bool", default=False),
             url=dict(type="str", default=""),

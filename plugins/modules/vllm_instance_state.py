@@ -167,6 +167,14 @@ rollback:
         - The instance's Ray unit when it existed at the snapshot (it restarts on the restored engine link first), else
           null.
       type: str
+    start_units:
+      description:
+        - The units the rollback starts, Ray's first (RV(rollback.restart_ray), RV(rollback.unit) when
+          RV(rollback.restart)); their start limit is cleared before (a crash loop of the failed attempt may have
+          used it up).
+      type: list
+      elements: str
+      version_added: "0.3.0"
     check_ready:
       description: Whether the restored instance's readiness is checked here (not on a multi-node member).
       type: bool

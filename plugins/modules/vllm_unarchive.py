@@ -22,6 +22,9 @@ description:
     member, and nothing of the tree is left.
   - The bytes extracted are hashed as they are read and must match O(sha256); the tree is written beside O(dest) and
     renamed into place only then, replacing what O(dest) held.
+  - An archive that expands past O(max_bytes) of regular files or holds more than O(max_members) members is refused
+    before the member that crosses the budget is written (a zero-filled member compresses a thousandfold; a header
+    may claim any size), and nothing of the tree is left.
   - Reads tar, tar.gz, tar.bz2 and tar.xz itself, and tar.zst through the C(zstd) binary; other formats (zip) are
     refused.
 author:
@@ -42,6 +45,17 @@ options:
   name:
     description: The archive's original name or URL, whose suffix tells the compression (default O(src)).
     type: str
+  max_bytes:
+    description:
+      - Most bytes of regular files the archive may expand to (C(vllm_unpack_max_bytes)).
+      - C(0) is twenty times the archive's size, at least 1 GiB (compression shrinks weights and code three to five
+        times, never twenty).
+    type: int
+    default: 0
+  max_members:
+    description: Most members the archive may hold (C(vllm_unpack_max_members)); C(0) is 250000.
+    type: int
+    default: 0
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -75,6 +89,8 @@ import tarfile  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import safe_extract  # noqa: E402
 
+ADVICE = "vllm_unpack_max_bytes or vllm_unpack_max_members (max_bytes, max_members of kunpeng.vllm.vllm_unarchive)"
+
 
 def main():
     module = AnsibleModule(
@@ -83,6 +99,8 @@ def main():
             dest=dict(type="path", required=True),
             sha256=dict(type="str", required=True),
             name=dict(type="str"),
+            max_bytes=dict(type="int", default=0),
+            max_members=dict(type="int", default=0),
         ),
         supports_check_mode=True,
     )
@@ -100,7 +118,9 @@ def main():
     if module.check_mode:
         module.exit_json(changed=True, members=0)
     try:
-        count = safe_extract.unpack_tree(p["src"], p["dest"], p["sha256"].strip().lower(), zstd_bin)
+        budget = safe_extract.Budget.for_archive(os.path.getsize(p["src"]), p["max_bytes"], p["max_members"],
+                                                 ADVICE)
+        count = safe_extract.unpack_tree(p["src"], p["dest"], p["sha256"].strip().lower(), zstd_bin, budget)
     except (safe_extract.Refused, tarfile.TarError, OSError) as error:
         module.fail_json(msg=f"vllm_unarchive: unpacking {p['src']} was refused: {error}. Nothing was unpacked.")
     module.exit_json(changed=True, members=count)

@@ -57,6 +57,7 @@ def test_exporters_listen_on_the_monitoring_address_only(container, port):
 def test_retention_and_listen_flags():
     flags = prom("status/flags")
     assert flags["storage.tsdb.retention.time"] == "1d"
+    assert flags["storage.tsdb.retention.size"] == "10GB"  # the role's default cap (issue 37)
     assert flags["web.listen-address"] == f"{ip(PROM)}:9090"
 
 

@@ -132,7 +132,9 @@ def rollback_steps(instance, snapshot_units, snapshot_config_files, units_now, c
     snapshot go (units are stopped first); every unit of the snapshot is
     copied back; the instance restarts when its unit existed at the snapshot,
     and so does its Ray node (``restart_ray``), which runs from the engine
-    link too: a worker would keep the failed attempt's venv.
+    link too: a worker would keep the failed attempt's venv.  ``start_units``
+    lists both, in that order: the units whose start limit the rollback
+    clears first (the failed attempt may have crash-looped them to it).
     Its readiness is checked then, except on a member of a multi-node
     instance: it answers only when every member is back, so the next deploy's
     gate on the head checks it.  ``unchecked`` says why it is not checked
@@ -155,6 +157,7 @@ def rollback_steps(instance, snapshot_units, snapshot_config_files, units_now, c
         "restore_units": sorted(snapshot_units),
         "restart": had_unit,
         "restart_ray": ray_unit if ray_unit in snapshot_units else None,
+        "start_units": [name for name, starts in ((ray_unit, ray_unit in snapshot_units), (unit, had_unit)) if starts],
         "check_ready": had_unit and not multi_node,
         "unchecked": unchecked,
     }

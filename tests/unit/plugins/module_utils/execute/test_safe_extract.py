@@ -210,3 +210,68 @@ def test_a_refusal_early_in_a_large_zstd_archive_returns(tmp_path):
     worker.start()
     worker.join(60)  # generous: the refusal takes milliseconds; before the fix it never came back
     assert not worker.is_alive() and "device node" in str(outcome[0])
+
+
+# --- issue 37: an archive that expands past its budget (bytes or members) is stopped before it is written ---------
+
+@pytest.mark.parametrize("archive_size, max_bytes, max_members, want_bytes, want_members", [
+    (0, 0, 0, extract.EXPANSION_FLOOR, extract.MAX_MEMBERS),  # no file behind the stream: the floor
+    (10 << 20, 0, 0, extract.EXPANSION_FLOOR, extract.MAX_MEMBERS),  # a small archive: still the floor
+    (10 << 30, 0, 0, 200 << 30, extract.MAX_MEMBERS),  # a 10 GiB model: twenty times its size
+    (10 << 30, 1 << 40, 10, 1 << 40, 10),  # the operator's options win
+])
+def test_the_default_budget_is_twenty_times_the_archive_at_least_the_floor(archive_size, max_bytes, max_members,
+                                                                           want_bytes, want_members):
+    budget = extract.Budget.for_archive(archive_size, max_bytes, max_members)
+    assert (budget.max_bytes, budget.max_members) == (want_bytes, want_members)
+
+
+def test_a_member_claiming_a_terabyte_is_refused_before_any_of_it_is_written(tmp_path):
+    """The header alone: without the budget tarfile would start copying (and a real one would fill the disk)."""
+    info = tarfile.TarInfo("weights.bin")
+    info.size = 1 << 40
+    config, _data = _member("config.json", data=b"{}")
+    data = config.tobuf(tarfile.GNU_FORMAT) + b"{}".ljust(512, b"\0") + info.tobuf(tarfile.GNU_FORMAT) + bytes(1024)
+    dest = tmp_path / "model"
+    dest.mkdir()
+    with pytest.raises(extract.Refused, match=r"expands past .*'weights.bin' claims 1099511627776 bytes.*raise opt"):
+        extract.extract_checked(io.BytesIO(data), str(dest),
+                                budget=extract.Budget.for_archive(len(data), advice="opt"))
+    assert sorted(os.listdir(dest)) == ["config.json"]
+
+
+def test_a_zero_filled_member_that_compresses_well_stops_at_twenty_times_the_archive(tmp_path, monkeypatch):
+    """32 MiB of zeros gzip to ~32 KiB; the default budget of that file (floor lowered to show the ratio) refuses it,
+    and unpack_tree leaves neither the staging tree nor the destination."""
+    monkeypatch.setattr(extract, "EXPANSION_FLOOR", 0)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        info, data = _member("zeros", data=bytes(32 << 20))
+        archive.addfile(info, data)
+    path = tmp_path / "model.tar.gz"
+    path.write_bytes(buffer.getvalue())
+    assert path.stat().st_size * extract.EXPANSION_RATIO < 32 << 20
+    with pytest.raises(extract.Refused, match="expands past"):
+        extract.unpack_tree(str(path), str(tmp_path / "model"), hashlib.sha256(buffer.getvalue()).hexdigest())
+    assert sorted(os.listdir(tmp_path)) == ["model.tar.gz"]
+
+
+def test_many_tiny_members_stop_at_the_member_budget(tmp_path):
+    data = craft(*[_member(f"f{index}") for index in range(50)])
+    dest = tmp_path / "model"
+    dest.mkdir()
+    with pytest.raises(extract.Refused, match=r"more than 10 members \('f10' is one more\).*raise max_members"):
+        extract.extract_checked(io.BytesIO(data), str(dest), budget=extract.Budget(1 << 20, 10, "max_members"))
+    assert len(os.listdir(dest)) == 10
+
+
+def test_the_member_budget_holds_through_zstd(tmp_path):
+    zstd = shutil.which("zstd")
+    if zstd is None:
+        pytest.skip("no zstd on this machine")
+    import subprocess
+    packed = subprocess.run([zstd, "-q", "-c"], input=craft(*[_member(f"f{index}") for index in range(50)]),
+                            capture_output=True, check=True).stdout
+    (tmp_path / "z").mkdir()
+    with pytest.raises(extract.Refused, match="more than 10 members"):
+        extract.extract_checked(io.BytesIO(packed), str(tmp_path / "z"), zstd, budget=extract.Budget(1 << 20, 10))

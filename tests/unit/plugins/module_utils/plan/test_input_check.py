@@ -148,6 +148,8 @@ CASES = [
     ("vllm", "vllm_api_key_controller_file", "keys/node.api-key", "characters"),
     ("vllm", "vllm_metrics_sources", ["prom'\nLD_PRELOAD=/x"], "characters"),
     ("vllm", "vllm_restart_sec", -5, "out_of_range"),
+    ("vllm", "vllm_unpack_max_bytes", -1, "out_of_range"),
+    ("vllm", "vllm_unpack_max_members", "many", "out_of_range"),
     ("vllm", "vllm_service_manager", "supervisord", "argument_spec"),
     ("vllm", "vllm_ready_check", "never", "argument_spec"),
     ("vllm", "vllm_ready_timeout", 0, "out_of_range"),

@@ -272,3 +272,17 @@ def test_targets_only_files(directory, prefix):
 def test_prometheus_mode_refuses(kwargs, message):
     with pytest.raises(mp.MonitoringPlanError, match=message):
         mp.server_plan([node([])], "15s", "15s", "15d", "", 9090, **kwargs)
+
+
+def test_the_role_defaults_cap_the_tsdb_size():
+    """Issue 37: with the role's defaults Prometheus is bounded by size too, not only by time (a large cluster's
+    15 days would otherwise fill the disk of /var/lib/prometheus)."""
+    import os
+
+    import yaml
+    root = os.path.dirname(os.path.abspath(__file__)).split(os.sep + "tests" + os.sep)[0]
+    with open(os.path.join(root, "roles", "monitoring", "defaults", "main.yml"), encoding="utf-8") as handle:
+        defaults = yaml.safe_load(handle)
+    plan = mp.server_plan([node([])], defaults["monitoring_scrape_interval"], defaults["monitoring_evaluation_interval"],
+                          defaults["monitoring_retention_time"], defaults["monitoring_retention_size"], 9090)
+    assert "--storage.tsdb.retention.size=10GB" in plan["args"]
