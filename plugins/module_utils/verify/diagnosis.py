@@ -147,6 +147,26 @@ def kv_cache_too_small(evidence: Evidence) -> Optional[Finding]:
         "vllm_engine_args.max_model_len", value)
 
 
+_DERIVED_LEN = re.compile(r"User-specified max_model_len \((\d+)\) is greater than the derived max_model_len "
+                          r"\((?:max_position_embeddings=)?([\d.]+)")
+
+
+def max_model_len_beyond_model(evidence: Evidence) -> Optional[Finding]:
+    """max_model_len asks for more positions than the model's config allows (vLLM refuses it at start)."""
+    hit = _last_match(_DERIVED_LEN, _lines(evidence, "log"))
+    if not hit:
+        return None
+    asked, derived = int(hit[1].group(1)), int(float(hit[1].group(2)))
+    return finding(
+        "max_model_len_beyond_model", "critical", hit[0],
+        f"max_model_len {asked} is beyond the {derived} positions the model's config.json allows, so vLLM refuses "
+        "to start (the plan refuses it too; the engine config was changed outside the role, or the model was "
+        "replaced).",
+        f"Set vllm_engine_args.max_model_len to {derived} or less and converge (site.yml), which rewrites the engine "
+        "config. Do not set VLLM_ALLOW_LONG_MAX_MODEL_LEN: positions past the model's give wrong answers.",
+        "vllm_engine_args.max_model_len", derived)
+
+
 _OOM = re.compile(r"(?:CUDA|NPU) out of memory|OutOfMemoryError")
 _LOADING = re.compile(r"load_model|create_weights|[Ll]oading (?:model )?weights|weight_loader|Failed to create .*weights")
 
@@ -499,6 +519,7 @@ SIGNATURES: List[Callable[[Evidence], Optional[Finding]]] = [
     port_in_use,
     model_dir_incomplete,
     kv_cache_too_small,
+    max_model_len_beyond_model,
     oom_loading_weights,
     no_kernel_image,
     driver_too_old,

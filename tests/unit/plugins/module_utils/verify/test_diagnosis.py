@@ -33,6 +33,8 @@ ROWS = [
      "kv_cache_too_small", "vllm_engine_args.max_model_len", 163840),
     ("kv-no-estimate-no-plan", {"log": log("kv-cache-no-estimate.log")}, "kv_cache_too_small", "vllm_engine_args.max_model_len", None),
     ("kv-v0", {"log": log("kv-cache-v0.log")}, "kv_cache_too_small", "vllm_engine_args.max_model_len", 3664),
+    ("max-model-len-derived", {"log": log("max-model-len-derived.log")}, "max_model_len_beyond_model",
+     "vllm_engine_args.max_model_len", 8192),
     ("oom-weights", {"log": log("oom-loading-weights.log")}, "oom_loading_weights", "vllm_engine_args.tensor_parallel_size", None),
     ("no-kernel-image", {"log": log("no-kernel-image.log")}, "no_kernel_image", "vllm_version", None),
     ("driver-too-old", {"log": log("driver-too-old.log")}, "driver_too_old", "nvidia_driver_branch", None),
