@@ -1,4 +1,4 @@
-"""Markdown tables of the issue-18 benchmarks from .build/bench/results.jsonl.
+"""Markdown tables of the scripts/bench benchmarks from .build/bench/results.jsonl.
 
 Each scripts/bench/*.sh run appends one JSON line per measurement (bench_id,
 row, path, run, seconds, extra keys).  For every row this prints the latest
@@ -26,6 +26,8 @@ ROWS = {
                    "Deployed unit throughput vs a default `vllm serve` (tok/s)"),
     "installer": ("pip", "uv", "seconds", None, "<=", "uv vs pip, engine virtualenv"),
     "demo": (None, None, "seconds", None, "<=", "`make demo` parts on a new machine"),
+    "gateway_dispatch": (None, None, "seconds", None, "<=",
+                         "Mixed workload through the gateway: hybrid dispatch vs round-robin, same engines"),
 }
 
 
@@ -53,6 +55,40 @@ def latest(lines, row, bench_ids):
         return []
     last = max(line["bench_id"] for line in mine)
     return [line for line in mine if line["bench_id"] == last]
+
+
+def nearest_rank(values, pct):
+    """Nearest-rank percentile (pct in 0..100) of a non-empty list."""
+    ordered = sorted(values)
+    return ordered[max(1, -(-len(ordered) * pct // 100)) - 1]
+
+
+def dispatch_table(lines):
+    """Per arm, the passes of scripts/bench/mixed_load.py pooled: latency percentiles per class, throughput."""
+    title = ROWS["gateway_dispatch"][-1]
+    out = [f"#### {title} (bench {lines[0]['bench_id']})", "",
+           "| Arm | Passes | Requests (failed) | Short p50 / p99 (s) | Long p50 / p99 (s) | Requests/s "
+           "| Output tok/s | 2xx by server |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    by_arm = collections.OrderedDict()
+    for line in lines:
+        by_arm.setdefault(line["path"], []).append(line)
+    for arm, items in by_arm.items():
+        wall = sum(i["seconds"] for i in items)
+        ok = sum(i["requests"] - i["failed"] for i in items)
+        short = [x for i in items for x in i["short_latencies_s"]]
+        long_ = [x for i in items for x in i["long_latencies_s"]]
+        servers = collections.Counter()
+        for i in items:
+            servers.update(i["answers_by_server"])
+        cls = [f"{fmt(nearest_rank(v, 50))} / {fmt(nearest_rank(v, 99))} (n={len(v)})" if v else "-"
+               for v in (short, long_)]
+        out.append(f"| {arm} | {len(items)} | {sum(i['requests'] for i in items)} ({sum(i['failed'] for i in items)}) "
+                   f"| {cls[0]} | {cls[1]} | {ok / wall:.3f} "
+                   f"| {sum(i['output_tokens'] for i in items) / wall:.1f} "
+                   f"| {', '.join(f'{k} {v}' for k, v in sorted(servers.items()))} |")
+    out += ["", "Throughput: answered requests and output tokens over the summed wall time of the arm's passes; "
+            "percentiles: nearest rank over the pooled passes."]
+    return "\n".join(out)
 
 
 def table(row, lines):
@@ -111,7 +147,7 @@ def main():
             chosen = [dict(line, row=row) for line in lines
                       if line["row"] == "first_answer" and line["path"] == "manual" and line["bench_id"] in same] + chosen
         if chosen:
-            print(table(row, chosen))
+            print(dispatch_table(chosen) if row == "gateway_dispatch" else table(row, chosen))
             print()
 
 
