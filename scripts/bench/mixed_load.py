@@ -69,8 +69,8 @@ def haproxy_2xx(gateway):
 def workload(n_short, n_long, seed):
     """The request list of every pass: (class, prompt), shuffled with the seed."""
     rng = random.Random(seed)
-    items = [("short", rng.choice(SHORT_TURNS)) for _ in range(n_short)]
-    items += [("long", rng.choice(LONG_ASKS)) for _ in range(n_long)]
+    items = [("short", rng.choice(SHORT_TURNS)) for _index in range(n_short)]
+    items += [("long", rng.choice(LONG_ASKS)) for _index in range(n_long)]
     rng.shuffle(items)
     return items
 

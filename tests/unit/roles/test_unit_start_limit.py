@@ -85,15 +85,20 @@ def test_a_ray_node_waits_out_a_head_reboot_but_not_a_crash_loop(path):
 def test_the_limit_of_the_units_is_in_their_unit_section():
     """systemd reads StartLimit* in [Unit] only; the ray renders are checked by the file, the others above."""
     assert len(RAY_UNITS) >= 2
-    for text in [rendered() for rendered in ENGINE_UNITS.values()] + [open(path, encoding="utf-8").read()
-                                                                  for path in RAY_UNITS]:
+    texts = [rendered() for rendered in ENGINE_UNITS.values()]
+    texts += [open(path, encoding="utf-8").read() for path in RAY_UNITS]
+    for text in texts:
         assert "StartLimitBurst" not in section(text, "Service")
 
 
 STARTS = ("started", "restarted")
 # A list the role takes from a module, and the units it holds (test_instance_lifecycle checks the module).
-CLEARS = {"{{ __vllm_rollback_state.rollback.start_units }}": {"{{ __vllm_rollback_state.rollback.unit }}",
-                                                                "{{ __vllm_rollback_state.rollback.restart_ray }}"}}
+CLEARS = {
+    "{{ __vllm_rollback_state.rollback.start_units }}": {
+        "{{ __vllm_rollback_state.rollback.unit }}",
+        "{{ __vllm_rollback_state.rollback.restart_ray }}",
+    },
+}
 
 
 def _started_units(task):
