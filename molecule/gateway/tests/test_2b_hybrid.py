@@ -12,13 +12,15 @@ gateway_timeout_queue seconds and get the gateway's 503 with Retry-After.
 """
 
 import json
+import os
+import re
 import threading
 import time
 import urllib.error
 import urllib.request
 
 from conftest import API_KEY, BACKEND_A, BACKEND_B, GATEWAY, answered, haproxy_stats, wait_idle
-from load import completion
+from load import completion, container_url, get
 
 testinfra_hosts = [GATEWAY]
 
@@ -29,6 +31,9 @@ LONG_PROMPT = "word " * 1200
 # group_vars/gateway.yml: seconds a request waits in a full pool's queue, and the Retry-After of the gateway's 503.
 TIMEOUT_QUEUE = 2
 RETRY_AFTER = "7"
+METRICS_PORT = 8405  # gateway_metrics_port
+GATEWAY_DASHBOARD = os.path.join(os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.path.join(os.path.dirname(__file__), "..", "..", "..")),
+                                 "roles", "monitoring", "files", "dashboards", "gateway.json")
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -143,3 +148,26 @@ def test_with_both_pools_full_extra_requests_queue_then_get_503_with_retry_after
     assert delta(("pool_cpu", "BACKEND"), "req_tot") == 0
     wait_idle("pool_cpu")
     wait_idle("pool_gpu")
+
+
+def test_the_exporter_counts_each_pools_requests_as_the_gateway_dashboard_reads_them():
+    """HAProxy's exporter on gateway_metrics_port: every metric of the Gateway dashboard is there, per pool, and its
+    per-pool request and 5xx counts are HAProxy's own (runtime socket), after the tests above sent requests to both."""
+    status, text = get(container_url(GATEWAY, METRICS_PORT) + "/metrics")
+    assert status == 200, text[:300]
+    with open(GATEWAY_DASHBOARD) as handle:
+        dashboard = json.load(handle)
+    used = {name for panel in dashboard["panels"] for target in panel["targets"]
+            for name in re.findall(r"\bhaproxy_[a-z_]+", target["expr"])}
+    for name in sorted(used):
+        assert re.search(rf'^{name}{{proxy="pool_cpu"', text, re.M), f"{name} of pool_cpu is not exported"
+    stats = haproxy_stats()
+
+    def sample(name, labels):
+        match = re.search(rf"^{name}{{{re.escape(labels)}}} ([0-9.e+]+)$", text, re.M)
+        assert match, f"{name}{{{labels}}} is not exported"
+        return int(float(match.group(1)))
+
+    for pool in ("pool_cpu", "pool_gpu"):
+        assert sample("haproxy_backend_http_requests_total", f'proxy="{pool}"') == int(stats[(pool, "BACKEND")]["req_tot"]) > 0
+    assert sample("haproxy_backend_http_responses_total", 'proxy="pool_gpu",code="5xx"') == int(stats[("pool_gpu", "BACKEND")]["hrsp_5xx"]) >= 4
