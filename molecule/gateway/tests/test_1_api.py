@@ -90,10 +90,11 @@ def test_key_file_and_config(host):
 def test_runtime_socket_is_local_and_private(host):
     sock = host.file("/run/haproxy/admin.sock")
     assert sock.is_socket and sock.user == "haproxy" and sock.mode == 0o600
-    # The only TCP listener is the API port (no stats page); 127.0.0.11 is
-    # Docker's own resolver in the container.
+    # The only TCP listeners are the API port and the Prometheus exporter
+    # (gateway_metrics_port 8405, group_vars/gateway.yml), no stats page;
+    # 127.0.0.11 is Docker's own resolver in the container.
     listeners = [ln.split()[3] for ln in host.check_output("ss -Hltn").splitlines()]
-    assert [a for a in listeners if not a.startswith("127.0.0.11:")] == ["0.0.0.0:8080"]
+    assert sorted(a for a in listeners if not a.startswith("127.0.0.11:")) == ["0.0.0.0:8080", "0.0.0.0:8405"]
 
 
 def test_haproxy_runs_unprivileged_and_hardened(host):

@@ -39,3 +39,18 @@ def test_a_node_scrapes_its_backends_exporter_on_the_roles_port(name):
     plan = monitoring_plan.node_plan(["vllm"], "10.0.0.5", name, ["vllm"], [], dict(monitoring_plan.DEFAULT_PORTS, **ports),
                                      packages)
     assert {"job": exporter["job"], "target": "10.0.0.5:9999"} in plan["targets"]
+
+
+@pytest.mark.parametrize("inventory, target", [
+    ({}, None),  # no gateway_metrics_port in the inventory: HAProxy exports nothing
+    ({"gateway_metrics_port": 0}, None),  # the gateway role's "no exporter"
+    ({"gateway_metrics_port": 8405}, "10.0.0.7:8405"),
+    ({"gateway_metrics_port": "8405"}, "10.0.0.7:8405"),
+    ({"gateway_metrics_port": 8405, "monitoring_gateway_metrics_port": ""}, None),  # the operator turns the scrape off
+])
+def test_a_gateway_is_scraped_on_its_exporter_port(inventory, target):
+    """monitoring_gateway_metrics_port follows the gateway's gateway_metrics_port: a gateway that exports is scraped."""
+    ports, packages = rendered(**inventory)
+    plan = monitoring_plan.node_plan(["gateway"], "10.0.0.7", "", [], ["gateway"], dict(monitoring_plan.DEFAULT_PORTS, **ports),
+                                     packages)
+    assert [t["target"] for t in plan["targets"] if t["job"] == "gateway"] == ([target] if target else [])
