@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import API_KEY, MODEL, PROM, VLLM, http, ip, prom, sh, wait_for
+from conftest import API_KEY, GATEWAY_METRICS_PORT, MODEL, PROM, VLLM, http, ip, prom, sh, wait_for
 
 
 def _configured_targets():
@@ -18,10 +18,11 @@ def _configured_targets():
 def test_every_target_is_up():
     """Every target Prometheus is configured with exists and is up; the list is the scenario's real exporters.
 
-    No gateway target: kunpeng.vllm.gateway exports no metrics (the :8405 target of earlier releases was never up).
+    The gateway's is HAProxy's exporter on gateway_metrics_port (group_vars/gateway.yml).
     """
     configured = _configured_targets()
-    assert configured == [("node", f"{PROM}:9100"), ("node", f"{VLLM}:9100"), ("vllm", f"{VLLM}:8000")]
+    assert configured == [("gateway", f"{PROM}:{GATEWAY_METRICS_PORT}"), ("node", f"{PROM}:9100"),
+                          ("node", f"{VLLM}:9100"), ("vllm", f"{VLLM}:8000")]
 
     def targets():
         active = prom("targets", state="active")["activeTargets"]
@@ -57,7 +58,9 @@ def test_exporters_listen_on_the_monitoring_address_only(container, port):
 def test_retention_and_listen_flags():
     flags = prom("status/flags")
     assert flags["storage.tsdb.retention.time"] == "1d"
-    assert flags["storage.tsdb.retention.size"] == "10GB"  # the role's default cap (issue 37)
+    # The role's default cap, monitoring_retention_size 10GB: Prometheus's size units are powers of two and its
+    # flags page prints them so (10GiB).
+    assert flags["storage.tsdb.retention.size"] == "10GiB"
     assert flags["web.listen-address"] == f"{ip(PROM)}:9090"
 
 

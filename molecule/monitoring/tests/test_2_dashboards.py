@@ -1,4 +1,5 @@
-"""Every dashboard panel's query returns data from this Prometheus after real requests."""
+"""Every dashboard panel's query returns data from this Prometheus after real requests, to vLLM and through the
+gateway, and the Gateway dashboard's per-pool series show where the gateway sent each request."""
 
 import json
 import math
@@ -6,23 +7,32 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import API_KEY, MODEL, PROM, SCRAPE_S, VLLM, http, ip, panels, query, wait_for
+from conftest import API_KEY, GATEWAY_PORT, MODEL, PROM, SCRAPE_S, VLLM, http, ip, panels, query, wait_for
 
 PROMPTS = ["What is the capital of France?", "Name a colour.", "Count to three.", "Say hello.",
            "What is 2 + 2?", "Name a fruit.", "What day follows Monday?", "Name an ocean."]
 
 
+# Through the gateway: SHORT requests estimate under the default threshold of 512 tokens (body bytes / 4 plus
+# max_tokens: some 40 + 16), so they go to pool_cpu; LONG ones ask for 600 tokens, so they go to pool_accelerator.
+SHORT, LONG = PROMPTS[:4], PROMPTS[4:6]
+
+
+def _ask(base, prompt, max_tokens=16):
+    return http(f"{base}/v1/chat/completions", {"model": MODEL, "max_tokens": max_tokens, "temperature": 0,
+                                                "messages": [{"role": "user", "content": prompt}]},
+                {"Authorization": f"Bearer {API_KEY}"}, timeout=180)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def traffic():
-    """Eight real chat completions, four at a time, then two scrapes so Prometheus has them."""
-    url = f"http://{ip(VLLM)}:8000/v1/chat/completions"
-
-    def ask(prompt):
-        return http(url, {"model": MODEL, "max_tokens": 16, "temperature": 0,
-                          "messages": [{"role": "user", "content": prompt}]},
-                    {"Authorization": f"Bearer {API_KEY}"}, timeout=120)
+    """Eight real chat completions to vLLM, four at a time; four short and two long ones through the gateway; then
+    two scrapes so Prometheus has them."""
+    engine, gateway = f"http://{ip(VLLM)}:8000", f"http://{ip(PROM)}:{GATEWAY_PORT}"
     with ThreadPoolExecutor(4) as pool:
-        answers = list(pool.map(ask, PROMPTS))
+        answers = list(pool.map(lambda prompt: _ask(engine, prompt), PROMPTS))
+        answers += list(pool.map(lambda prompt: _ask(gateway, prompt), SHORT))
+        answers += list(pool.map(lambda prompt: _ask(gateway, prompt, max_tokens=600), LONG))
     assert all(status == 200 for status, _text in answers), answers
     assert all(json.loads(text)["usage"]["completion_tokens"] > 1 for _status, text in answers), answers
     time.sleep(2 * SCRAPE_S + 1)
@@ -49,3 +59,15 @@ def test_accelerator_panels_see_both_vendors():
     assert sorted(devices) == [(PROM, "nvidia", 1.0), (VLLM, "ascend", 8.0)]
     total = query('kunpeng_accelerator_memory_total_bytes{vendor="nvidia", node!=""}')
     assert [float(r["value"][1]) for r in total] == [143771 * 1024 * 1024]
+
+
+def test_gateway_series_show_the_dispatch_decisions():
+    """The Gateway dashboard's per-pool counters, as Prometheus scraped them from HAProxy's exporter: the short
+    requests went to the cpu pool, the long ones to the accelerator pool, each answered 2xx."""
+    def counts(metric, extra=""):
+        found = query(f'sum by (proxy) ({metric}{{job="gateway", proxy=~"pool_.+"{extra}}})')
+        return {r["metric"]["proxy"]: int(float(r["value"][1])) for r in found}
+    expected = {"pool_cpu": len(SHORT), "pool_accelerator": len(LONG)}
+    requests, _waited = wait_for(lambda: counts("haproxy_backend_http_requests_total") == expected, 15, step=1)
+    assert requests, counts("haproxy_backend_http_requests_total")
+    assert counts("haproxy_backend_http_responses_total", ', code="2xx"') == expected

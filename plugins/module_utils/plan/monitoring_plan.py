@@ -146,7 +146,7 @@ def node_plan(host_groups: List[str], address: str, backend: Optional[str], vllm
     ``ports`` holds ``node_exporter``, ``vllm``, ``gateway`` and the exporters' jobs (``dcgm``, ``npu``: their
     ``monitoring_*_port`` variables; a job without one scrapes its backend record's ``exporter.port``);
     an empty ``gateway`` port means the gateway exports no metrics
-    (kunpeng.vllm.gateway does not), so no gateway target.  ``listen`` is the node's :func:`listen_address`,
+    (kunpeng.vllm.gateway with ``gateway_metrics_port`` 0), so no gateway target.  ``listen`` is the node's :func:`listen_address`,
     ``sources`` (``monitoring_sources``) the addresses of the Prometheus servers.  Returns ``address``,
     ``listen`` (the address the node exporter binds), ``node_exporter_listen`` (its ``--web.listen-address``),
     ``firewall`` (base_firewall_rules entries: the node's scrape ports from ``sources`` only),
