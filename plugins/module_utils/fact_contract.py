@@ -316,6 +316,8 @@ VLLM_CONTAINER = {
     "argv": _strs(),
     "commands": _f(DICT, keys={"pre": _f(LIST), "stop": _f(LIST)}),
     "shm_mib": _int(),
+    # memory_limit_mib: the --memory of the container in MiB, None for no limit.
+    "memory_mib": _int(nullable=True),
     "environment_drop": _strs(),
 }
 

@@ -71,6 +71,19 @@ options:
     description: The engine's pipeline parallel size (sizes /dev/shm).
     type: int
     default: 1
+  memory_limit:
+    description:
+      - The container's memory limit (C(vllm_container_memory_limit)) - C(auto), the host's memory less a reserve
+        for the system (a tenth of it, at least 2 GiB and at most 16 GiB), C(none), or a size such as C(64g) or
+        C(65536m). Passed as C(--memory) with C(--memory-swap) at the same size; the kernel's OOM killer then
+        acts inside the container.
+      - A value of another form, below 1 GiB or above the host's memory fails the plan, naming the variable.
+    type: str
+    default: auto
+  host_memory_mib:
+    description: The host's memory in MiB (Ansible's C(memtotal_mb) fact); 0 when unknown, which C(auto) refuses.
+    type: int
+    default: 0
   groups:
     description:
       - The driver's device groups the service joins (the venv unit's C(SupplementaryGroups=); empty when the
@@ -187,6 +200,10 @@ shm_mib:
   description: The container's /dev/shm in MiB.
   returned: success
   type: int
+memory_mib:
+  description: The container's memory limit in MiB (O(memory_limit)); null for none.
+  returned: success
+  type: int
 environment_drop:
   description: Service variables the container's environment leaves out.
   returned: success
@@ -241,6 +258,8 @@ def main():
             check_only=dict(type="bool", default=False),
             run=dict(type="dict", default={}),
             groups=dict(type="list", elements="str", default=[]),
+            memory_limit=dict(type="str", default="auto"),
+            host_memory_mib=dict(type="int", default=0),
             settings=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
@@ -257,7 +276,8 @@ def main():
                    allow_unpinned=p["allow_unpinned"], backend=p["backend"],
                    visible=container.visible_indexes(p["backend"], p["visible_devices"], p["accelerators"]),
                    tensor_parallel=p["tensor_parallel"], pipeline_parallel=p["pipeline_parallel"],
-                   groups=p["groups"], group_ids=_gids(p["groups"]), settings=p["settings"])
+                   groups=p["groups"], group_ids=_gids(p["groups"]), settings=p["settings"],
+                   memory_limit=p["memory_limit"], host_memory_mib=p["host_memory_mib"])
     probe = {"podman_version": _version(module, "podman"), "docker_version": _version(module, "docker")}
     try:
         result = container.plan(request, probe)

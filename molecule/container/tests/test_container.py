@@ -59,6 +59,28 @@ def test_container_is_hardened(host):
     assert "API_KEY" not in " ".join(inspect["Config"]["Cmd"] or [])
 
 
+def _memory_limit_bytes(host, pid):
+    """The tightest memory.limit_in_bytes on the way from the process's memory cgroup up to the root (cgroup v1)."""
+    path = re.search(r"^\d+:memory:(\S+)$", host.file(f"/proc/{pid}/cgroup").content_string, re.M).group(1)
+    limits = []
+    while path not in ("", "/"):
+        found = host.run(f"cat /sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
+        if found.rc == 0:
+            limits.append(int(found.stdout))
+        path = os.path.dirname(path)
+    return min(limits)
+
+
+def test_the_engine_is_held_to_its_memory_limit(host):
+    """vllm_container_memory_limit auto: the node's memory less a tenth, kept between 2 and 16 GiB (memtotal_mb as
+    Ansible reads it), for memory and swap alike, and the kernel holds the engine's cgroup to it."""
+    total_mib = int(re.search(r"^MemTotal:\s+(\d+) kB$", host.file("/proc/meminfo").content_string, re.M).group(1)) // 1024
+    expected = (total_mib - min(16384, max(2048, total_mib // 10))) * 1024 * 1024
+    inspect = json.loads(host.check_output(f"podman inspect {NAME}"))[0]
+    assert (inspect["HostConfig"]["Memory"], inspect["HostConfig"]["MemorySwap"]) == (expected, expected)
+    assert _memory_limit_bytes(host, _engine_pid(host)) == expected
+
+
 def test_unit_exposure_is_the_recorded_one(host):
     """The live unit scores what docs/container-mode.md's table records (the offline score of the template)."""
     out = host.check_output(f"systemd-analyze security {UNIT} --no-pager 2>&1 | tail -1")

@@ -55,6 +55,18 @@ TMPFS_TMP = "/tmp:rw,nosuid,nodev,mode=1777"
 # torch's thread pools stay far below it on a 2-socket host of 256 cores;
 # docker's default is no limit.
 PIDS_LIMIT = 16384
+# The container's memory (vllm_container_memory_limit): "auto" is the host's
+# memory less a reserve for the system (sshd, journald, the agents, the page
+# cache of the model files): a tenth of it, at least 2 GiB and at most 16 GiB.
+# A runaway engine is then killed by the kernel inside its container instead
+# of pushing the host into its own OOM killer; the runtimes' default is no
+# limit.  Swap is capped at the same figure (no swap beyond the memory).
+MEMORY_RESERVE_PART = 10  # a tenth
+MEMORY_RESERVE_MIB = (2048, 16384)
+# Below this an engine does not start (the API server and one worker).
+MEMORY_MIN_MIB = 1024
+# Its forms (the input check refuses any other before the play changes anything).
+MEMORY_LIMIT = re.compile(r"^\s*(auto|none|[1-9][0-9]*[mg])\s*$", re.I)
 # Labels an image of this collection declares (molecule/images/engine-oci.sh sets them); an image without
 # them is checked on its architecture only.
 LABEL_BACKEND = "io.kunpeng.vllm.backend"
@@ -225,13 +237,60 @@ def shm_size_mib(tensor_parallel: int, pipeline_parallel: int = 1) -> int:
     return 1024 * workers
 
 
+def memory_limit_mib(limit: str, host_total_mib: int) -> Optional[int]:
+    """The container's memory limit in MiB (None: no limit) from vllm_container_memory_limit.
+
+    ``limit``: ``auto`` (the host's memory less 1/MEMORY_RESERVE_PART of it, bounded by MEMORY_RESERVE_MIB),
+    ``none``, or a size in the runtimes' syntax (``64g``, ``65536m``).  ``host_total_mib``: the host's memory
+    (Ansible's memtotal_mb fact; 0 when unknown).  Raises ContainerPlanError for a value that is not one of
+    those, below MEMORY_MIN_MIB, or above the host's memory.
+    """
+    value = str(limit if limit is not None else "auto").strip().lower()
+    total = int(host_total_mib or 0)
+    if not MEMORY_LIMIT.match(value):
+        raise ContainerPlanError(
+            f"vllm_container_memory_limit is {limit!r}: give auto (the host's memory less a reserve), none, or a "
+            "size in MiB or GiB such as 65536m or 64g.")
+    if value == "none":
+        return None
+    if value == "auto":
+        if total <= 0:
+            raise ContainerPlanError(
+                "vllm_container_memory_limit is auto but the host's memory is unknown (gather facts, or set it "
+                "to a size such as 64g, or to none for no limit).")
+        reserve = min(MEMORY_RESERVE_MIB[1], max(MEMORY_RESERVE_MIB[0], total // MEMORY_RESERVE_PART))
+        mib = total - reserve
+        if mib < MEMORY_MIN_MIB:
+            raise ContainerPlanError(
+                f"vllm_container_memory_limit auto leaves the engine {mib} MiB of this host's {total} MiB after "
+                f"the system's reserve of {reserve} MiB, below the {MEMORY_MIN_MIB} MiB an engine needs: set a size "
+                "(such as 2g) or none.")
+        return mib
+    mib = int(value[:-1]) * (1024 if value.endswith("g") else 1)
+    if mib < MEMORY_MIN_MIB:
+        raise ContainerPlanError(
+            f"vllm_container_memory_limit is {limit!r} ({mib} MiB), below the {MEMORY_MIN_MIB} MiB an engine "
+            "needs: give a larger size, auto or none.")
+    if total > 0 and mib > total:
+        raise ContainerPlanError(
+            f"vllm_container_memory_limit is {limit!r} ({mib} MiB), more than this host's {total} MiB: give at "
+            "most the host's memory, or auto.")
+    return mib
+
+
+def memory_args(memory_mib: Optional[int]) -> List[str]:
+    """``--memory`` and ``--memory-swap`` at the same size (no swap beyond it); none without a limit."""
+    return [] if not memory_mib else ["--memory", f"{memory_mib}m", "--memory-swap", f"{memory_mib}m"]
+
+
 def run_argv(runtime: str, request: Dict[str, Any]) -> List[str]:
     """The argv of ``<runtime> run`` for the engine's container, in the order it is written to the unit.
 
     ``request``: name, image (the pinned reference or image ID), uid, gid, env_file, model_dir,
-    config_file, python_dir, cache_dir, shm_mib, devices (device_args), group_add (group_args), read_only (vLLM writes only
-    below its caches, which are a volume; a tmpfs takes /tmp), command (the entrypoint and its first
-    arguments, e.g. ["vllm", "serve"]).
+    config_file, python_dir, cache_dir, shm_mib, memory_mib (memory_limit_mib, None: no limit),
+    devices (device_args), group_add (group_args), read_only (vLLM writes only below its caches, which
+    are a volume; a tmpfs takes /tmp), command (the entrypoint and its first arguments, e.g.
+    ["vllm", "serve"]).
     """
     argv = [f"/usr/bin/{runtime}", "run", "--rm", "--name", request["name"]]
     if runtime == "podman":
@@ -244,6 +303,7 @@ def run_argv(runtime: str, request: Dict[str, Any]) -> List[str]:
         "--security-opt", "no-new-privileges",
         "--cap-drop", "ALL",
         "--pids-limit", str(PIDS_LIMIT),
+        *memory_args(request.get("memory_mib")),
         "--shm-size", f"{request['shm_mib']}m",
         "--env-file", request["env_file"],
     ]
@@ -300,6 +360,11 @@ def quadlet_keys(request: Dict[str, Any], podman_version: str) -> List[List[Any]
         ("DropCapability", "ALL"),
         # PidsLimit= is newer than the podman of some supported hosts: the flag works on every one.
         ("PodmanArgs", [f"--pids-limit={PIDS_LIMIT}"]),
+    ]
+    # As --pids-limit: flags through PodmanArgs= work on every podman that runs Quadlet here.
+    memory = memory_args(request.get("memory_mib"))
+    keys += [("PodmanArgs", [f"{flag}={value}"]) for flag, value in zip(memory[::2], memory[1::2])]
+    keys += [
         ("ShmSize", f"{request['shm_mib']}m"),
         ("EnvironmentFile", request["env_file"]),
     ]
@@ -367,8 +432,9 @@ def plan(request: Dict[str, Any], probe: Dict[str, Any]) -> Dict[str, Any]:
 
     ``request``: runtime (auto/podman/docker), image, archive_image (read_archive's result, {} without an
     archive), allow_unpinned, backend, visible (device indexes), tensor_parallel, pipeline_parallel,
-    groups and group_ids (group_args), settings (the role variables UNSUPPORTED names) and the run_argv
-    fields but image, devices, group_add and shm_mib.  ``probe``: podman_version, docker_version (the
+    groups and group_ids (group_args), settings (the role variables UNSUPPORTED names), memory_limit and
+    host_memory_mib (memory_limit_mib) and the run_argv fields but image, devices, group_add, shm_mib and
+    memory_mib.  ``probe``: podman_version, docker_version (the
     ``--version`` outputs, '' when missing).  Raises ContainerPlanError for a combination container mode
     does not carry out, or a refused image reference.
     """
@@ -379,13 +445,15 @@ def plan(request: Dict[str, Any], probe: Dict[str, Any]) -> Dict[str, Any]:
     problem = pin_problem(request.get("image", ""), archive.get("id", ""), request.get("allow_unpinned", False))
     if problem:
         raise ContainerPlanError(problem)
+    memory_mib = memory_limit_mib(request.get("memory_limit", "auto"), request.get("host_memory_mib", 0))
     runtime = choose_runtime(request.get("runtime", "auto"), probe.get("podman_version", ""),
                              probe.get("docker_version", ""))
     image = archive["id"] if archive else request["image"]
     run = dict(request, image=image, devices=device_args(request["backend"], runtime["runtime"], request["visible"]),
                group_add=group_args(request["backend"], list(request.get("groups") or []),
                                     dict(request.get("group_ids") or {})),
-               shm_mib=shm_size_mib(request.get("tensor_parallel", 1), request.get("pipeline_parallel", 1)))
+               shm_mib=shm_size_mib(request.get("tensor_parallel", 1), request.get("pipeline_parallel", 1)),
+               memory_mib=memory_mib)
     quadlet = use_quadlet(runtime["runtime"], probe.get("podman_version", ""))
     return {
         "runtime": runtime["runtime"],
@@ -400,6 +468,7 @@ def plan(request: Dict[str, Any], probe: Dict[str, Any]) -> Dict[str, Any]:
         "argv": run_argv(runtime["runtime"], run),
         "commands": unit_commands(runtime["runtime"], request["name"]),
         "shm_mib": run["shm_mib"],
+        "memory_mib": memory_mib,
         "environment_drop": environment_drop(request["backend"]),
     }
 

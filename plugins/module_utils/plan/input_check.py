@@ -33,7 +33,7 @@ import re
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact, safe_extract
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, engine_args
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, container, engine_args
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Instance, model and file names: they name units, paths and directories.
@@ -559,6 +559,8 @@ RULES = {
         "vllm_container_command": _list_of(_regex(re.compile(r"^[A-Za-z0-9/._=-][A-Za-z0-9/._=:-]*$"),
                                                   "a command word of letters, digits and / . _ = : -")),
         "vllm_container_read_only": None,
+        # Its size against the host's memory is plan/container.py memory_limit_mib's (the container plan).
+        "vllm_container_memory_limit": _regex(container.MEMORY_LIMIT, "auto, none, or a size such as 64g or 65536m"),
         "vllm_source_url": _opt_requirement,
         "vllm_cpu_remove_packages": _list_of(_requirement),
         "vllm_extra_packages": _list_of(_requirement),

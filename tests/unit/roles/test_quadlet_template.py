@@ -29,7 +29,7 @@ def _variables(backend, visible, podman_version):
            "python_dir": "/usr/local/lib/kunpeng-vllm/python", "cache_dir": "/var/cache/vllm/smollm2",
            "command": ["vllm", "serve"]}
     request = dict(run, image="quay.io/ascend/vllm-ascend@sha256:" + "ab" * 32, backend=backend, visible=visible,
-                   runtime="podman")
+                   runtime="podman", memory_limit="auto", host_memory_mib=65536)
     plan = container.plan(request, {"podman_version": podman_version, "docker_version": ""})
     assert plan["quadlet"], "the cases here are podman versions with Quadlet"
     return dict(_vllm(backend, ("", "")), kunpeng_vllm_container=plan, vllm_instance_name="smollm2")

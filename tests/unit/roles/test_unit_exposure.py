@@ -52,7 +52,8 @@ def _vllm_container(backend, podman_version):
            "model_dir": "/var/lib/vllm/models/smollm2", "config_file": "/etc/vllm/smollm2.yaml",
            "python_dir": "/usr/local/lib/kunpeng-vllm/python", "cache_dir": "/var/cache/vllm/smollm2",
            "command": ["vllm", "serve"]}
-    request = dict(run, archive_image={"id": "sha256:" + "ab" * 32}, backend=backend, visible=[], runtime="auto")
+    request = dict(run, archive_image={"id": "sha256:" + "ab" * 32}, backend=backend, visible=[], runtime="auto",
+                   memory_limit="auto", host_memory_mib=65536)
     return dict(_vllm(backend, HOST), kunpeng_vllm_container=container.plan(
         request, {"podman_version": podman_version, "docker_version": ""}))
 

