@@ -42,6 +42,13 @@ PY
 }
 
 seed_get_pip
+# ansible-test keeps its per-test virtualenvs under ~/.ansible/test/venv and
+# reuses one for any interpreter of the same version: a venv made from an
+# interpreter that is gone since (the .build/python-trixie of a removed
+# checkout) is dropped, or every test fails with "Required program ... not found".
+for py in "$HOME"/.ansible/test/venv/*/*/*/bin/python; do
+  if [ -L "$py" ] && [ ! -e "$py" ]; then rm -rf "${py%/bin/python}"; fi
+done
 rm -rf "$dest"
 mkdir -p "$dest"
 # Copy the tree as git sees it (tracked + untracked-not-ignored) into a new
