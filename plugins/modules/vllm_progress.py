@@ -157,30 +157,31 @@ def tree_bytes(paths):
     return total if seen else None
 
 
-def job_groups(jid):
-    """The process groups async_wrapper made for ``jid`` (the module it runs and what that started)."""
+def job_processes(jid):
+    """The processes of async job ``jid``: async_wrapper's (the watcher and the module's child) and all below them."""
     prefix = jid.split(".", 1)[0]
-    groups = set()
+    wrappers, parents = [], {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
+            with open(f"/proc/{pid}/stat") as handle:
+                parent = progress.parent_pid(handle.read())
             with open(f"/proc/{pid}/cmdline", "rb") as handle:
                 argv = handle.read().decode("utf-8", "replace").split("\0")
-            wrapper = [i for i, arg in enumerate(argv) if arg.endswith("async_wrapper.py")]
-            # The watcher leads no group of its own; the module's child leads the group it kills on timeout.
-            if wrapper and argv[wrapper[0] + 1:wrapper[0] + 2] == [prefix] and os.getpgid(int(pid)) == int(pid):
-                groups.add(int(pid))
         except OSError:
             continue
-    return groups
+        if parent is not None:
+            parents[int(pid)] = parent
+        wrapper = [i for i, arg in enumerate(argv) if arg.endswith("async_wrapper.py")]
+        if wrapper and argv[wrapper[0] + 1:wrapper[0] + 2] == [prefix]:
+            wrappers.append(int(pid))
+    return progress.descendants(wrappers, parents)
 
 
-def job_io(groups):
-    """Bytes the processes of ``groups`` have read and written (sockets and pipes too), or None."""
+def job_io(pids):
+    """Bytes the processes ``pids`` have read and written (sockets and pipes too), or None."""
     total, seen = 0, False
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid in pids:
         try:
-            if os.getpgid(int(pid)) not in groups:
-                continue
             with open(f"/proc/{pid}/io") as handle:
                 fields = dict(line.split(":", 1) for line in handle.read().splitlines() if ":" in line)
             total += int(fields["rchar"]) + int(fields["wchar"])
@@ -190,13 +191,33 @@ def job_io(groups):
     return total if seen else None
 
 
-def stop_job(groups):
-    """Stop the job's processes."""
-    for group in groups:
+def stop_job(jid, pids, grace=5.0):
+    """Stop the job's processes: SIGTERM to each, then SIGKILL to what is left of them (and of processes they
+    started since) after ``grace`` seconds."""
+    for pid in pids:
         try:
-            os.killpg(group, signal.SIGTERM)
+            os.kill(pid, signal.SIGTERM)
         except OSError:
             pass
+    deadline = time.time() + grace
+    left = [pid for pid in pids if _alive(pid)]
+    while left and time.time() < deadline:
+        time.sleep(0.2)
+        left = [pid for pid in left if _alive(pid)]
+    for pid in set(left) | set(job_processes(jid)):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _alive(pid):
+    """Whether ``pid`` runs (a zombie has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _read(path):
@@ -236,10 +257,10 @@ def main():
             total = os.path.getsize(params["reading"])
     else:
         done = tree_bytes(params["watch"])
-    groups = job_groups(params["jid"])
+    pids = job_processes(params["jid"])
     previous_text = _read(state_path)
     previous = json.loads(previous_text) if previous_text else None
-    polled = progress.poll(job_text, previous, done, job_io(groups), total, now, os.path.getmtime(job_path),
+    polled = progress.poll(job_text, previous, done, job_io(pids), total, now, os.path.getmtime(job_path),
                            params["what"], params["source"], params["stall_timeout"])
     state = polled["state"]
     report = dict(msg=polled["msg"], done_bytes=done, total_bytes=total, elapsed=int(now - state["started"]),
@@ -249,7 +270,7 @@ def main():
             json.dump(state, handle)
         module.exit_json(finished=False, **report)
     if polled["conclusion"] == progress.STALLED:
-        stop_job(groups)
+        stop_job(params["jid"], pids)
     for path in (job_path, state_path):
         if os.path.exists(path):
             os.unlink(path)

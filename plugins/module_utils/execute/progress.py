@@ -95,6 +95,36 @@ def readers(path: str) -> Dict[int, int]:
     return found
 
 
+def parent_pid(stat: str) -> Optional[int]:
+    """The parent pid field of a /proc/<pid>/stat line (after the command name, which may hold spaces and
+    parentheses), or None when the line is not one."""
+    try:
+        return int(stat.rsplit(")", 1)[1].split()[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def descendants(roots: List[int], parents: Dict[int, int]) -> List[int]:
+    """``roots`` and every process below them, from ``parents`` (pid -> parent pid), sorted.
+
+    The async job's processes are found by parentage, not by process group: async_wrapper moves its
+    module child into a group of its own from the watcher, after the fork, so on a loaded host the
+    child can start the module (and the module its command) before the move, and those stay in the
+    watcher's group.
+    """
+    children: Dict[int, List[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    found = set(roots)
+    stack = list(roots)
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return sorted(found)
+
+
 def read_position(path: str) -> Optional[int]:
     """How far a process has read ``path`` (the largest offset of any reader), or None when none has it open."""
     return max(readers(path).values(), default=None)

@@ -135,3 +135,31 @@ def test_readers_finds_how_far_this_process_has_read_a_file(tmp_path):
         handle.read(4096)
         assert progress.readers(str(path)) == {os.getpid(): 4096}
         assert progress.read_position(str(path)) == 4096
+
+
+@pytest.mark.parametrize("stat, parent", [
+    ("4242 (sleep) S 4200 4100 4100 0 -1 4194560", 4200),
+    # a command name with spaces and parentheses
+    ("77 (python3 (x) y) R 1 77 77 0 -1 4194304", 1),
+    ("", None),
+    ("12 (sh)", None),
+])
+def test_parent_pid(stat, parent):
+    assert progress.parent_pid(stat) == parent
+
+
+# async_wrapper's daemon 100 (the watcher, in group 100) forks the module's child 101; on a loaded host the
+# child starts the module 102 before the watcher moves it to group 101, so the module and its command 103
+# (hf, and the sleep it execs) stay in group 100.  An unrelated process 200 runs beside them.
+PARENTS = {100: 1, 101: 100, 102: 101, 103: 102, 104: 103, 200: 1, 201: 200}
+
+
+@pytest.mark.parametrize("roots, found", [
+    ([100], [100, 101, 102, 103, 104]),
+    ([101], [101, 102, 103, 104]),
+    ([100, 101], [100, 101, 102, 103, 104]),
+    ([], []),
+    ([999], [999]),  # a wrapper that ended between the two reads: itself only
+])
+def test_descendants_follow_parentage_not_groups(roots, found):
+    assert progress.descendants(roots, PARENTS) == found
