@@ -200,24 +200,15 @@ def stop_job(jid, pids, grace=5.0):
         except OSError:
             pass
     deadline = time.time() + grace
-    left = [pid for pid in pids if _alive(pid)]
+    left = [pid for pid in pids if not progress.ended(_read(f"/proc/{pid}/stat"))]
     while left and time.time() < deadline:
         time.sleep(0.2)
-        left = [pid for pid in left if _alive(pid)]
+        left = [pid for pid in left if not progress.ended(_read(f"/proc/{pid}/stat"))]
     for pid in set(left) | set(job_processes(jid)):
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
-
-
-def _alive(pid):
-    """Whether ``pid`` runs (a zombie has ended)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def _read(path):

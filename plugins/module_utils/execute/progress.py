@@ -95,13 +95,24 @@ def readers(path: str) -> Dict[int, int]:
     return found
 
 
-def parent_pid(stat: str) -> Optional[int]:
-    """The parent pid field of a /proc/<pid>/stat line (after the command name, which may hold spaces and
-    parentheses), or None when the line is not one."""
+def _stat_field(stat: str, index: int) -> Optional[str]:
+    """Field ``index`` after the command name of a /proc/<pid>/stat line (the name may hold spaces and
+    parentheses: 0 is the state, 1 the parent pid), or None when the line is not one."""
     try:
-        return int(stat.rsplit(")", 1)[1].split()[1])
-    except (IndexError, ValueError):
+        return stat.rsplit(")", 1)[1].split()[index]
+    except IndexError:
         return None
+
+
+def parent_pid(stat: str) -> Optional[int]:
+    """The parent pid of a /proc/<pid>/stat line, or None when the line is not one."""
+    field = _stat_field(stat, 1)
+    return int(field) if field is not None and field.isdigit() else None
+
+
+def ended(stat: Optional[str]) -> bool:
+    """Whether the process of a /proc/<pid>/stat line (None: the file was gone) has ended; a zombie has."""
+    return stat is None or _stat_field(stat, 0) in (None, "Z")
 
 
 def descendants(roots: List[int], parents: Dict[int, int]) -> List[int]:

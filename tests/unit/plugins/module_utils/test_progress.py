@@ -148,6 +148,18 @@ def test_parent_pid(stat, parent):
     assert progress.parent_pid(stat) == parent
 
 
+@pytest.mark.parametrize("stat, ended", [
+    ("4242 (sleep) S 4200 4100 4100 0 -1 4194560", False),
+    ("4242 (sleep) R 4200 4100 4100 0 -1 4194560", False),
+    ("4242 (sleep) Z 4200 4100 4100 0 -1 4194560", True),
+    ("77 (a (Z) b) S 1 77 77 0 -1 4194304", False),
+    (None, True),
+    ("12 (sh)", True),
+])
+def test_ended(stat, ended):
+    assert progress.ended(stat) is ended
+
+
 # async_wrapper's daemon 100 (the watcher, in group 100) forks the module's child 101; on a loaded host the
 # child starts the module 102 before the watcher moves it to group 101, so the module and its command 103
 # (hf, and the sleep it execs) stay in group 100.  An unrelated process 200 runs beside them.
