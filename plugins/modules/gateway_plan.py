@@ -50,6 +50,12 @@ options:
         of a model served by several pools, standbys included, must all serve it. The address is the first one set of
         C(gateway_backend_address), C(ansible_host) and the inventory name; the port the first one set of
         C(gateway_backend_port), C(vllm_port) and 8000 (the vllm role's default).
+      - For the key check also C(vllm_host), C(vllm_allow_unauthenticated), C(host) of C(vllm_engine_args), and
+        C(vllm_api_key_set), whether C(vllm_api_key) is set (a boolean; never the key). With an empty
+        O(api_keys) and a C(gateway_bind_address) in O(settings) that is not loopback, the module fails when a
+        backend has no key of its own by the vllm role's decision (C(vllm_host) on loopback without
+        C(vllm_api_key), or C(vllm_allow_unauthenticated)); a backend off loopback without C(vllm_api_key)
+        gets a generated key and passes.
     type: dict
   default_pool:
     description:
@@ -63,13 +69,15 @@ options:
       - The gateway's scalar settings, variable name -> value (C(gateway_port), C(gateway_tls_port),
         C(gateway_timeout_*), C(gateway_health_interval), C(gateway_health_rise), C(gateway_health_fall),
         C(gateway_retries), C(gateway_maxconn), C(gateway_max_body_kib), C(gateway_metrics_port), C(gateway_tls_certificate),
-        C(gateway_tls_key)). Checked; only what the listener needs is returned (RV(bufsize), RV(tls)).
+        C(gateway_tls_key), C(gateway_bind_address)). Checked; only what the listener needs is returned (RV(bufsize), RV(tls)).
     type: dict
     default: {}
   api_keys:
     description:
       - C(gateway_api_keys), the keys the gateway accepts (checked for form, never returned or logged). Empty
-        or unset, the gateway passes the Authorization header to the backends.
+        or unset, the gateway passes the Authorization header to the backends unchecked, which the full plan
+        accepts only when every backend has a key of its own or the gateway binds on loopback only (see
+        O(host_vars)).
     type: list
     elements: str
   haproxy_version:
@@ -192,8 +200,8 @@ api_keys:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.gateway import (  # noqa: E402
-    GatewayError, dispatch_policy, gateway_plan, haproxy_problem, listener_settings, serving_sets, validate_pools,
-    validate_settings)
+    GatewayError, dispatch_policy, gateway_plan, haproxy_problem, keyless_backend_problem, listener_settings,
+    serving_sets, validate_pools, validate_settings)
 
 
 def main():
@@ -231,6 +239,9 @@ def main():
                 gateway_plan(p["pools"], p["groups"], {}, p["default_pool"])
         else:
             plan = gateway_plan(p["pools"], p["groups"], p["host_vars"], p["default_pool"], p["dispatch"])
+            problem = keyless_backend_problem(plan["hosts"], p["host_vars"], settings)
+            if problem:
+                raise GatewayError(problem)
     except GatewayError as exc:
         module.fail_json(msg="gateway: " + str(exc))
     plan.update(listener_settings(settings))

@@ -33,6 +33,12 @@ the result down:
   a Kunpeng pool, say) whose servers are the pool's HAProxy ``backup``
   servers: they take its traffic when none of its own servers is up, and
   give it back when one is.  A standby pool is not routed to on its own.
+- keys: a gateway with an empty ``gateway_api_keys`` checks no key and
+  passes the Authorization header on, so each backend must check its own.
+  Whether it does is the vllm role's endpoint decision
+  (:mod:`endpoint_security`), taken here from the backend's inventory: a
+  backend on loopback or with ``vllm_allow_unauthenticated`` has no key, and
+  such a backend behind a keyless gateway on the network is refused.
 
 Bad values fail before anything changes, with the variable named.
 """
@@ -43,6 +49,8 @@ __metaclass__ = type  # noqa: UP001
 
 import re
 from math import ceil, gcd
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import endpoint_security
 
 # HAProxy's runtime and configuration accept weights 0..256 (configuration
 # manual, "weight <weight>").
@@ -511,6 +519,88 @@ def gateway_plan(pools, groups, host_vars=None, default_pool="", dispatch=None):
         "default_backend": backend_name(default_pool) if default_pool else None,
         "no_model_backend": backend_name(default_pool or names[0]),
     }
+
+
+# The vllm role's default vllm_host (roles/vllm/defaults/main.yml): a backend whose inventory sets none binds there.
+VLLM_HOST_DEFAULT = "0.0.0.0"
+_TRUE = ("true", "yes", "on", "1", "y", "t")
+
+
+def _flag(value):
+    """An inventory boolean (true, 'yes', 1, ...) as Ansible reads it; anything else is false."""
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in _TRUE if value is not None else False
+
+
+def backend_bind(host_vars):
+    """The address a backend's vLLM binds and the variable that set it.
+
+    ``host`` of its vllm_engine_args wins (as in the vllm role's engine config), then its vllm_host, then the
+    vllm role's default.  Returns ``(address, variable)``.
+    """
+    host_vars = host_vars or {}
+    engine_args = host_vars.get("vllm_engine_args") or {}
+    host = engine_args.get("host") if isinstance(engine_args, dict) else None
+    if host not in (None, ""):
+        return str(host), "vllm_engine_args.host"
+    host = host_vars.get("vllm_host")
+    if host not in (None, ""):
+        return str(host), "vllm_host"
+    return VLLM_HOST_DEFAULT, "vllm_host (the vllm role's default)"
+
+
+def backend_key_decision(host_vars):
+    """The vllm role's API-key decision for a backend, from its inventory (:func:`endpoint_security.api_key_decision`).
+
+    ``host_vars``: ``vllm_api_key_set`` (whether vllm_api_key is non-empty; the key itself never comes here),
+    ``vllm_host``, ``vllm_engine_args`` (its ``host``) and ``vllm_allow_unauthenticated``.  A backend off
+    loopback without a key of its own gets one generated on its node, so it has one.  Returns the decision's
+    ``source``, ``keyed`` (the backend checks a key on every route) and ``reason`` (the variables behind it).
+    """
+    host_vars = host_vars or {}
+    bind, variable = backend_bind(host_vars)
+    given = _flag(host_vars.get("vllm_api_key_set"))
+    opted_out = _flag(host_vars.get("vllm_allow_unauthenticated"))
+    source = endpoint_security.api_key_decision(given, bind, opted_out, "", None)["source"]
+    if source == endpoint_security.LOOPBACK:
+        reason = f"vllm_api_key is empty and {variable} is {bind}, loopback, where the vllm role sets no key"
+    elif source == endpoint_security.OPEN:
+        reason = f"vllm_api_key is empty and vllm_allow_unauthenticated is true on {bind}"
+    elif source == endpoint_security.GIVEN:
+        reason = "its vllm_api_key"
+    else:
+        reason = f"a key generated on its node ({variable} {bind} is off loopback)"
+    return {"source": source, "keyed": source in endpoint_security.KEYED, "reason": reason}
+
+
+def keyless_backend_problem(hosts, host_vars, settings):
+    """Why a gateway that checks no key would publish a backend that checks none either (None when it does not).
+
+    With an empty gateway_api_keys the gateway passes requests on unchecked, so every backend must have a
+    key of its own (:func:`backend_key_decision`).  A gateway bound on loopback only (gateway_bind_address
+    127.0.0.1, ::1, localhost) is accepted: it is reachable from its own host only, the reach the vllm
+    role itself grants a keyless loopback instance.
+    """
+    if settings.get("gateway_api_keys"):
+        return None
+    bind = str(settings.get("gateway_bind_address") or "0.0.0.0")
+    if endpoint_security.is_loopback(bind):
+        return None
+    host_vars = host_vars or {}
+    keyless = []
+    for host in hosts:
+        decision = backend_key_decision(host_vars.get(host))
+        if not decision["keyed"]:
+            keyless.append(f"{host} ({decision['reason']})")
+    if not keyless:
+        return None
+    which = f"backend {keyless[0]} checks" if len(keyless) == 1 else f"backends {'; '.join(keyless)} check"
+    return (f"gateway_api_keys is empty, so the gateway on {bind} checks no API key and passes every request on, "
+            f"and {which} none either: anyone who reaches the gateway could use it. Set gateway_api_keys (the "
+            "keys the gateway checks), or give the backend a key of its own (set vllm_api_key, or bind it off "
+            "loopback with vllm_host, which gets it a generated key, and drop vllm_allow_unauthenticated), or "
+            "bind the gateway on loopback only (gateway_bind_address: 127.0.0.1). Nothing was changed.")
 
 
 def validate_settings(settings):

@@ -67,3 +67,50 @@ def test_haproxy_older_than_2_5_is_refused(version, fails):
         assert result["msg"].startswith("gateway: HAProxy 2.4.24") and "ppa:vbernat/haproxy-2.8" in result["msg"]
     else:
         assert result["hosts"] == ["a", "b"]
+
+
+# The backends as roles/gateway/tasks/main.yml collects them: whether vllm_api_key is set, never the key.
+KEYED = {"ansible_host": "10.0.0.1", "vllm_host": None, "vllm_api_key_set": True,
+         "vllm_allow_unauthenticated": False, "vllm_engine_args": {}}
+LOOPBACK = {"ansible_host": "127.0.0.1", "vllm_host": "127.0.0.1", "vllm_api_key_set": False,
+            "vllm_allow_unauthenticated": False, "vllm_engine_args": {}}
+OPTED_OUT = {"ansible_host": "10.0.0.2", "vllm_host": "0.0.0.0", "vllm_api_key_set": False,
+             "vllm_allow_unauthenticated": True, "vllm_engine_args": {}}
+GENERATED = {"ansible_host": "10.0.0.2", "vllm_host": None, "vllm_api_key_set": False,
+             "vllm_allow_unauthenticated": False, "vllm_engine_args": {}}
+ON_THE_NETWORK = dict(SETTINGS, gateway_bind_address="0.0.0.0")
+
+
+@pytest.mark.parametrize("host_vars, api_keys, settings, words", [
+    # The gateway checks no key, and a backend on loopback has none: refused before any change.
+    ({"a": LOOPBACK, "b": KEYED}, [], ON_THE_NETWORK,
+     "gateway: gateway_api_keys is empty, so the gateway on 0.0.0.0 checks no API key"),
+    ({"a": LOOPBACK, "b": KEYED}, None, ON_THE_NETWORK, "backend a (vllm_api_key is empty and vllm_host is 127.0.0.1"),
+    # An opted-out backend: refused.
+    ({"a": KEYED, "b": OPTED_OUT}, [], ON_THE_NETWORK,
+     "backend b (vllm_api_key is empty and vllm_allow_unauthenticated is true"),
+    # Backends with a key of their own (given or generated): accepted.
+    ({"a": KEYED, "b": GENERATED}, [], ON_THE_NETWORK, None),
+    # The gateway checks keys: accepted.
+    ({"a": LOOPBACK, "b": OPTED_OUT}, KEYS, ON_THE_NETWORK, None),
+    # The gateway on loopback only: accepted.
+    ({"a": LOOPBACK, "b": OPTED_OUT}, [], dict(SETTINGS, gateway_bind_address="127.0.0.1"), None),
+])
+def test_a_keyless_gateway_needs_keyed_backends(host_vars, api_keys, settings, words):
+    args = {"pools": POOLS, "groups": GROUPS, "settings": settings, "host_vars": host_vars}
+    if api_keys is not None:
+        args["api_keys"] = api_keys
+    failed, result = run_main(gateway_plan.main, args)
+    assert failed is (words is not None)
+    if words:
+        assert result["msg"].startswith("gateway: gateway_api_keys is empty") and words in result["msg"]
+        assert "Set gateway_api_keys" in result["msg"] and "Nothing was changed" in result["msg"]
+    else:
+        assert [s["name"] for s in result["backends"][0]["servers"]] == ["a", "b"]
+        assert "vllm_api_key_set" not in str(result["backends"])
+
+
+def test_the_first_call_does_not_need_the_backends_keys():
+    failed, result = run_main(gateway_plan.main, {"pools": POOLS, "groups": GROUPS, "settings": ON_THE_NETWORK,
+                                                  "api_keys": []})
+    assert not failed and result["hosts"] == ["a", "b"]

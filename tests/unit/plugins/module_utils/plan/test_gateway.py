@@ -1,10 +1,15 @@
 """The gateway plan: pools from inventory groups, canary weights, model routes, and early refusals."""
 
+import os
+
 import pytest
+import yaml
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.gateway import (
-    MAX_WEIGHT, GatewayError, canary_weights, dispatch_policy, gateway_plan, haproxy_problem, headroom_limits,
-    listener_settings, validate_settings)
+    MAX_WEIGHT, VLLM_HOST_DEFAULT, GatewayError, backend_key_decision, canary_weights, dispatch_policy, gateway_plan,
+    haproxy_problem, headroom_limits, keyless_backend_problem, listener_settings, validate_settings)
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 
 # The inventory of molecule/gateway: two vLLM hosts, one pool each and a
 # shared pool over both, with vllm-b as the canary of the shared pool.
@@ -326,3 +331,112 @@ def test_a_standby_is_not_a_default_pool():
 ])
 def test_dispatch_policy_defaults_from_the_seed(values, expected):
     assert dispatch_policy(values) == expected
+
+
+# --- A gateway that checks no key in front of a backend that has none -------------------------------------------
+
+# Per backend, the shape roles/gateway/tasks/main.yml collects (__gateway_host_vars): the key only as a boolean.
+KEYED = {"ansible_host": "10.0.0.1", "vllm_host": None, "vllm_api_key_set": True,
+         "vllm_allow_unauthenticated": False, "vllm_engine_args": {}}
+LOOPBACK = {"ansible_host": "127.0.0.1", "vllm_host": "127.0.0.1", "vllm_api_key_set": False,
+            "vllm_allow_unauthenticated": False, "vllm_engine_args": {}}
+OPTED_OUT = {"ansible_host": "10.0.0.2", "vllm_host": "0.0.0.0", "vllm_api_key_set": False,
+             "vllm_allow_unauthenticated": True, "vllm_engine_args": {}}
+GENERATED = {"ansible_host": "10.0.0.3", "vllm_host": None, "vllm_api_key_set": False,
+             "vllm_allow_unauthenticated": False, "vllm_engine_args": {}}
+NO_KEYS = {"gateway_api_keys": [], "gateway_bind_address": "0.0.0.0"}
+
+
+@pytest.mark.parametrize("backend, source, keyed", [
+    (KEYED, "given", True),
+    # Off loopback without vllm_api_key the vllm role generates a key on the node: the backend has one.
+    (GENERATED, "generate", True),
+    (dict(GENERATED, vllm_host="10.0.0.3"), "generate", True),
+    (LOOPBACK, "loopback", False),
+    (dict(LOOPBACK, vllm_host="localhost"), "loopback", False),
+    (dict(LOOPBACK, vllm_host="::1"), "loopback", False),
+    # vllm_engine_args' host wins over vllm_host, as in the engine config.
+    (dict(GENERATED, vllm_host="0.0.0.0", vllm_engine_args={"host": "127.0.0.1"}), "loopback", False),
+    (dict(LOOPBACK, vllm_engine_args={"host": "0.0.0.0"}), "generate", True),
+    (OPTED_OUT, "open", False),
+    # Inventory booleans come as strings too.
+    (dict(OPTED_OUT, vllm_allow_unauthenticated="yes"), "open", False),
+    (dict(OPTED_OUT, vllm_allow_unauthenticated="false"), "generate", True),
+    # A key wins over loopback and the opt-out, as in the vllm role.
+    (dict(OPTED_OUT, vllm_api_key_set=True), "given", True),
+    (dict(LOOPBACK, vllm_api_key_set=True), "given", True),
+    (None, "generate", True),
+])
+def test_backend_key_decision_is_the_vllm_roles(backend, source, keyed):
+    decision = backend_key_decision(backend)
+    assert (decision["source"], decision["keyed"]) == (source, keyed)
+
+
+@pytest.mark.parametrize("backends, settings, words", [
+    # A keyless gateway on the network in front of a loopback backend (the all-in-one host): refused.
+    ({"vllm-a": LOOPBACK}, NO_KEYS,
+     "backend vllm-a (vllm_api_key is empty and vllm_host is 127.0.0.1, loopback, where the vllm role sets no key)"),
+    ({"vllm-a": KEYED, "vllm-b": dict(LOOPBACK, vllm_host=None, vllm_engine_args={"host": "127.0.0.1"})}, NO_KEYS,
+     "backend vllm-b (vllm_api_key is empty and vllm_engine_args.host is 127.0.0.1"),
+    # An opted-out backend: refused.
+    ({"vllm-a": KEYED, "vllm-b": OPTED_OUT}, NO_KEYS,
+     "backend vllm-b (vllm_api_key is empty and vllm_allow_unauthenticated is true on 0.0.0.0)"),
+    ({"vllm-a": LOOPBACK, "vllm-b": OPTED_OUT}, {"gateway_bind_address": "::"}, "backends vllm-a ("),
+    # Without gateway_bind_address the role's default 0.0.0.0 is assumed.
+    ({"vllm-a": LOOPBACK}, {}, "gateway_api_keys is empty, so the gateway on 0.0.0.0 checks no API key"),
+    # Keyed backends (given or generated): accepted.
+    ({"vllm-a": KEYED, "vllm-b": GENERATED}, NO_KEYS, None),
+    # The gateway checks keys: accepted, whatever the backends do.
+    ({"vllm-a": LOOPBACK, "vllm-b": OPTED_OUT}, dict(NO_KEYS, gateway_api_keys=["k" * 16]), None),
+    # A gateway on loopback only reaches no further than a keyless loopback engine: accepted.
+    ({"vllm-a": LOOPBACK, "vllm-b": OPTED_OUT}, dict(NO_KEYS, gateway_bind_address="127.0.0.1"), None),
+    ({"vllm-a": LOOPBACK}, dict(NO_KEYS, gateway_bind_address="localhost"), None),
+])
+def test_keyless_gateway_needs_keyed_backends(backends, settings, words):
+    problem = keyless_backend_problem(sorted(backends), backends, settings)
+    if words is None:
+        assert problem is None
+    else:
+        assert words in problem
+        for fix in ("Set gateway_api_keys", "vllm_api_key", "vllm_host", "vllm_allow_unauthenticated",
+                    "gateway_bind_address: 127.0.0.1"):
+            assert fix in problem
+
+
+def test_the_default_bind_is_the_vllm_roles():
+    with open(os.path.join(ROOT, "roles", "vllm", "defaults", "main.yml")) as handle:
+        assert yaml.safe_load(handle)["vllm_host"] == VLLM_HOST_DEFAULT
+
+
+def _scenario_backends(scenario, backends, group_files):
+    """A Molecule scenario's backends as the gateway role collects them (the demo inventory's all.yml linked)."""
+    folder = os.path.join(ROOT, "molecule", scenario)
+    values = {}
+    for name in ["all"] + group_files:
+        with open(os.path.join(folder, "group_vars", name + ".yml")) as handle:
+            values.update(yaml.safe_load(handle) or {})
+    collected = {}
+    for host in backends:
+        host_values = dict(values)
+        path = os.path.join(folder, "host_vars", host + ".yml")
+        if os.path.exists(path):
+            with open(path) as handle:
+                host_values.update(yaml.safe_load(handle) or {})
+        collected[host] = {"vllm_host": host_values.get("vllm_host"),
+                           "vllm_allow_unauthenticated": host_values.get("vllm_allow_unauthenticated", False),
+                           "vllm_api_key_set": bool(host_values.get("vllm_api_key")),
+                           "vllm_engine_args": host_values.get("vllm_engine_args") or {}}
+    return collected, values
+
+
+@pytest.mark.parametrize("scenario, backends, group_files", [
+    ("gateway", ["kv-gateway-vllm-a", "kv-gateway-vllm-b"], ["vllm", "gateway"]),
+    ("monitoring", ["kv-monitoring-vllm"], ["gateway"]),
+])
+def test_the_scenarios_pass_the_key_rule(scenario, backends, group_files):
+    collected, values = _scenario_backends(scenario, backends, group_files)
+    assert all(backend_key_decision(hv)["keyed"] for hv in collected.values())
+    assert values["gateway_api_keys"]
+    assert keyless_backend_problem(backends, collected, {"gateway_api_keys": values["gateway_api_keys"]}) is None
+    # Their backends have keys of their own, so even a keyless gateway would pass.
+    assert keyless_backend_problem(backends, collected, NO_KEYS) is None
