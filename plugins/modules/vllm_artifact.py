@@ -239,6 +239,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 import tarfile  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
@@ -246,6 +247,7 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import regis
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact as art  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state as state  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import safe_extract as extract  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import store_files as files  # noqa: E402
 
 # Left out of the tree digest: the manifest pack adds and the completion marker unpack writes.
 TREE_SKIP = (art.MANIFEST, state.ENGINE_MARKER)
@@ -271,17 +273,22 @@ def _valid_sidecars(module, sidecars, where):
     return valid
 
 
+def _load_json(path):
+    raw = files.read_regular(path)
+    try:
+        return json.loads(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
 def _read_sidecars(store):
     found = []
     if store and os.path.isdir(store):
         for entry in sorted(os.listdir(store)):
             if not entry.endswith(".json") or entry.count("-") < 6:
                 continue
-            try:
-                with open(os.path.join(store, entry), encoding="utf-8") as handle:
-                    data = json.load(handle)
-            except (OSError, ValueError):
-                continue
+            # A regular file only: a planted symlink (to a root-only file) or FIFO is not read.
+            data = _load_json(os.path.join(store, entry))
             if isinstance(data, dict) and data.get("name") and entry == data["name"] + ".json":
                 found.append(data)
     return found
@@ -331,30 +338,26 @@ def _pack(module, p):
         kind = art.compression([tool for tool in ("zstd",) if module.get_bin_path(tool)], os.cpu_count())
     archive = os.path.join(p["dest"], name + art.SUFFIXES[kind])
     sidecar_path = os.path.join(p["dest"], name + ".json")
-    if os.path.exists(archive) and os.path.exists(sidecar_path):
-        with open(sidecar_path, encoding="utf-8") as handle:
-            try:
-                existing = json.load(handle)
-            except ValueError:
-                existing = None
+    if files.is_regular(archive):
+        existing = _load_json(sidecar_path)
         # Kept only when pack could have written it; anything else is packed again over it.
         if not art.sidecar_problems(existing) and existing["name"] == name:
             module.exit_json(changed=False, archive=archive, sidecar=existing, combination=combo, seconds=0.0)
-    diff = art.pack_diff(archive, name, os.path.exists(archive))
+    diff = art.pack_diff(archive, name, os.path.lexists(archive))
     if module.check_mode:
         module.exit_json(changed=True, archive=archive, sidecar={"name": name, "combination": combo},
                          combination=combo, seconds=0.0, **_diff(module, diff))
     # World-readable, as the packages in it are: the controller fetches the
     # archive as the connecting user (see artifact_publish.yml).
     os.makedirs(p["dest"], mode=0o755, exist_ok=True)
-    staging = os.path.join(p["dest"], "." + name + ".staging")
-    shutil.rmtree(staging, ignore_errors=True)
-    os.makedirs(staging)
+    # The manifest is staged in a private folder of this host, not in the
+    # store: others may write the store (shared mode), and every file this
+    # writes there is a new one renamed into place (module_utils/execute/store_files.py).
+    staging = tempfile.mkdtemp(prefix=".kunpeng-pack.")
     manifest = {"format": art.FORMAT, "name": name, "combination": combo, "identity": identity, "lock": lock,
                 "prefix": venv}
     with open(os.path.join(staging, art.MANIFEST), "w", encoding="utf-8") as handle:
         json.dump(manifest, handle, indent=1, sort_keys=True)
-    partial = archive + ".partial"
     started = time.monotonic()
     argv = [module.get_bin_path("tar", required=True), "-cf", "-"]
     if kind == "zstd":
@@ -362,37 +365,18 @@ def _pack(module, p):
     # The manifest first, then the virtualenv without its completion marker
     # (unpack writes it last on the receiving host).
     argv += ["-C", staging, art.MANIFEST, "-C", venv, f"--exclude=./{state.ENGINE_MARKER}", "."]
-    # The archive is hashed as it is written (one pass over 3.4 GB, not two):
-    # tar | tee archive | sha256sum, each exit status kept (POSIX sh has no
-    # pipefail).
-    script = ('{ "$0" "$@"; echo $? >"$KV_RC_TAR"; } | { tee "$KV_PARTIAL"; echo $? >"$KV_RC_TEE"; } '
-              '| sha256sum')
-    rc_tar, rc_tee = partial + ".rc-tar", partial + ".rc-tee"
-    rc, out, err = module.run_command(["/bin/sh", "-c", script] + argv,
-                                      environ_update={"KV_RC_TAR": rc_tar, "KV_RC_TEE": rc_tee, "KV_PARTIAL": partial})
-    statuses = []
-    for path in (rc_tar, rc_tee):
-        try:
-            with open(path, encoding="utf-8") as handle:
-                statuses.append(handle.read().strip())
-        except OSError:
-            statuses.append("missing")
-        if os.path.exists(path):
-            os.remove(path)
-    shutil.rmtree(staging, ignore_errors=True)
-    if rc != 0 or statuses != ["0", "0"]:
-        if os.path.exists(partial):
-            os.remove(partial)
-        module.fail_json(msg=f"vllm_artifact: packing {venv} failed (tar {statuses[0]}, write {statuses[1]}): "
-                             f"{err.strip()}")
-    sha = out.split()[0]
-    os.chmod(partial, 0o644)
-    os.rename(partial, archive)
-    sidecar = art.sidecar(name, combo, identity, lock, venv, os.path.basename(archive), sha,
-                          os.path.getsize(archive), int(time.time()))
-    with open(sidecar_path + ".partial", "w", encoding="utf-8") as handle:
-        json.dump(sidecar, handle, indent=1, sort_keys=True)
-    os.rename(sidecar_path + ".partial", sidecar_path)
+    # tar writes to its standard output, hashed as it is written (one pass over 3.4 GB, not two).
+    try:
+        sha, size = files.write_output_of(argv, archive, 0o644)
+    except (files.Refused, OSError) as error:
+        module.fail_json(msg=f"vllm_artifact: packing {venv} into {archive} failed: {error}. Nothing was published.")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    sidecar = art.sidecar(name, combo, identity, lock, venv, os.path.basename(archive), sha, size, int(time.time()))
+    try:
+        files.write_file(sidecar_path, json.dumps(sidecar, indent=1, sort_keys=True).encode("utf-8"), 0o644)
+    except (files.Refused, OSError) as error:
+        module.fail_json(msg=f"vllm_artifact: writing {sidecar_path} failed: {error}")
     module.exit_json(changed=True, archive=archive, sidecar=sidecar, combination=combo,
                      seconds=round(time.monotonic() - started, 1), **_diff(module, diff))
 
@@ -404,18 +388,16 @@ def _index(module, p):
     sidecars = [s for s in _read_sidecars(p["store"]) if s.get("combination") == p["combination"]]
     path = os.path.join(p["store"], p["combination"] + ".json")
     text = json.dumps({"format": art.FORMAT, "artifacts": sidecars}, indent=1, sort_keys=True) + "\n"
-    old = None
-    try:
-        with open(path, encoding="utf-8") as handle:
-            old = handle.read()
-    except OSError:
-        pass
+    raw = files.read_regular(path)
+    old = raw.decode("utf-8", "replace") if raw is not None else None
     if old == text:
         module.exit_json(changed=False, path=path)
     if not module.check_mode:
-        with open(path + ".partial", "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.rename(path + ".partial", path)
+        # A new file renamed into place: a link planted at the name is replaced, not written through.
+        try:
+            files.write_file(path, text.encode("utf-8"), 0o644)
+        except (files.Refused, OSError) as error:
+            module.fail_json(msg=f"vllm_artifact: writing {path} failed: {error}")
     module.exit_json(changed=True, path=path, **_diff(module, art.index_diff(path, old, text)))
 
 

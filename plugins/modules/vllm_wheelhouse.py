@@ -36,7 +36,10 @@ options:
     description: The wheelhouse folder on the controller (O(action=pack)).
     type: path
   cache_dir:
-    description: Where the controller keeps packed archives (O(action=pack)).
+    description:
+      - Where the controller keeps packed archives (O(action=pack)).
+      - It must be owned by the user running the module and writable by no group or other (a cached archive is
+        trusted when it matches the digest beside it); another folder is refused before anything is packed.
     type: path
   dest:
     description:

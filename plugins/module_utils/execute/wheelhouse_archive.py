@@ -31,6 +31,7 @@ import tempfile
 import zipfile
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import safe_extract
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import store_files
 
 MARKER = ".kunpeng-wheelhouse.json"
 UV_DIR = ".bin"
@@ -117,6 +118,27 @@ def _sha256_of(path):
     return sha.hexdigest()
 
 
+CACHE_VARIABLE = "vllm_wheelhouse_cache_dir (cache_dir of kunpeng.vllm.vllm_wheelhouse)"
+
+
+def cache_dir_problem(path, info, uid):
+    """Why the cache folder ``path`` (its ``os.stat``) is not the packing user's (``uid``) alone; None when it is.
+
+    :func:`pack` trusts an archive in the cache when it matches the sidecar beside it: whoever else can write the
+    folder could replace both, so the folder must be this user's and writable by no group or other.
+    """
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{path} is not a folder. Set {CACHE_VARIABLE} to a folder"
+    if info.st_uid != uid:
+        return (f"{path} is owned by uid {info.st_uid}, not by the user that packs (uid {uid}): its owner could "
+                f"replace a cached archive and its digest. Set {CACHE_VARIABLE} to a folder of that user")
+    if info.st_mode & 0o022:
+        return (f"{path} is writable by its group or others (mode {stat.S_IMODE(info.st_mode):04o}): they could "
+                f"replace a cached archive and its digest. Run chmod go-w {path}, or set {CACHE_VARIABLE} to a "
+                "folder only that user writes")
+    return None
+
+
 def pack(folder, cache_dir):
     """The cached archive of ``folder``, packed now when the cache has none for its digest.
 
@@ -132,18 +154,20 @@ def pack(folder, cache_dir):
     sidecar = archive + ".json"
     result = {"archive": archive, "name": name, "digest": key, "files": len(entries),
               "bytes": sum(entry[1] for entry in entries), "packed": False}
-    if os.path.isfile(archive) and os.path.isfile(sidecar):
+    os.makedirs(cache_dir, mode=0o755, exist_ok=True)
+    problem = cache_dir_problem(cache_dir, os.stat(cache_dir), os.geteuid())
+    if problem:
+        raise ArchiveError(f"the wheelhouse cache {problem}. Nothing was packed")
+    if store_files.is_regular(archive):
         try:
-            with open(sidecar) as handle:
-                recorded = json.load(handle)["sha256"]
-        except (OSError, ValueError, KeyError, TypeError):
+            recorded = json.loads(store_files.read_regular(sidecar))["sha256"]
+        except (ValueError, KeyError, TypeError):
             recorded = None
         # The archive's own hash, not the sidecar's word: a cached archive changed
         # since it was packed is packed again.
         if recorded is not None and _sha256_of(archive) == recorded:
             result["sha256"] = recorded
             return result
-    os.makedirs(cache_dir, mode=0o755, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=cache_dir)
     os.close(fd)
     try:
@@ -153,8 +177,7 @@ def pack(folder, cache_dir):
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    safe_extract.write_new_file(sidecar + ".tmp", json.dumps({"sha256": result["sha256"], "digest": key}).encode())
-    os.replace(sidecar + ".tmp", sidecar)
+    store_files.write_file(sidecar, json.dumps({"sha256": result["sha256"], "digest": key}).encode())
     result["packed"] = True
     return result
 

@@ -3,7 +3,9 @@ deterministically on the controller, unpacked safely on the node, with the uv bi
 
 import hashlib
 import io
+import json
 import os
+import stat
 import tarfile
 import zipfile
 
@@ -215,3 +217,65 @@ def test_a_symlink_out_of_the_wheelhouse_is_not_packed(tmp_path):
     os.symlink(os.path.join(src, "requirements.txt"), os.path.join(src, "inside.txt"))
     names = [entry[0] for entry in wa.listing(src)]
     assert "key.whl" not in names and "inside.txt" in names
+
+
+def _stat(mode, uid):
+    return os.stat_result((mode, 0, 0, 1, uid, 0, 0, 0, 0, 0))
+
+
+@pytest.mark.parametrize("mode, uid, expected", [
+    (stat.S_IFDIR | 0o755, 1000, None),
+    (stat.S_IFDIR | 0o700, 1000, None),
+    (stat.S_IFDIR | 0o555, 1000, None),
+    (stat.S_IFDIR | 0o775, 1000, "writable by its group or others (mode 0775)"),
+    (stat.S_IFDIR | 0o757, 1000, "writable by its group or others (mode 0757)"),
+    (stat.S_IFDIR | 0o1777, 1000, "writable by its group or others (mode 1777)"),
+    (stat.S_IFDIR | 0o755, 0, "owned by uid 0, not by the user that packs (uid 1000)"),
+    (stat.S_IFDIR | 0o755, 1001, "owned by uid 1001, not by the user that packs (uid 1000)"),
+    (stat.S_IFREG | 0o644, 1000, "is not a folder"),
+])
+def test_cache_dir_problem(mode, uid, expected):
+    problem = wa.cache_dir_problem("/home/u/.cache/kunpeng.vllm/wheelhouse", _stat(mode, uid), 1000)
+    if expected is None:
+        assert problem is None
+    else:
+        assert expected in problem and "vllm_wheelhouse_cache_dir" in problem
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o775, 0o757])
+def test_a_cache_others_can_write_is_refused_before_its_archive_is_trusted(tmp_path, mode):
+    """Whoever else can write the cache could replace the archive and its sidecar together (both match)."""
+    src = _wheelhouse(str(tmp_path / "wh"), uv=False)
+    cache = tmp_path / "cache"
+    first = wa.pack(src, str(cache))
+    evil = io.BytesIO()
+    with tarfile.open(fileobj=evil, mode="w") as archive:
+        info = tarfile.TarInfo("a-1.0-py3-none-any.whl")
+        info.size = 4
+        archive.addfile(info, io.BytesIO(b"evil"))
+    with open(first["archive"], "wb") as handle:
+        handle.write(evil.getvalue())
+    with open(first["archive"] + ".json", "w") as handle:
+        json.dump({"sha256": hashlib.sha256(evil.getvalue()).hexdigest(), "digest": first["digest"]}, handle)
+    cache.chmod(mode)
+    with pytest.raises(wa.ArchiveError, match=r"writable by its group or others .*chmod go-w"):
+        wa.pack(src, str(cache))
+    cache.chmod(0o755)  # the owner's own folder: trusted as before
+    assert not wa.pack(src, str(cache))["packed"]
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_a_sidecar_that_is_not_a_regular_file_is_not_read(tmp_path, kind):
+    src = _wheelhouse(str(tmp_path / "wh"), uv=False)
+    cache = tmp_path / "cache"
+    first = wa.pack(src, str(cache))
+    os.unlink(first["archive"] + ".json")
+    if kind == "symlink":
+        other = tmp_path / "other.json"
+        other.write_text(json.dumps({"sha256": first["sha256"]}))
+        os.symlink(other, first["archive"] + ".json")
+    else:
+        os.mkfifo(first["archive"] + ".json")  # would hang an open() for reading
+    again = wa.pack(src, str(cache))
+    assert again["packed"] and not os.path.islink(first["archive"] + ".json")
+    assert json.loads(open(first["archive"] + ".json").read())["sha256"] == first["sha256"]
