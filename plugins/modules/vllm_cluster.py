@@ -149,6 +149,34 @@ options:
         with a default allow (ufw's default C(allow (incoming)), firewalld's C(trusted) zone) does not count. Read only
         for a Ray without token authentication.
     type: bool
+  firewall_probes:
+    description:
+      - This host's firewalls as they are now, read by the vllm role's preflight (C(ufw status verbose),
+        C(firewall-cmd --list-all) and C(firewall-cmd --list-all-zones)), one entry per firewall. When given, they
+        decide instead of O(firewall_default_deny), for this member's interface on the cluster's network (its
+        firewalld zone) and the cluster's ports (a rule from anywhere to one of them opens the firewall), through
+        the same reading as the base role's C(kunpeng.vllm.base_report). The active ones must each deny by default
+        and admit anyone to no more than a few single ports; none active is not a closed firewall.
+    type: list
+    elements: dict
+    version_added: 0.3.0
+    suboptions:
+      name:
+        description: The firewall, C(ufw) or C(firewalld).
+        type: str
+        required: true
+        choices: [ufw, firewalld]
+      rc:
+        description: Exit status of the probe (C(ufw status verbose), C(firewall-cmd --list-all)).
+        type: int
+      stdout:
+        description: What the probe printed.
+        type: str
+        default: ""
+      zones_stdout:
+        description: What C(firewall-cmd --list-all-zones) printed (firewalld).
+        type: str
+        default: ""
   ray_allow_unauthenticated:
     description:
       - Run a Ray without token authentication on a host whose firewall does not deny incoming by default (anyone who reaches its ports can run
@@ -350,11 +378,12 @@ notes:
   sample: ["2 nodes on 10.20.0.0/24 (the head's default route); head a2-node-1 at 10.20.0.11."]
 """
 
-from typing import Any, Dict  # noqa: E402
+from typing import Any, Dict, Optional  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends.base import BackendMissing  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import base_report  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster  # noqa: E402
 
 ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
@@ -379,9 +408,29 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     instance=dict(type="str", default=""),
     ray_token_path=dict(type="str", default="", no_log=False),  # the file's path, not the token
     firewall_default_deny=dict(type="bool"),
+    firewall_probes=dict(type="list", elements="dict", options=dict(
+        name=dict(type="str", required=True, choices=["ufw", "firewalld"]),
+        rc=dict(type="int"),
+        stdout=dict(type="str", default=""),
+        zones_stdout=dict(type="str", default=""),
+    )),
     ray_allow_unauthenticated=dict(type="bool", default=False),
     expose_unauthenticated_ports=dict(type="bool", default=False),
 )
+
+
+def firewall_default_deny(members, params: Dict[str, Any], ports: Dict[str, int]) -> Optional[bool]:
+    """The firewall verdict: read now from ``firewall_probes`` for this member's NIC and the cluster's ports, else given."""
+    if params.get("firewall_probes") is None:
+        return params.get("firewall_default_deny")
+    try:
+        where = cluster.shared_network(members, params["network"], params["interface"])["members"].get(params["host"], {})
+    except (cluster.ClusterError, IndexError):
+        where = {}  # the plan refuses these members itself, with its own message
+    guarded = base_report.guarded_spans(list(dict(cluster.DEFAULT_PORTS, **ports).values())
+                                        + [cluster.RAY_WORKER_PORTS, cluster.EPHEMERAL_PORTS])
+    return base_report.firewall_probes_default_deny(params["firewall_probes"], where.get("interface", ""),
+                                                    guarded)["default_deny"]
 
 
 def build(params: Dict[str, Any]) -> Dict[str, Any]:
@@ -404,7 +453,7 @@ def build(params: Dict[str, Any]) -> Dict[str, Any]:
                         network=params["network"], interface=params["interface"], ports=ports, group=params["group"],
                         ray_units=bool(params.get("ray_units")), cache_dir=params.get("cache_dir") or "/var/cache/vllm",
                         instance=params.get("instance") or "", ray_token_path=params.get("ray_token_path") or "",
-                        firewall_default_deny=params.get("firewall_default_deny"),
+                        firewall_default_deny=firewall_default_deny(members, params, ports),
                         ray_allow_unauthenticated=bool(params.get("ray_allow_unauthenticated")),
                         expose_unauthenticated_ports=bool(params.get("expose_unauthenticated_ports")))
 

@@ -79,58 +79,286 @@ def firewall_active(manage: bool, firewall: str, probe_rc: Optional[int], probe_
 #: firewalld zone targets that refuse what no rule admits ("default" rejects, as %%REJECT%% does).
 _FIREWALLD_DENY_TARGETS = ("default", "DROP", "REJECT", "%%REJECT%%")
 
+#: The narrowest networks that still count as "anyone": wider than one LAN (an IPv4 /24, an IPv6 /64).  A rule from
+#: a host or a LAN is the operator's choice of whom to admit; one from a wider network, or from anywhere, is not.
+_WIDE_PREFIX = {4: 24, 6: 64}
+
+#: A port spelling of ufw (``22``, ``22/tcp``, ``80,443/tcp``, ``1:65535/tcp``) or firewalld (``8000-8010/tcp``).
+_PORT_SPEC = re.compile(r"^\d+(?:[:-]\d+)?(?:,\d+(?:[:-]\d+)?)*(?:/\w+)?$")
+
+Span = Tuple[int, int, str]
+
+
+def _wide(source: str) -> bool:
+    """Whether ``source`` (ufw's ``Anywhere``, an address or CIDR, a firewalld ``ipset:``) admits anyone.
+
+    Anything not read as an address or network (an ipset, whose members the output does not show) counts as wide.
+    """
+    text = (source or "").strip()
+    if not text or text.lower().startswith("anywhere"):
+        return True
+    if text.startswith("mac:") or re.fullmatch(r"(?:[0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}", text):
+        return False
+    try:
+        network = ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return True
+    return network.prefixlen < _WIDE_PREFIX[network.version]
+
+
+def _spans(spec: str, proto: str = "") -> List[Span]:
+    """``80,443/tcp`` or ``1:65535`` (ufw), ``8000-8010/tcp`` (firewalld) as (first, last, protocol) spans."""
+    ports, _sep, given = spec.partition("/")
+    proto = given or proto
+    spans = []
+    for part in ports.split(","):
+        first, _dash, last = part.replace(":", "-").partition("-")
+        spans.append((int(first), int(last or first), proto))
+    return spans
+
+
+def _admits_anyone(spans: Optional[List[Span]], guarded: List[Span]) -> bool:
+    """Whether a rule open to anyone, on ``spans`` (None: every port), reaches past a few single ports.
+
+    A short list of single ports (ssh on 22, the API on 8000) keeps a firewall closed; every port, a TCP range
+    (``1:65535/tcp``, ``10000-20000``) or one of the ``guarded`` ports (the cluster's own) does not.  UDP is left
+    out: the cluster's traffic is TCP.
+    """
+    if spans is None:
+        return True
+    for low, high, proto in spans:
+        if proto not in ("", "tcp"):
+            continue
+        if high > low or any(g_low <= high and low <= g_high for g_low, g_high, _p in guarded):
+            return True
+    return False
+
+
+def _ufw_rule(line: str) -> Optional[Tuple[str, str, str]]:
+    """A rule line of ``ufw status verbose`` as (to, action, from), its ``(v6)`` marks and ``# comment`` dropped.
+
+    The columns are ``To``, ``Action`` (``ALLOW IN``, ``LIMIT IN``, ``DENY IN``, ``ALLOW OUT``, ``ALLOW FWD``) and
+    ``From``; a comment follows ``From`` after `` # ``.
+    """
+    match = re.match(r"^(?P<to>.+?)\s+(?P<action>(?:ALLOW|LIMIT|DENY|REJECT)(?: (?:IN|OUT|FWD))?)\s+(?P<src>.+?)\s*$",
+                     line.split(" # ", 1)[0])
+    if not match:
+        return None
+    to, src = (match.group(key).replace("(v6)", " ").strip() for key in ("to", "src"))
+    return to, match.group("action"), src
+
+
+def ufw_open_rules(text: str, guarded: Optional[List[Span]] = None) -> List[str]:
+    """The rules of ``ufw status verbose`` that admit anyone past a few single ports (see :func:`_admits_anyone`).
+
+    ``To`` is a port spec (``22/tcp``), an application profile (``OpenSSH``: a few named ports), an address
+    (``Anywhere``, ``10.0.0.1``: every port unless a port follows), and ``on eth0`` for one interface; ``From`` is
+    ``Anywhere`` or an address, a port after it being a source port, which the client picks (every port).
+    """
+    found: List[str] = []
+    guarded = list(guarded or [])
+    in_rules = False
+    for line in (text or "").splitlines():
+        if line.startswith("--"):
+            in_rules = True
+            continue
+        rule = _ufw_rule(line) if in_rules else None
+        if not rule or rule[1] not in ("ALLOW", "ALLOW IN", "LIMIT", "LIMIT IN"):
+            continue
+        to, _action, src = rule
+        to = re.sub(r"\s+on\s+\S+", "", to)
+        words = to.split()
+        spans: Optional[List[Span]] = []
+        app = False
+        for word in words:
+            if _PORT_SPEC.match(word):
+                spans += _spans(word)
+            elif not (word.lower() == "anywhere" or _is_address(word)):
+                app = True
+        from_words = src.split()
+        if not spans and not app:
+            spans = None
+        if len(from_words) > 1 and not app:
+            spans = None  # a source port: any destination port from a port the client chooses
+        if from_words and _wide(from_words[0]) and _admits_anyone(spans, guarded):
+            found.append(line.strip())
+    return found
+
+
+def _is_address(word: str) -> bool:
+    try:
+        ipaddress.ip_network(word, strict=False)
+    except ValueError:
+        return False
+    return True
+
+
+def firewalld_zones(zones_stdout: str) -> List[Dict[str, Any]]:
+    """The blocks of ``firewall-cmd --list-all-zones`` (or ``--list-all``): name, flags, fields and rich rules.
+
+    Each zone's block starts with its name on an unindented line (``trusted``, ``public (default, active)``), then
+    indented ``key: value`` lines (``interfaces: eth0 eth1``, ``sources: 10.0.0.0/8``, ``ports: 8000/tcp``); the
+    rich rules follow ``rich rules:``, one a line, indented by a tab.
+    """
+    zones: List[Dict[str, Any]] = []
+    for line in (zones_stdout or "").splitlines():
+        if line.strip() and not line[:1].isspace():
+            name, _sep, flags = line.strip().partition(" ")
+            zones.append({"name": name, "flags": flags.strip("()").replace(" ", "").split(","), "fields": {},
+                          "rich": [], "text": [line]})
+        elif zones and line.strip():
+            zone = zones[-1]
+            zone["text"].append(line)
+            key, sep, value = line.strip().partition(":")
+            if sep and key in ("target", "interfaces", "sources", "services", "ports", "protocols", "source-ports",
+                               "rich rules", "icmp-block-inversion", "forward", "masquerade", "forward-ports",
+                               "icmp-blocks", "ingress-priority", "egress-priority"):
+                zone["fields"][key] = value.strip()
+            elif line.strip().startswith("rule "):
+                zone["rich"].append(line.strip())
+    return zones
+
+
+def _rich_admits_anyone(rule: str, guarded: List[Span]) -> bool:
+    """A firewalld rich rule that accepts anyone past a few single ports.
+
+    ``rule family="ipv4" source address="10.0.0.0/8" port port="8000" protocol="tcp" accept``: the source (absent,
+    ``NOT``, an ipset or a wide network: anyone), then the element (none: every port; ``port``; ``service``: a few
+    named ports; ``protocol`` or ``source-port``: every port).
+    """
+    if not re.search(r"\saccept(\s|$)", rule):
+        return False
+    source = re.search(r'\ssource\s+(NOT\s+)?(address|ipset|mac)="([^"]*)"', rule)
+    if source and not source.group(1):
+        kind, value = source.group(2), source.group(3)
+        if kind == "mac" or (kind == "address" and not _wide(value)):
+            return False
+    port = re.search(r'\sport\s+port="([^"]+)"\s+protocol="(\w+)"', rule)
+    if port:
+        return _admits_anyone(_spans(port.group(1), port.group(2)), guarded)
+    if re.search(r"\sservice\s+name=", rule):
+        return False
+    return True
+
+
+def _zone_open(zone: Dict[str, Any], guarded: List[Span]) -> List[str]:
+    """What in a firewalld zone admits anyone it applies to past a few single ports (empty: nothing)."""
+    fields = zone["fields"]
+    found = []
+    if zone["name"] == "trusted" or fields.get("target", "default") not in _FIREWALLD_DENY_TARGETS:
+        found.append(f"target {fields.get('target', 'ACCEPT')}")
+    for spec in fields.get("ports", "").split():
+        if _PORT_SPEC.match(spec) and _admits_anyone(_spans(spec), guarded):
+            found.append(f"port {spec}")
+    for spec in fields.get("source-ports", "").split():
+        if _PORT_SPEC.match(spec) and _admits_anyone(None, guarded):
+            found.append(f"source port {spec}")
+    for proto in fields.get("protocols", "").split():
+        if proto in ("tcp", "sctp", "dccp"):
+            found.append(f"protocol {proto}")
+    found += [f"rich rule {rule}" for rule in zone["rich"] if _rich_admits_anyone(rule, guarded)]
+    return found
+
+
+def firewalld_open_rules(probe_stdout: str, interface: str = "", zones_stdout: str = "",
+                         guarded: Optional[List[Span]] = None) -> List[str]:
+    """What in firewalld admits anyone to ``interface`` past a few single ports (empty: the firewall is closed).
+
+    Two kinds of zone take a connection that reaches the NIC: a zone bound to its source address (source bindings
+    come first) and otherwise the NIC's zone, the default zone when no zone lists it (``--list-all``,
+    ``probe_stdout``, or the zone marked ``default`` in ``--list-all-zones``).  The NIC's zone applies to anyone;
+    a source-bound zone to its sources, so it counts when one of them is wide (``0.0.0.0/0`` in ``trusted``).
+    Zones that hold other interfaces only (``docker0`` in ``docker``) take no connection from the NIC.
+    """
+    guarded = list(guarded or [])
+    zones = firewalld_zones(zones_stdout)
+    default = firewalld_zones(probe_stdout)
+    nic = next((z for z in zones if interface and interface in z["fields"].get("interfaces", "").split()), None)
+    nic = nic or next((z for z in zones if "default" in z["flags"]), None) or (default[0] if default else None)
+    if nic is None:
+        return ["no zone in firewall-cmd's output"]
+    found = [f"zone {nic['name']}: {what}" for what in _zone_open(nic, guarded)]
+    for zone in zones:
+        sources = zone["fields"].get("sources", "").split()
+        if zone is not nic and any(_wide(source) for source in sources):
+            found += [f"zone {zone['name']} (sources {' '.join(sources)}): {what}" for what in _zone_open(zone, guarded)]
+    return found
+
 
 def firewalld_zone_of(zones_stdout: str, interface: str) -> str:
     """The block of ``firewall-cmd --list-all-zones`` for the zone that lists ``interface``; empty when none does.
 
-    Each zone's block starts with its name on an unindented line (``trusted``, ``public (active)``), then indented
-    ``key: value`` lines, ``interfaces: eth0 eth1`` among them.  A NIC that no zone lists falls in the default zone.
+    A NIC that no zone lists falls in the default zone.
     """
-    blocks: List[List[str]] = []
-    for line in (zones_stdout or "").splitlines():
-        if line.strip() and not line[:1].isspace():
-            blocks.append([line])
-        elif blocks:
-            blocks[-1].append(line)
-    for block in blocks:
-        for line in block[1:]:
-            key, _sep, value = line.strip().partition(":")
-            if key == "interfaces" and interface and interface in value.split():
-                return "\n".join(block)
+    for zone in firewalld_zones(zones_stdout):
+        if interface and interface in zone["fields"].get("interfaces", "").split():
+            return "\n".join(zone["text"])
     return ""
 
 
-def firewall_default_deny(firewall: str, probe_rc: Optional[int], probe_stdout: str, interface: str = "",
-                          zones_stdout: str = "") -> bool:
-    """Whether the firewall refuses inbound connections that no rule admits, read from the probe's output.
+def firewall_open_rules(firewall: str, probe_rc: Optional[int], probe_stdout: str, interface: str = "",
+                        zones_stdout: str = "", guarded: Optional[List[Span]] = None) -> List[str]:
+    """Why the firewall does not refuse what a short list of rules does not admit (empty: it does).
 
     An active firewall is not a closed one: ufw with ``Default: allow (incoming)`` or firewalld's default zone
-    ``trusted`` (target ACCEPT) admits everyone, so a service without authentication behind it is open.
-    ``ufw status verbose`` prints ``Default: deny (incoming), ...`` (or ``reject``); ``firewall-cmd --list-all``
-    prints the default zone's name first (``public (active)``) and ``target: default`` (or DROP, REJECT, ACCEPT);
-    ``nft list ruleset`` holds ``type filter hook input priority ...; policy drop;`` for a closed input chain.
-    With firewalld, the zone that counts is the one of ``interface`` (the NIC that carries the cluster's traffic)
-    when ``firewall-cmd --list-all-zones`` (``zones_stdout``) lists it there: a NIC in ``trusted`` is open whatever
-    the default zone.
+    ``trusted`` (target ACCEPT) admits everyone, and so does a default deny next to a rule that admits anyone to
+    every port (``ufw allow from any``, ``1:65535/tcp``, firewalld's ``trusted`` zone bound to ``0.0.0.0/0``, a rich
+    rule ``accept`` with no source).  A rule from anywhere to a few single ports (ssh on 22) keeps it closed, unless
+    the port is one of ``guarded`` (spans ``(first, last, protocol)``: the cluster's ports).
+    ``ufw status verbose`` prints ``Default: deny (incoming), ...`` (or ``reject``) and the rules;
+    ``firewall-cmd --list-all`` the default zone (``public (active)``, ``target: default``, its ports and rich rules);
+    ``nft list ruleset`` holds ``type filter hook input priority ...; policy drop;`` for a closed input chain (its
+    rules are not read: an nftables host is refused unless every input chain drops).
+    With firewalld, the zone of ``interface`` (the NIC that carries the cluster's traffic) counts when
+    ``firewall-cmd --list-all-zones`` (``zones_stdout``) lists it, and so does every zone bound to a wide source.
     """
     if probe_rc != 0:
-        return False
+        return [f"{firewall or 'the firewall'} did not answer (exit status {probe_rc})"]
     text = probe_stdout or ""
-    if firewall == "firewalld" and interface:
-        text = firewalld_zone_of(zones_stdout, interface) or text
     if firewall == "ufw":
         match = re.search(r"^Default:\s*(\w+)\s*\(incoming\)", text, re.MULTILINE)
-        return "Status: active" in text and bool(match) and match.group(1) in ("deny", "reject")
+        if "Status: active" not in text:
+            return ["ufw is not active"]
+        if not match or match.group(1) not in ("deny", "reject"):
+            return [f"default {match.group(1) if match else 'unknown'} (incoming)"]
+        return ufw_open_rules(text, guarded)
     if firewall == "firewalld":
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
-        if not lines or lines[0].split()[0] == "trusted":
-            return False
-        target = re.search(r"^\s*target:\s*(\S+)", text, re.MULTILINE)
-        return bool(target) and target.group(1) in _FIREWALLD_DENY_TARGETS
+        return firewalld_open_rules(text, interface, zones_stdout, guarded)
     if firewall == "nftables":
         chains = re.findall(r"type filter hook input priority [^;]+;\s*policy (\w+);", text)
-        return bool(chains) and all(policy == "drop" for policy in chains)
-    return False
+        return [] if chains and all(policy == "drop" for policy in chains) else ["an input chain does not drop"]
+    return [f"{firewall or 'no firewall'} is not read"]
+
+
+def firewall_default_deny(firewall: str, probe_rc: Optional[int], probe_stdout: str, interface: str = "",
+                          zones_stdout: str = "", guarded: Optional[List[Span]] = None) -> bool:
+    """Whether the firewall refuses inbound connections that no narrow rule admits (:func:`firewall_open_rules`)."""
+    return not firewall_open_rules(firewall, probe_rc, probe_stdout, interface, zones_stdout, guarded)
+
+
+def guarded_spans(ports: List[Any]) -> List[Span]:
+    """Ports and ranges (``6379``, ``"32768-60999"``) as TCP spans for :func:`firewall_open_rules`."""
+    return [(low, high, "tcp") for low, high in (_port(port, "guarded ports") for port in ports)]
+
+
+def firewall_probes_default_deny(probes: List[Dict[str, Any]], interface: str = "",
+                                 guarded: Optional[List[Span]] = None) -> Dict[str, Any]:
+    """The verdict of a host's firewalls read as they are now: ``{"default_deny", "firewall", "why"}``.
+
+    ``probes`` holds one entry per firewall the host may run (``name`` ufw or firewalld, the probe's ``rc`` and
+    ``stdout``, firewalld's ``zones_stdout``); the active ones decide, and each must be closed.  No active
+    firewall: not closed.
+    """
+    active = [probe for probe in probes if firewall_active(True, probe.get("name", ""), probe.get("rc"),
+                                                           probe.get("stdout") or "")]
+    if not active:
+        return {"default_deny": False, "firewall": "", "why": ["no active ufw or firewalld"]}
+    why: List[str] = []
+    for probe in active:
+        why += [f"{probe['name']}: {what}" for what in
+                firewall_open_rules(probe["name"], probe.get("rc"), probe.get("stdout") or "", interface,
+                                    probe.get("zones_stdout") or "", guarded)]
+    return {"default_deny": not why, "firewall": ", ".join(probe["name"] for probe in active), "why": why}
 
 
 def _source(value: Any, variable: str) -> Tuple[str, str]:

@@ -54,3 +54,47 @@ def test_a_host_serving_alone_opens_no_cluster_port():
     assert fact["firewall"] == []
     decision = base_report.firewall(True, "firewalld", 0, "running", [8000], ["10.0.0.0/8"], fact["firewall"])
     assert [rule["port"] for rule in decision["rules"]] == ["8000"]
+
+
+# --- the plan reads the firewall as it is now, not as an earlier base run recorded it ------------------------
+
+PREFLIGHT = "roles/vllm/tasks/preflight.yml"
+
+
+def test_the_preflight_reads_the_firewall_read_only_and_hands_it_to_the_plan():
+    probe = next(t for t in tasks(load(PREFLIGHT)) if t.get("name") == "Read this host's firewall for a multi-node instance")
+    assert probe["ansible.builtin.command"] == {"argv": "{{ item }}"}
+    # the probes of the base role's firewall step (roles/base/vars), firewalld's zones with them
+    assert probe["loop"] == [["ufw", "status", "verbose"], ["firewall-cmd", "--list-all"], ["firewall-cmd", "--list-all-zones"]]
+    assert probe["check_mode"] is False and probe["changed_when"] is False and probe["failed_when"] is False
+    plan = next(t for t in tasks(load(PREFLIGHT)) if "kunpeng.vllm.vllm_cluster" in t)["kunpeng.vllm.vllm_cluster"]
+    assert "firewall_default_deny" not in plan
+    assert [(p["name"], p["rc"], p["stdout"], p.get("zones_stdout")) for p in plan["firewall_probes"]] == [
+        ("ufw", "{{ __vllm_firewall_probe.results[0].rc | default(omit) }}",
+         "{{ __vllm_firewall_probe.results[0].stdout | default('') }}", None),
+        ("firewalld", "{{ __vllm_firewall_probe.results[1].rc | default(omit) }}",
+         "{{ __vllm_firewall_probe.results[1].stdout | default('') }}",
+         "{{ __vllm_firewall_probe.results[2].stdout | default('') }}"),
+    ]
+
+
+def test_the_base_step_lists_firewalds_zones_without_a_cluster_plan_too():
+    zones = next(t for t in tasks(load(FIREWALL)) if t.get("name") == "List firewalld's zones and their interfaces")
+    assert not any("kunpeng_vllm_cluster" in condition for condition in zones["when"])
+
+
+def _when(condition, **variables):
+    import jinja2
+    return jinja2.Environment().from_string("{{ " + condition + " }}").render(none=None, **variables) == "True"
+
+
+def test_site_runs_the_base_step_alone_with_tags_base():
+    """--tags base skips the plan steps: no kunpeng_vllm_converged then (it failed 'is undefined')."""
+    steps = {t["name"]: t for t in tasks(load("playbooks/site.yml"))}
+    base = steps["Prepare the operating system"]["when"]
+    driver = steps["Install or adopt the driver stack of the planned backend"]["when"]
+    assert _when(base) is True
+    assert _when(base, kunpeng_vllm_converged={"converged": True}) is False
+    assert _when(base, kunpeng_vllm_converged={"converged": False}) is True
+    assert _when(driver[0]) is True and _when(driver[1]) is False
+    assert _when(driver[1], kunpeng_vllm_plan={"driver": {"role": "kunpeng.vllm.nvidia"}}) is True

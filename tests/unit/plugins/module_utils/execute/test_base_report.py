@@ -1,5 +1,7 @@
 """The base role's decisions and report sentences (module_utils/base_report.py)."""
 
+from pathlib import Path
+
 import pytest
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import base_report
@@ -250,3 +252,134 @@ def test_the_recorded_firewall_says_whether_it_is_closed():
     assert base_report.firewall(True, "ufw", 0, UFW_ALLOW, [8000], [])["default_deny"] is False
     assert base_report.firewall(True, "ufw", 0, UFW_ALLOW, [8000], [])["active"] is True
     assert base_report.firewall(False, "ufw", 0, UFW_DENY, [8000], [])["default_deny"] is False
+
+
+# --- a default deny next to a rule that admits anyone is not a closed firewall ----------------------------------
+# Real outputs of ufw status verbose and firewall-cmd --list-all-zones (fixtures/firewall/README.md); the open
+# variants replace one line the way the operator's command would have added it.
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "firewall"
+UFW = (FIXTURES / "ufw-status-verbose.txt").read_text()
+ZONES = (FIXTURES / "firewalld-list-all-zones.txt").read_text()
+UFW_RULE = "60000:61000/udp            ALLOW IN    Anywhere                   # mosh\n"
+PUBLIC_PORTS = "  ports: 8000/tcp\n"
+PUBLIC_RICH = '\trule family="ipv4" source address="203.0.113.9" reject\n'
+TRUSTED_SOURCES = "trusted\n  target: ACCEPT\n  ingress-priority: 0\n  egress-priority: 0\n  icmp-block-inversion: no\n" \
+                  "  interfaces: \n  sources: \n"
+
+
+def _trusted(sources):
+    return ZONES.replace(TRUSTED_SOURCES, TRUSTED_SOURCES.replace("trusted\n", "trusted (active)\n")
+                         .replace("  sources: \n", f"  sources: {sources}\n"))
+
+
+@pytest.mark.parametrize("what, out, closed", [
+    ("ssh, an application profile, a LAN, the members, a UDP range", UFW, True),
+    # the attacks: ufw allow from any; ufw allow 1:65535/tcp; a rule to every port from a wide network
+    ("ufw allow from any", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW IN    Anywhere\n"), False),
+    ("ufw allow from any (v6 only)",
+     UFW.replace(UFW_RULE, UFW_RULE + "Anywhere (v6)              ALLOW IN    Anywhere (v6)\n"), False),
+    ("ufw allow 1:65535/tcp", UFW.replace(UFW_RULE, UFW_RULE + "1:65535/tcp                ALLOW IN    Anywhere\n"), False),
+    ("ufw allow 10000:20000 (both protocols)",
+     UFW.replace(UFW_RULE, UFW_RULE + "10000:20000                ALLOW IN    Anywhere\n"), False),
+    ("ufw allow from 10.0.0.0/8", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW IN    10.0.0.0/8\n"),
+     False),
+    ("ufw allow in on eth1", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere on eth1           ALLOW IN    Anywhere\n"), False),
+    ("ufw allow to the host's address", UFW.replace(UFW_RULE, UFW_RULE + "10.0.0.4                   ALLOW IN    Anywhere\n"),
+     False),
+    ("ufw allow from any port 53 (a source port the client picks)",
+     UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW IN    Anywhere 53\n"), False),
+    ("ufw limit from any", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   LIMIT IN    Anywhere\n"), False),
+    # narrow enough: one host or one LAN to every port, a single port from anywhere, a denied or outgoing rule
+    ("ufw allow from 192.0.2.7", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW IN    192.0.2.7\n"), True),
+    ("ufw allow from 192.168.10.0/24",
+     UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW IN    192.168.10.0/24\n"), True),
+    ("ufw allow 443/tcp", UFW.replace(UFW_RULE, UFW_RULE + "443/tcp                    ALLOW IN    Anywhere\n"), True),
+    ("ufw allow 80,443/tcp", UFW.replace(UFW_RULE, UFW_RULE + "80,443/tcp                 ALLOW IN    Anywhere\n"), True),
+    ("ufw deny from any", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   DENY IN     Anywhere\n"), True),
+    ("ufw route allow", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW FWD   Anywhere\n"), True),
+    ("ufw allow out", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW OUT   Anywhere\n"), True),
+    ("default allow", UFW.replace("Default: deny (incoming)", "Default: allow (incoming)"), False),
+])
+def test_ufw_rules_that_admit_anyone_open_the_firewall(what, out, closed):
+    assert base_report.firewall_default_deny("ufw", 0, out) is closed, what
+    assert base_report.firewall(True, "ufw", 0, out, [8000], [], [])["default_deny"] is closed, what
+
+
+@pytest.mark.parametrize("what, zones, interface, closed", [
+    ("public: ssh, the API port, the members' rich rules; docker0 in docker (ACCEPT)", ZONES, "eth1", True),
+    ("the same, no cluster NIC (the default zone)", ZONES, "", True),
+    # the attacks: trusted bound to anywhere (source bindings come first); every port; a rich accept from anyone
+    ("trusted bound to 0.0.0.0/0", _trusted("0.0.0.0/0"), "eth1", False),
+    ("trusted bound to 0.0.0.0/0, no cluster NIC", _trusted("0.0.0.0/0"), "", False),
+    ("trusted bound to 10.0.0.0/8", _trusted("10.0.0.0/8"), "eth1", False),
+    ("trusted bound to ::/0", _trusted("::/0"), "eth1", False),
+    ("ports 1-65535/tcp", ZONES.replace(PUBLIC_PORTS, "  ports: 8000/tcp 1-65535/tcp\n"), "eth1", False),
+    ("ports 10000-10100/tcp", ZONES.replace(PUBLIC_PORTS, "  ports: 10000-10100/tcp\n"), "eth1", False),
+    ("protocols tcp", ZONES.replace("ssh\n  ports: 8000/tcp\n  protocols: \n", "ssh\n  ports: 8000/tcp\n  protocols: tcp\n"),
+     "eth1", False),
+    ("source-ports 53/tcp", ZONES.replace("  masquerade: no\n  forward-ports: \n  source-ports: \n  icmp-blocks: \n"
+                                          "  rich rules: \n\t", "  masquerade: no\n  forward-ports: \n  source-ports: 53/tcp\n"
+                                          "  icmp-blocks: \n  rich rules: \n\t"), "eth1", False),
+    ("rich rule accept from anyone", ZONES.replace(PUBLIC_RICH, PUBLIC_RICH + '\trule family="ipv4" accept\n'), "eth1", False),
+    ("rich rule accept from a wide network",
+     ZONES.replace(PUBLIC_RICH, PUBLIC_RICH + '\trule family="ipv4" source address="10.0.0.0/8" accept\n'), "eth1", False),
+    ("rich rule accept NOT from a host",
+     ZONES.replace(PUBLIC_RICH, PUBLIC_RICH + '\trule family="ipv4" source NOT address="192.0.2.7" accept\n'), "eth1", False),
+    ("rich rule accept a TCP range from anyone",
+     ZONES.replace(PUBLIC_RICH, PUBLIC_RICH + '\trule family="ipv4" port port="5000-6000" protocol="tcp" accept\n'),
+     "eth1", False),
+    ("the cluster NIC in trusted", ZONES.replace("  interfaces: eth0 eth1\n", "  interfaces: eth0\n")
+     .replace(TRUSTED_SOURCES, TRUSTED_SOURCES.replace("  interfaces: \n", "  interfaces: eth1\n")), "eth1", False),
+    # narrow enough: trusted bound to one host or one LAN, a single port or a service from anyone
+    ("trusted bound to 192.0.2.7", _trusted("192.0.2.7"), "eth1", True),
+    ("trusted bound to 192.168.10.0/24", _trusted("192.168.10.0/24"), "eth1", True),
+    ("ports 443/tcp", ZONES.replace(PUBLIC_PORTS, "  ports: 8000/tcp 443/tcp\n"), "eth1", True),
+    ("ports 60000-61000/udp (mosh)", ZONES.replace(PUBLIC_PORTS, "  ports: 8000/tcp 60000-61000/udp\n"), "eth1", True),
+    ("rich rule accept a service from anyone",
+     ZONES.replace(PUBLIC_RICH, PUBLIC_RICH + '\trule family="ipv4" service name="https" accept\n'), "eth1", True),
+    ("the NIC of docker0 (ACCEPT) is not the cluster's", ZONES, "eth0", True),
+])
+def test_firewalld_rules_that_admit_anyone_open_the_firewall(what, zones, interface, closed):
+    default = "public (active)\n" + zones.split("public (default, active)\n", 1)[1].split("\n\n", 1)[0] + "\n"
+    assert base_report.firewall_default_deny("firewalld", 0, default, interface, zones) is closed, what
+    assert base_report.firewall(True, "firewalld", 0, default, [8000], [], [], interface, zones)["default_deny"] is closed
+
+
+@pytest.mark.parametrize("rule, closed", [
+    ("6379/tcp                   ALLOW IN    Anywhere\n", False),
+    ("40000/tcp                  ALLOW IN    Anywhere\n", False),
+    ("6379/udp                   ALLOW IN    Anywhere\n", True),
+    ("6379/tcp                   ALLOW IN    172.18.0.3\n", True),
+    ("443/tcp                    ALLOW IN    Anywhere\n", True),
+])
+def test_a_single_port_from_anywhere_is_open_when_it_is_the_clusters(rule, closed):
+    guarded = base_report.guarded_spans([6379, 13345, "32768-60999"])
+    out = UFW.replace(UFW_RULE, UFW_RULE + rule)
+    assert base_report.firewall_default_deny("ufw", 0, out, guarded=guarded) is closed
+    assert base_report.firewall_default_deny("ufw", 0, out) is True
+
+
+def test_the_reasons_name_the_rule():
+    out = UFW.replace(UFW_RULE, UFW_RULE + "1:65535/tcp                ALLOW IN    Anywhere\n")
+    assert base_report.firewall_open_rules("ufw", 0, out) == ["1:65535/tcp                ALLOW IN    Anywhere"]
+    assert base_report.firewall_open_rules("firewalld", 0, "", "eth1", _trusted("0.0.0.0/0")) == [
+        "zone trusted (sources 0.0.0.0/0): target ACCEPT"]
+
+
+@pytest.mark.parametrize("probes, deny, name", [
+    ([], False, ""),
+    ([{"name": "ufw", "rc": 2, "stdout": ""}, {"name": "firewalld", "rc": 252, "stdout": "", "zones_stdout": ""}], False, ""),
+    ([{"name": "ufw", "rc": 0, "stdout": UFW}, {"name": "firewalld", "rc": 2, "stdout": ""}], True, "ufw"),
+    ([{"name": "ufw", "rc": 0, "stdout": "Status: inactive\n"}, {"name": "firewalld", "rc": 0, "stdout": "",
+                                                                 "zones_stdout": ZONES}], True, "firewalld"),
+    ([{"name": "ufw", "rc": 2, "stdout": ""}, {"name": "firewalld", "rc": 0, "stdout": "",
+                                                "zones_stdout": _trusted("0.0.0.0/0")}], False, "firewalld"),
+    # both active: each must be closed
+    ([{"name": "ufw", "rc": 0, "stdout": UFW}, {"name": "firewalld", "rc": 0, "stdout": "",
+                                                "zones_stdout": _trusted("0.0.0.0/0")}], False, "ufw, firewalld"),
+])
+def test_the_probes_of_a_host_decide_together(probes, deny, name):
+    verdict = base_report.firewall_probes_default_deny(probes, "eth1")
+    assert (verdict["default_deny"], verdict["firewall"]) == (deny, name)
+    assert bool(verdict["why"]) is not deny
