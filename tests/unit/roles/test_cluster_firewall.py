@@ -70,9 +70,9 @@ def test_the_preflight_reads_the_firewall_read_only_and_hands_it_to_the_plan():
     plan = next(t for t in tasks(load(PREFLIGHT)) if "kunpeng.vllm.vllm_cluster" in t)["kunpeng.vllm.vllm_cluster"]
     assert "firewall_default_deny" not in plan
     assert [(p["name"], p["rc"], p["stdout"], p.get("zones_stdout")) for p in plan["firewall_probes"]] == [
-        ("ufw", "{{ __vllm_firewall_probe.results[0].rc | default(omit) }}",
+        ("ufw", "{{ __vllm_firewall_probe.results[0].rc | default(none) }}",
          "{{ __vllm_firewall_probe.results[0].stdout | default('') }}", None),
-        ("firewalld", "{{ __vllm_firewall_probe.results[1].rc | default(omit) }}",
+        ("firewalld", "{{ __vllm_firewall_probe.results[1].rc | default(none) }}",
          "{{ __vllm_firewall_probe.results[1].stdout | default('') }}",
          "{{ __vllm_firewall_probe.results[2].stdout | default('') }}"),
     ]
