@@ -272,6 +272,10 @@ def _below(path, root):
 
 #: The folders the entry point snapshot makes below vllm_backup_dir (UTC timestamps).
 BACKUP_NAME = re.compile(r"^[0-9]{8}T[0-9]{6}Z$")
+#: A snapshot's copy of the config directory (roles/vllm/tasks/snapshot.yml), key files included.
+SNAPSHOT_CONFIG = "config"
+#: The 0600 netrc of an instance's package index credentials (roles/vllm/vars/main.yml __vllm_pip_netrc).
+PIP_NETRC_SUFFIX = ".pip-index.netrc"
 
 
 def backups_to_prune(names, keep):
@@ -349,7 +353,10 @@ def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, re
     ``model_root_dirs`` as well; a model elsewhere is never removed.
     ``backups``: the snapshot folders below ``vllm_backup_dir``; they hold
     copies of every instance's API key, so a full removal takes those of
-    the snapshot's own name form (:data:`BACKUP_NAME`) with it.
+    the snapshot's own name form (:data:`BACKUP_NAME`) with it; a partial
+    removal takes the removed instances' key files out of each of them
+    (``<snapshot>/config/<name>.<suffix>``), and their netrc files of the
+    package index credentials (``<install_dir>/<name>.pip-index.netrc``).
     """
     quadlets = quadlets or {}
     owners = {}
@@ -377,9 +384,14 @@ def removal_plan(units, only, install_dir, config_dir, cache_dir, model_root, re
     paths += [verified_link(install_dir, n) for n in names]
     # The images that passed the gate in container mode (roles/vllm/vars/main.yml __vllm_container_verified_file).
     paths += [os.path.join(install_dir, record.format(name=n)) for n in names for record in IMAGE_RECORDS]
+    snapshots = sorted(b for b in backups if BACKUP_NAME.match(os.path.basename(b)))
     if full:
         paths += sorted(engine_entries)
-        paths += sorted(b for b in backups if BACKUP_NAME.match(os.path.basename(b)))
+        paths += snapshots
+    else:
+        paths += [os.path.join(install_dir, f"{n}{PIP_NETRC_SUFFIX}") for n in names]
+        paths += [os.path.join(b, SNAPSHOT_CONFIG, f"{n}.{suffix}") for b in snapshots for n in names
+                  for suffix in CONFIG_SUFFIXES]
     if remove_models:
         paths += model_dirs
     unit_files = sorted(f for n in names for f in owners[n] if f in units)

@@ -192,7 +192,11 @@ def test_the_remove_entry_point_stops_generated_units_without_disabling_them():
 
 @pytest.mark.parametrize("only, removed", [
     ([], ["/var/backups/kunpeng-vllm/20260101T000000Z", "/var/backups/kunpeng-vllm/20260102T000000Z"]),
-    (["smollm2"], []),  # another instance stays: its snapshots may still be rolled back to
+    # another instance stays: its snapshots may still be rolled back to, less the removed instance's key files
+    # (issue 37, low: they survived a partial uninstall)
+    (["smollm2"], [f"/var/backups/kunpeng-vllm/{stamp}/config/smollm2.{suffix}"
+                   for stamp in ("20260101T000000Z", "20260102T000000Z")
+                   for suffix in ("yaml", "env", "api-key", "ray-token", "container.env")]),
 ])
 def test_snapshots_holding_the_keys_go_with_the_last_instance(only, removed):
     """Issue 37, low: each snapshot copies the config directory, API keys included; uninstall took none of them."""
@@ -203,6 +207,9 @@ def test_snapshots_holding_the_keys_go_with_the_last_instance(only, removed):
     plan = lc.removal_plan(units, only, "/opt/vllm", "/etc/vllm", "/var/cache/vllm", "/var/lib/vllm/models", False,
                            backups=backups)
     assert [p for p in plan["paths"] if p.startswith("/var/backups/")] == removed
+    # the removed instance's index credentials go with it; on a full removal with everything in install_dir
+    netrc = "/opt/vllm/smollm2.pip-index.netrc"
+    assert (netrc in plan["paths"]) is bool(only) and "/opt/vllm/qwen3.pip-index.netrc" not in plan["paths"]
 
 
 def test_read_removal_lists_the_snapshot_folders(tmp_path):
