@@ -63,6 +63,27 @@ class Refused(Exception):
     """A member the extraction will not write."""
 
 
+# The longest GNU long name/link or PAX header read: a path is at most PATH_MAX (4096) bytes, and a PAX header holds
+# a few such records; tarfile reads the whole header into memory before it returns the member it describes.
+MAX_HEADER_BYTES = 1 << 20
+_NAME_HEADERS = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
+                 tarfile.SOLARIS_XHDTYPE)
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """A tar header whose long-name or PAX extension is refused past :data:`MAX_HEADER_BYTES`, before it is read.
+
+    Such a header is no member: the extraction's :class:`Budget` never sees it, and a 4 MB gzip can claim a 4 GiB
+    one, which tarfile would read into memory whole (as root, before a digest is compared).
+    """
+
+    def _proc_member(self, tarfile_):
+        if self.type in _NAME_HEADERS and self.size > MAX_HEADER_BYTES:
+            raise Refused(f"a tar extension header claims {self.size} bytes, past {MAX_HEADER_BYTES} (a name or PAX "
+                          "header is a few KiB); nothing more was written")
+        return super()._proc_member(tarfile_)
+
+
 class Budget:
     """What one extraction may write: ``max_bytes`` of regular files in all and ``max_members`` entries.
 
@@ -186,7 +207,7 @@ def extract(stream, dest, interpreter_links=False, compressed=False, budget=None
     """
     links, dirs, count = set(), {}, 0
     budget = budget or Budget.for_archive(0)
-    with tarfile.open(fileobj=stream, mode="r|*" if compressed else "r|") as archive:
+    with tarfile.open(fileobj=stream, mode="r|*" if compressed else "r|", tarinfo=_BoundedTarInfo) as archive:
         for member in archive:
             name = member_name(member.name)
             if not name:

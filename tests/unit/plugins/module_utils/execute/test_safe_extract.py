@@ -275,3 +275,36 @@ def test_the_member_budget_holds_through_zstd(tmp_path):
     (tmp_path / "z").mkdir()
     with pytest.raises(extract.Refused, match="more than 10 members"):
         extract.extract_checked(io.BytesIO(packed), str(tmp_path / "z"), zstd, budget=extract.Budget(1 << 20, 10))
+
+
+def _extension_header(kind, size):
+    """The 512-byte header of a GNU long name/link or PAX extension claiming ``size`` bytes, as tar writes it."""
+    return tarfile.TarInfo._create_header(
+        {"name": "././@LongLink", "mode": 0, "uid": 0, "gid": 0, "size": size, "mtime": 0, "type": kind, "linkname": "",
+         "uname": "", "gname": "", "devmajor": 0, "devminor": 0}, tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize("kind", [tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE])
+def test_an_extension_header_claiming_gigabytes_is_refused_before_tarfile_reads_it(tmp_path, kind):
+    """Issue 37 (low): such a header is no member, so the budget never saw it; tarfile read the 4 GiB it claims into
+    memory (a 4 MB gzip of zeros, as root, before any digest was compared)."""
+    config, _data = _member("config.json", data=b"{}")
+    data = config.tobuf(tarfile.GNU_FORMAT) + b"{}".ljust(512, b"\0") + _extension_header(kind, 4 << 30) + bytes(4096)
+    dest = tmp_path / "model"
+    dest.mkdir()
+    with pytest.raises(extract.Refused, match=r"extension header claims 4294967296 bytes"):
+        extract.extract_checked(io.BytesIO(data), str(dest))
+    assert sorted(os.listdir(dest)) == ["config.json"]
+
+
+def test_a_long_name_of_a_real_tree_is_still_read(tmp_path):
+    """The bound is far above any real name: a path of 3,000 characters (GNU long name, PAX path) is extracted."""
+    deep = "/".join(["d" * 200] * 14) + "/weights.bin"
+    for fmt in (tarfile.GNU_FORMAT, tarfile.PAX_FORMAT):
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w", format=fmt) as archive:
+            info, data = _member(deep, data=b"w")
+            archive.addfile(info, data)
+        dest = tmp_path / f"tree-{fmt}"
+        _extract(buffer.getvalue(), dest, interpreter_links=False)
+        assert (dest / deep).read_bytes() == b"w"
