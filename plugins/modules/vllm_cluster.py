@@ -162,6 +162,14 @@ options:
         without authentication. Without it such a layout needs O(firewall_default_deny).
     type: bool
     default: false
+  ray_token_rotate:
+    description:
+      - Have the head write a new Ray token this run (the vllm role's C(vllm_cluster_ray_token_rotate)); the token is
+        otherwise made once and kept. Every member gets the new token in the same run, and the Ray nodes and the engine
+        that drives them restart on it. Refused for an instance without Ray, or whose Ray has no token authentication.
+    type: bool
+    default: false
+    version_added: 0.3.0
 notes:
   - Supports check mode; nothing on the node changes. C(changed) is always C(false).
 seealso:
@@ -322,7 +330,8 @@ ray:
     - For the Ray layout (or with I(ray_units)), C(version), C(package), C(args) (of C(ray), head or worker), C(env)
       (with C(RAY_AUTH_MODE) and C(RAY_AUTH_TOKEN_PATH)), C(head_address), C(executor) (whether the engine runs on this Ray
       cluster and its unit requires the Ray unit), C(auth) (C(token), or C(none) for a Ray without token authentication),
-      C(token_path) and C(temp_dir) (Ray's C(RAY_TMPDIR), also in RV(env)); null otherwise.
+      C(token_path), C(rotate_token) (whether the head writes a new token this run, O(ray_token_rotate)) and C(temp_dir)
+      (Ray's C(RAY_TMPDIR), also in RV(env)); null otherwise.
   returned: always
   type: dict
   sample: null
@@ -381,6 +390,7 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     firewall_default_deny=dict(type="bool"),
     ray_allow_unauthenticated=dict(type="bool", default=False),
     expose_unauthenticated_ports=dict(type="bool", default=False),
+    ray_token_rotate=dict(type="bool", default=False, no_log=False),  # whether to make a new token, not a token
 )
 
 
@@ -406,7 +416,8 @@ def build(params: Dict[str, Any]) -> Dict[str, Any]:
                         instance=params.get("instance") or "", ray_token_path=params.get("ray_token_path") or "",
                         firewall_default_deny=params.get("firewall_default_deny"),
                         ray_allow_unauthenticated=bool(params.get("ray_allow_unauthenticated")),
-                        expose_unauthenticated_ports=bool(params.get("expose_unauthenticated_ports")))
+                        expose_unauthenticated_ports=bool(params.get("expose_unauthenticated_ports")),
+                        ray_token_rotate=bool(params.get("ray_token_rotate")))
 
 
 def main() -> None:

@@ -607,6 +607,7 @@ RULES = {
         "vllm_cluster_ports": _cluster_ports,
         "vllm_cluster_ray_units": None,
         "vllm_cluster_ray_allow_unauthenticated": None,
+        "vllm_cluster_ray_token_rotate": None,
         "vllm_cluster_expose_unauthenticated_ports": None,
         "vllm_model_revision": _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$"), "a branch, tag or commit", empty=True),
         "vllm_model_dir": _path,

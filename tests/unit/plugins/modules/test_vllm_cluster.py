@@ -386,3 +386,32 @@ def test_bad_ports_are_refused(ports, message):
 
 def test_a_single_host_fact_has_the_declared_keys():
     assert fact_contract.check("kunpeng_vllm_cluster", cluster.disabled()) == []
+
+
+@pytest.mark.parametrize("ray_units, rotate, expect", [
+    # the token is made once and kept unless the run asks for a new one
+    (True, False, False),
+    (True, True, True),
+    # nothing to rotate: refused, not ignored (an operator who asked would believe the old token gone)
+    (False, True, "runs no Ray"),
+])
+def test_the_ray_token_is_rotated_only_when_asked(ray_units, rotate, expect):
+    """Issue 37 (low): the Ray token was never rotated."""
+    members, plan = cpu_pair()
+    args = dict(engine_args=plan["engine_args"], ray_units=ray_units, ray_token_rotate=rotate)
+    if isinstance(expect, str):
+        message = fails(members, "node-0", **args)
+        assert expect in message and "vllm_cluster_ray_token_rotate" in message
+        return
+    for host in ("node-0", "node-1"):
+        assert ok(members, host, **args)["ray"]["rotate_token"] is expect
+
+
+def test_a_ray_without_token_authentication_has_no_token_to_rotate():
+    members, plan = cpu_pair()
+    args = dict(engine_args=plan["engine_args"], ray_units=True, ray_token_path=TOKEN, ray_version="2.48.0",
+                expose_unauthenticated_ports=True, ray_allow_unauthenticated=True)
+    assert cluster.plan(plain_members(members), "node-0", **args)["ray"]["rotate_token"] is False
+    with pytest.raises(cluster.ClusterError, match="Ray 2.48.0 runs without token authentication") as raised:
+        cluster.plan(plain_members(members), "node-0", ray_token_rotate=True, **args)
+    assert "vllm_cluster_ray_token_rotate" in str(raised.value)
