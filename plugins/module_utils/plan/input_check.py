@@ -728,6 +728,7 @@ RULES = {
                                             "a size such as 50GB (B, KB, MB, GB, TB, PB, EB)", empty=True),
         "monitoring_alert_for": _duration,
         "monitoring_alert_instance_down_for": _duration,
+        "monitoring_alert_gateway_maintenance_for": _duration,
         "monitoring_alert_accelerator_memory_ratio": _float_range(0, 1),
         "monitoring_alert_error_ratio": _float_range(0, 1),
         "monitoring_alert_p99_latency_seconds": _float_range(0),
