@@ -335,6 +335,16 @@ ray:
   returned: always
   type: dict
   sample: null
+engine_packages:
+  description:
+    - Requirements the engine's virtualenv holds for the cluster, beside the vllm role's C(vllm_extra_packages) (the
+      Ray package of the Ray layout or of I(ray_units)). The vllm role plans the engine again with them, so they are
+      installed with vLLM into a virtualenv of their own.
+  returned: always
+  type: list
+  elements: str
+  sample: ["ray[default]==2.60.0"]
+  version_added: 0.3.0
 serves_api:
   description: Whether this member serves the OpenAI API (the head).
   returned: always

@@ -469,6 +469,18 @@ def _ray(shape: Dict[str, Any], backend: str, rank: int, head_address: str, port
             "auth": "token" if token else "none", "token_path": token.get("RAY_AUTH_TOKEN_PATH", "")}
 
 
+def engine_packages(ray: Optional[Dict[str, Any]]) -> List[str]:
+    """The requirements a member's engine virtualenv holds for the cluster: the Ray package of its Ray node.
+
+    They join the plan's extra packages (the vllm role plans the engine again
+    with them), so Ray is resolved and installed with vLLM by the install
+    steps, packed into the engine artifact with it, and lives in a
+    virtualenv named for that set: an instance that runs no Ray keeps its
+    own, unchanged.
+    """
+    return [ray["package"]] if ray is not None else []
+
+
 def ray_token_rotation(ray: Optional[Dict[str, Any]], rotate: bool) -> bool:
     """Whether the head writes a new Ray token this run (``vllm_cluster_ray_token_rotate``).
 
@@ -594,6 +606,10 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
         "ports": ports,
         "firewall": [dict(entry, sources=sources) for entry in _ports(shape, ports, ray is not None)],
         "ray": ray,
+        # What the engine's virtualenv holds beyond the role's packages (vllm_extra_packages): Ray, at the plan's
+        # pin, installed with the engine by its install steps into a virtualenv of its own (plan/deployment.py
+        # venv_path), never added by pip to a virtualenv other instances of the release share.
+        "engine_packages": engine_packages(ray),
         "serves_api": rank == 0,
         # Ray workers only run the Ray unit; the head's engine drives their devices.
         "runs_engine": rank == 0 or shape["mode"] != "ray",
@@ -607,4 +623,4 @@ def disabled() -> Dict[str, Any]:
     return {"enabled": False, "group": "", "head": "", "head_address": "", "members": [], "rank": 0, "role": "single",
             "backend": "", "network": "", "interface": "", "address": "", "addresses": {}, "layout": {}, "engine_args": {},
             "env": {}, "rdma": False, "device_nodes": [], "limit_memlock": "", "ports": {}, "firewall": [], "ray": None,
-            "serves_api": True, "runs_engine": True, "start_order": [], "notes": []}
+            "engine_packages": [], "serves_api": True, "runs_engine": True, "start_order": [], "notes": []}

@@ -97,3 +97,21 @@ def test_a_restarted_ray_head_restarts_the_engine_that_drives_it():
     names = [t["name"] for t in tasks(load(SERVICE))]
     assert names.index("Start the Ray head") < names.index("Restart the engine with the Ray head it drives") \
         < names.index("Restart the instance now when its install or config changed")
+
+
+def test_ray_is_planned_into_the_engine_install_never_pip_installed_afterwards():
+    """The engine is planned again with the cluster's engine_packages (Ray) once the cluster plan exists; no task
+    installs Ray on its own into a virtualenv (the shared one of the release, as it did)."""
+    preflight = load("roles/vllm/tasks/preflight.yml")
+    plans = [t for t in tasks(preflight) if t.get("ansible.builtin.import_tasks") == "plan_engine.yml"]
+    assert [t["vars"]["__vllm_plan_extra_packages"] for t in plans] == [
+        "{{ vllm_extra_packages }}", "{{ vllm_extra_packages + kunpeng_vllm_cluster.engine_packages }}"]
+    assert plans[1]["when"] == "kunpeng_vllm_cluster.engine_packages | length > 0"
+    names = [t.get("name") for t in tasks(preflight)]
+    assert names.index("Plan this host's part of a multi-node instance") < names.index(plans[1]["name"]) \
+        < names.index("Complete the engine config with this member's part of a multi-node instance")
+    plan = task("roles/vllm/tasks/plan_engine.yml", "Plan the engine install and check that the model fits")
+    assert plan["kunpeng.vllm.vllm_plan"]["request"]["extra_packages"] == "{{ __vllm_plan_extra_packages }}"
+    for path in ("roles/vllm/tasks/service.yml", "roles/vllm/tasks/install.yml", "roles/vllm/tasks/configure.yml"):
+        for step in tasks(load(path)):
+            assert "ray" not in str(step.get("ansible.builtin.pip", {}).get("name", "")).lower(), (path, step.get("name"))
