@@ -262,7 +262,11 @@ VLLM_CLUSTER = {
         # token (RAY_AUTH_MODE=token, the token in token_path) or none (a Ray without token authentication)
         "auth": _str(),
         "token_path": _str(),
+        # the head writes a new token this run (vllm_cluster_ray_token_rotate)
+        "rotate_token": _bool(),
     }),
+    # requirements the engine's virtualenv holds for the cluster (Ray), beside vllm_extra_packages
+    "engine_packages": _strs(),
     "serves_api": _bool(),
     "runs_engine": _bool(),
     "start_order": _strs(),

@@ -190,6 +190,14 @@ options:
         without authentication. Without it such a layout needs O(firewall_default_deny).
     type: bool
     default: false
+  ray_token_rotate:
+    description:
+      - Have the head write a new Ray token this run (the vllm role's C(vllm_cluster_ray_token_rotate)); the token is
+        otherwise made once and kept. Every member gets the new token in the same run, and the Ray nodes and the engine
+        that drives them restart on it. Refused for an instance without Ray, or whose Ray has no token authentication.
+    type: bool
+    default: false
+    version_added: 0.3.0
 notes:
   - Supports check mode; nothing on the node changes. C(changed) is always C(false).
 seealso:
@@ -350,10 +358,21 @@ ray:
     - For the Ray layout (or with I(ray_units)), C(version), C(package), C(args) (of C(ray), head or worker), C(env)
       (with C(RAY_AUTH_MODE) and C(RAY_AUTH_TOKEN_PATH)), C(head_address), C(executor) (whether the engine runs on this Ray
       cluster and its unit requires the Ray unit), C(auth) (C(token), or C(none) for a Ray without token authentication),
-      C(token_path) and C(temp_dir) (Ray's C(RAY_TMPDIR), also in RV(env)); null otherwise.
+      C(token_path), C(rotate_token) (whether the head writes a new token this run, O(ray_token_rotate)) and C(temp_dir)
+      (Ray's C(RAY_TMPDIR), also in RV(env)); null otherwise.
   returned: always
   type: dict
   sample: null
+engine_packages:
+  description:
+    - Requirements the engine's virtualenv holds for the cluster, beside the vllm role's C(vllm_extra_packages) (the
+      Ray package of the Ray layout or of I(ray_units)). The vllm role plans the engine again with them, so they are
+      installed with vLLM into a virtualenv of their own.
+  returned: always
+  type: list
+  elements: str
+  sample: ["ray[default]==2.60.0"]
+  version_added: 0.3.0
 serves_api:
   description: Whether this member serves the OpenAI API (the head).
   returned: always
@@ -416,6 +435,7 @@ ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     )),
     ray_allow_unauthenticated=dict(type="bool", default=False),
     expose_unauthenticated_ports=dict(type="bool", default=False),
+    ray_token_rotate=dict(type="bool", default=False, no_log=False),  # whether to make a new token, not a token
 )
 
 
@@ -455,7 +475,8 @@ def build(params: Dict[str, Any]) -> Dict[str, Any]:
                         instance=params.get("instance") or "", ray_token_path=params.get("ray_token_path") or "",
                         firewall_default_deny=firewall_default_deny(members, params, ports),
                         ray_allow_unauthenticated=bool(params.get("ray_allow_unauthenticated")),
-                        expose_unauthenticated_ports=bool(params.get("expose_unauthenticated_ports")))
+                        expose_unauthenticated_ports=bool(params.get("expose_unauthenticated_ports")),
+                        ray_token_rotate=bool(params.get("ray_token_rotate")))
 
 
 def main() -> None:

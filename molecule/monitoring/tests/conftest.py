@@ -22,6 +22,7 @@ GATEWAY_PORT = 8080  # kunpeng.vllm.gateway's default gateway_port
 SCRAPE_S = 2
 EVALUATION_S = 2
 INSTANCE_DOWN_FOR_S = 10
+GATEWAY_MAINTENANCE_FOR_S = 10
 
 
 def sh(container, *argv, check=True):

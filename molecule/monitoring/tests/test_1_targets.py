@@ -67,7 +67,8 @@ def test_retention_and_listen_flags():
 def test_alert_rules_loaded():
     names = sorted(rule["name"] for group in prom("rules")["groups"] for rule in group["rules"])
     assert names == sorted(["AcceleratorMemoryHigh", "AcceleratorUnhealthy", "AcceleratorMetricsMissing", "VllmInstanceDown",
-                            "VllmHighErrorRate", "VllmLatencyP99High", "VllmQueueGrowing", "VllmKvCacheNearlyFull"])
+                            "VllmHighErrorRate", "VllmLatencyP99High", "VllmQueueGrowing", "VllmKvCacheNearlyFull",
+                            "GatewayServerInMaintenance"])
 
 
 @pytest.mark.parametrize("container, unit", [

@@ -23,4 +23,4 @@ def test_promtool_loads_them_as_the_site_prometheus_would():
     sh(PROM, "sh", "-c", f"cat > /tmp/kv-site-prometheus.yml <<'EOF'\n{config}EOF")
     checked = sh(PROM, "promtool", "check", "config", "/tmp/kv-site-prometheus.yml", check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 8 rules found" in checked.stdout
+    assert "SUCCESS: 9 rules found" in checked.stdout

@@ -93,6 +93,20 @@ def test_ray_cluster_lists_both_members_with_their_cpus(head, worker):
     assert re.sub(r"\x1b\[[0-9;]*m", "", joined).endswith(f"Local node IP: {address(WORKER)}"), joined
 
 
+def test_ray_lives_in_a_virtualenv_of_its_own_never_in_the_release_s_shared_one(head, worker):
+    """Issue 37: Ray was pip-installed after the fact into <install_dir>/<version>-cpu, which every instance of the
+    release shares.  The plan now installs it with vLLM into a virtualenv named for that set (the engine image holds
+    both, as the role would have made them), and the shared one has no Ray."""
+    for member in (head, worker):
+        link = member.file("/opt/vllm/current-smollm2").linked_to
+        assert re.fullmatch(r"/opt/vllm/0\.32\.0-cpu-x[0-9a-f]{10}", link), link
+        assert member.run(f"{link}/bin/python -c 'import ray; print(ray.__version__)'").stdout.strip() == "2.60.0"
+        shared = member.run("/opt/vllm/0.32.0-cpu/bin/python -c 'import ray'")
+        assert shared.rc != 0 and "No module named 'ray'" in shared.stderr
+        # the Ray unit runs that virtualenv's ray, through the instance's link
+        assert f"ExecStart={RAY} " in member.file(f"/etc/systemd/system/{RAY_UNIT}").content_string
+
+
 def test_ray_keeps_its_session_in_the_short_ray_tmpdir(head, worker):
     """RAY_TMPDIR is <cache>/ray-<first 8 hex digits of sha256(instance)>: below <cache>/<instance>/tmp Ray's socket
     paths took 88 bytes plus the instance name, over the 107-byte AF_UNIX limit from a 20-character name on."""

@@ -469,6 +469,39 @@ def _ray(shape: Dict[str, Any], backend: str, rank: int, head_address: str, port
             "auth": "token" if token else "none", "token_path": token.get("RAY_AUTH_TOKEN_PATH", "")}
 
 
+def engine_packages(ray: Optional[Dict[str, Any]]) -> List[str]:
+    """The requirements a member's engine virtualenv holds for the cluster: the Ray package of its Ray node.
+
+    They join the plan's extra packages (the vllm role plans the engine again
+    with them), so Ray is resolved and installed with vLLM by the install
+    steps, packed into the engine artifact with it, and lives in a
+    virtualenv named for that set: an instance that runs no Ray keeps its
+    own, unchanged.
+    """
+    return [ray["package"]] if ray is not None else []
+
+
+def ray_token_rotation(ray: Optional[Dict[str, Any]], rotate: bool) -> bool:
+    """Whether the head writes a new Ray token this run (``vllm_cluster_ray_token_rotate``).
+
+    The token is otherwise made once and kept.  A new one reaches every member
+    in the same run, and every Ray node and the engine that drives them
+    restart on it (a node holding the old token can no longer join).  A
+    cluster without Ray, or whose Ray has no token authentication, has no
+    token to rotate: asking for it is refused rather than ignored.
+    """
+    if not rotate:
+        return False
+    if ray is None:
+        raise ClusterError("vllm_cluster_ray_token_rotate is true but this instance runs no Ray (its layout is not ray and "
+                           "vllm_cluster_ray_units is false): there is no Ray token to rotate; leave it false")
+    if ray["auth"] != "token":
+        raise ClusterError(f"vllm_cluster_ray_token_rotate is true but Ray {ray['version']} runs without token "
+                           "authentication (older than 2.52.0): there is no token to rotate; leave it false, or move to an "
+                           "engine release whose Ray has token authentication")
+    return True
+
+
 def ray_tmpdir(cache_dir: str, instance: str) -> str:
     """``RAY_TMPDIR`` of the instance; refuses a cache directory so long that Ray's sockets would not fit."""
     temp_dir = ray_temp_dir(cache_dir, instance)
@@ -485,7 +518,7 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
          network: str = "", interface: str = "", ports: Optional[Dict[str, int]] = None,
          group: str = "", ray_units: bool = False, cache_dir: str = "/var/cache/vllm", instance: str = "",
          ray_token_path: str = "", firewall_default_deny: Optional[bool] = None, ray_allow_unauthenticated: bool = False,
-         ray_version: str = "", expose_unauthenticated_ports: bool = False) -> Dict[str, Any]:
+         ray_version: str = "", expose_unauthenticated_ports: bool = False, ray_token_rotate: bool = False) -> Dict[str, Any]:
     """The cluster plan seen from ``host`` (one of ``members``; the first member is the head).
 
     A Ray node runs behind the cluster's token (``ray_token_path``, see
@@ -499,7 +532,8 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     refuses Ray as executor, it stands beside the data parallel engines (the
     multinode scenario checks Ray across hosts that way).  ``cache_dir`` and
     ``instance`` (the vllm role's ``vllm_cache_dir``, ``vllm_instance_name``)
-    name Ray's temporary directory.
+    name Ray's temporary directory.  ``ray_token_rotate`` makes the head write
+    a new Ray token this run (:func:`ray_token_rotation`).
     """
     ports = dict(DEFAULT_PORTS, **(ports or {}))
     names = [node["name"] for node in members]
@@ -527,6 +561,9 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     ray = _ray(shape, backend, rank, head_address, ports, me, where["address"], ray_units, auth)
     if ray is not None:
         ray["temp_dir"] = ray_tmpdir(cache_dir, instance or group)
+    rotate = ray_token_rotation(ray, ray_token_rotate)
+    if ray is not None:
+        ray["rotate_token"] = rotate
     env = _env(backend, where, shape, ray["temp_dir"] if ray else "")
     if ray is not None and ray["executor"]:
         # the engine drives the Ray cluster (ray.init): it presents the token too
@@ -569,6 +606,10 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
         "ports": ports,
         "firewall": [dict(entry, sources=sources) for entry in _ports(shape, ports, ray is not None)],
         "ray": ray,
+        # What the engine's virtualenv holds beyond the role's packages (vllm_extra_packages): Ray, at the plan's
+        # pin, installed with the engine by its install steps into a virtualenv of its own (plan/deployment.py
+        # venv_path), never added by pip to a virtualenv other instances of the release share.
+        "engine_packages": engine_packages(ray),
         "serves_api": rank == 0,
         # Ray workers only run the Ray unit; the head's engine drives their devices.
         "runs_engine": rank == 0 or shape["mode"] != "ray",
@@ -582,4 +623,4 @@ def disabled() -> Dict[str, Any]:
     return {"enabled": False, "group": "", "head": "", "head_address": "", "members": [], "rank": 0, "role": "single",
             "backend": "", "network": "", "interface": "", "address": "", "addresses": {}, "layout": {}, "engine_args": {},
             "env": {}, "rdma": False, "device_nodes": [], "limit_memlock": "", "ports": {}, "firewall": [], "ray": None,
-            "serves_api": True, "runs_engine": True, "start_order": [], "notes": []}
+            "engine_packages": [], "serves_api": True, "runs_engine": True, "start_order": [], "notes": []}

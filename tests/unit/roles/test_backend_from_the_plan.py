@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 REQUEST = re.compile(r"(?<![\w.])vllm_backend\b")
 PROBED = re.compile(r"\bsummary\.backend\b")
 # The reads of the request: the plan calls.
-REQUEST_READERS = {"roles/vllm/tasks/preflight.yml",
+REQUEST_READERS = {"roles/vllm/tasks/plan_engine.yml",
                    # the export's own plan call, with the role's request as its default
                    "playbooks/k8s_export.yml"}
 # Playbooks that print the probe and run no plan.
@@ -65,7 +65,7 @@ def test_the_check_finds_a_second_decision(tmp_path, text, what):
 
 
 def test_the_plan_reads_the_request():
-    with open(os.path.join(ROOT, "roles", "vllm", "tasks", "preflight.yml")) as handle:
+    with open(os.path.join(ROOT, "roles", "vllm", "tasks", "plan_engine.yml")) as handle:
         assert REQUEST.search(handle.read())
 
 

@@ -41,7 +41,7 @@ def alert_names(text):
 def test_promtool_check_rules(rules_file):
     proc = subprocess.run([require(), "check", "rules", str(rules_file)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 8 rules found" in proc.stdout
+    assert "SUCCESS: 9 rules found" in proc.stdout
 
 
 def test_promtool_test_rules(rules_file, tmp_path):

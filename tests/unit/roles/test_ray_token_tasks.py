@@ -22,7 +22,7 @@ def _token_tasks():
 def test_every_step_with_the_token_is_no_log_and_runs_no_command():
     steps = _token_tasks()
     assert [t["name"] for t in steps] == ["Look for the cluster's Ray token on the head", "Create the Ray token file with its final mode",
-                                          "Create the cluster's Ray token on the head, once", "Read the cluster's Ray token from the head",
+                                          "Create the cluster's Ray token on the head, once (again when rotated)", "Read the cluster's Ray token from the head",
                                           "Give this worker the cluster's Ray token"]
     for step in steps:
         assert not {"ansible.builtin.command", "ansible.builtin.shell", "ansible.builtin.raw"} & set(step), step["name"]
@@ -31,20 +31,24 @@ def test_every_step_with_the_token_is_no_log_and_runs_no_command():
             assert step.get("no_log") is True, step["name"]
 
 
-def _create_runs(stat):
-    templar = Templar(loader=DataLoader(), variables={"__vllm_ray_token_stat": stat})
-    create = task(SERVICE, "Create the cluster's Ray token on the head, once")
+def _create_runs(stat, rotate=False):
+    templar = Templar(loader=DataLoader(), variables={"__vllm_ray_token_stat": stat,
+                                                      "kunpeng_vllm_cluster": {"ray": {"rotate_token": rotate}}})
+    create = task(SERVICE, "Create the cluster's Ray token on the head, once (again when rotated)")
     return all(templar.template(trust_as_template("{{ " + condition + " }}")) in (True, "True") for condition in create["when"])
 
 
 def test_the_head_makes_the_token_once_and_every_member_keeps_it_for_the_service_user():
-    create = task(SERVICE, "Create the cluster's Ray token on the head, once")["ansible.builtin.copy"]
+    create = task(SERVICE, "Create the cluster's Ray token on the head, once (again when rotated)")["ansible.builtin.copy"]
     assert create["dest"] == TOKEN
     # a token that is there is never regenerated (a re-run keeps the running cluster's token)
     assert _create_runs({"stat": {"exists": False}})
     assert _create_runs({"stat": {"exists": True, "size": 0}})
     assert not _create_runs({"stat": {"exists": True, "size": 64}})
     assert not _create_runs({"skipped": True})  # not the head
+    # vllm_cluster_ray_token_rotate (the plan's rotate_token): a new token over the one there, on the head only
+    assert _create_runs({"stat": {"exists": True, "size": 64}}, rotate=True)
+    assert not _create_runs({"skipped": True}, rotate=True)
     touch = task(SERVICE, "Create the Ray token file with its final mode")["ansible.builtin.file"]
     assert touch["path"] == TOKEN and touch["state"] == "touch" and touch["mode"] == "0600"
     give = task(SERVICE, "Give this worker the cluster's Ray token")["ansible.builtin.copy"]
@@ -58,6 +62,7 @@ def test_the_head_makes_the_token_once_and_every_member_keeps_it_for_the_service
 def test_the_plan_gets_the_token_path_and_the_firewall_state():
     plan = task("roles/vllm/tasks/preflight.yml", "Plan this host's part of a multi-node instance")["kunpeng.vllm.vllm_cluster"]
     assert plan["ray_token_path"] == "{{ __vllm_ray_token_file }}"
+    assert plan["ray_token_rotate"] == "{{ vllm_cluster_ray_token_rotate }}"
     assert plan["ray_allow_unauthenticated"] == "{{ vllm_cluster_ray_allow_unauthenticated }}"
     # the firewall as the preflight reads it now (test_cluster_firewall), not what a base run recorded
     assert "firewall_default_deny" not in plan
@@ -81,3 +86,34 @@ def test_a_ray_node_restarts_when_its_unit_its_token_or_the_engine_link_changed(
         assert _restart(name, __vllm_engine_link={"changed": True}) is True
         assert _restart(name, **{token: {"changed": True}}) is True
         assert _restart(name, __vllm_ray_unit={"changed": True}) is True
+
+
+def test_a_restarted_ray_head_restarts_the_engine_that_drives_it():
+    """A new token restarts the head's Ray; the engine's Ray session (and its token) went with the old head."""
+    start = task(SERVICE, "Start the Ray head")
+    assert start["register"] == "__vllm_ray_head_started"
+    assert "__vllm_ray_token_head is changed" in start["vars"]["__vllm_ray_restart"]
+    restart = task(SERVICE, "Restart the engine with the Ray head it drives")
+    assert restart["notify"] == "Restart vLLM" and restart["changed_when"] is True
+    assert "kunpeng_vllm_cluster.ray.executor" in restart["when"] and "__vllm_ray_head_started is changed" in restart["when"]
+    names = [t["name"] for t in tasks(load(SERVICE))]
+    assert names.index("Start the Ray head") < names.index("Restart the engine with the Ray head it drives") \
+        < names.index("Restart the instance now when its install or config changed")
+
+
+def test_ray_is_planned_into_the_engine_install_never_pip_installed_afterwards():
+    """The engine is planned again with the cluster's engine_packages (Ray) once the cluster plan exists; no task
+    installs Ray on its own into a virtualenv (the shared one of the release, as it did)."""
+    preflight = load("roles/vllm/tasks/preflight.yml")
+    plans = [t for t in tasks(preflight) if t.get("ansible.builtin.import_tasks") == "plan_engine.yml"]
+    assert [t["vars"]["__vllm_plan_extra_packages"] for t in plans] == [
+        "{{ vllm_extra_packages }}", "{{ vllm_extra_packages + kunpeng_vllm_cluster.engine_packages }}"]
+    assert plans[1]["when"] == "kunpeng_vllm_cluster.engine_packages | length > 0"
+    names = [t.get("name") for t in tasks(preflight)]
+    assert names.index("Plan this host's part of a multi-node instance") < names.index(plans[1]["name"]) \
+        < names.index("Complete the engine config with this member's part of a multi-node instance")
+    plan = task("roles/vllm/tasks/plan_engine.yml", "Plan the engine install and check that the model fits")
+    assert plan["kunpeng.vllm.vllm_plan"]["request"]["extra_packages"] == "{{ __vllm_plan_extra_packages }}"
+    for path in ("roles/vllm/tasks/service.yml", "roles/vllm/tasks/install.yml", "roles/vllm/tasks/configure.yml"):
+        for step in tasks(load(path)):
+            assert "ray" not in str(step.get("ansible.builtin.pip", {}).get("name", "")).lower(), (path, step.get("name"))

