@@ -262,6 +262,9 @@ VLLM_CLUSTER = {
         # token (RAY_AUTH_MODE=token, the token in token_path) or none (a Ray without token authentication)
         "auth": _str(),
         "token_path": _str(),
+        # engine variables vLLM must not copy to the Ray workers it drives (the API key), as the role writes them to
+        # <VLLM_CONFIG_ROOT>/ray_non_carry_over_env_vars.json; empty when the engine does not drive this Ray
+        "non_carry_over_env_vars": _strs(),
     }),
     "serves_api": _bool(),
     "runs_engine": _bool(),
