@@ -264,6 +264,9 @@ VLLM_CLUSTER = {
         "token_path": _str(),
         # the head writes a new token this run (vllm_cluster_ray_token_rotate)
         "rotate_token": _bool(),
+        # engine variables vLLM must not copy to the Ray workers it drives (the API key), as the role writes them to
+        # <VLLM_CONFIG_ROOT>/ray_non_carry_over_env_vars.json; empty when the engine does not drive this Ray
+        "non_carry_over_env_vars": _strs(),
     }),
     # requirements the engine's virtualenv holds for the cluster (Ray), beside vllm_extra_packages
     "engine_packages": _strs(),

@@ -43,9 +43,14 @@ description:
     and C(LimitMEMLOCK=infinity) (RDMA for NCCL/HCCL).
   - A Ray node runs behind the cluster's token (Ray's token authentication, Ray 2.52.0 and later) - C(RAY_AUTH_MODE=token)
     and C(RAY_AUTH_TOKEN_PATH) (O(ray_token_path)) in the Ray unit's environment, and in the engine's when it drives the Ray
-    cluster. A Ray without token authentication is refused on a host whose firewall is not active with a default deny
-    for incoming connections (O(firewall_default_deny)), unless O(ray_allow_unauthenticated); so is a C(dp) or C(mp)
-    layout, whose cluster ports have no authentication at all, unless O(expose_unauthenticated_ports).
+    cluster. A Ray without token authentication is refused unless O(ray_allow_unauthenticated) (a host firewall does not
+    stop a local user of a member, who reaches Ray on the loopback address or the host's own addresses).
+  - Every layout (C(dp), C(mp) and C(ray) alike) runs torch.distributed between the members, and C(dp) vLLM's data parallel
+    RPC/ZMQ sockets too, without authentication; it is refused on a host whose firewall is not active with a default deny
+    for incoming connections (O(firewall_default_deny)), unless O(expose_unauthenticated_ports).
+  - When the engine drives the Ray cluster, C(non_carry_over_env_vars) of RV(ray) lists the engine variables vLLM must not copy
+    to its Ray workers (C(VLLM_API_KEY)); the vllm role writes them to C(<VLLM_CONFIG_ROOT>/ray_non_carry_over_env_vars.json),
+    which vLLM's Ray executor reads.
   - Sets the fact C(kunpeng_vllm_cluster) with the same keys as the module result. Never changes the node.
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
@@ -146,8 +151,8 @@ options:
     description:
       - Whether this host's firewall is active and refuses inbound connections no rule admits, as the base role last
         recorded it (C(ansible_local.kunpeng_vllm_base.firewall.default_deny)); unset when not known. An active firewall
-        with a default allow (ufw's default C(allow (incoming)), firewalld's C(trusted) zone) does not count. Read only
-        for a Ray without token authentication.
+        with a default allow (ufw's default C(allow (incoming)), firewalld's C(trusted) zone) does not count. Every
+        layout needs it, unless O(expose_unauthenticated_ports).
     type: bool
   firewall_probes:
     description:
@@ -179,15 +184,18 @@ options:
         default: ""
   ray_allow_unauthenticated:
     description:
-      - Run a Ray without token authentication on a host whose firewall does not deny incoming by default (anyone who reaches its ports can run
-        code as the service user on every member).
+      - Run a Ray without token authentication (Ray before 2.52.0, such as vllm-ascend's pin). Anyone who reaches its
+        ports, a local user of any member included (a host firewall does not filter the loopback address or the host's
+        own addresses), can run code as the service user on every member.
     type: bool
     default: false
   expose_unauthenticated_ports:
     description:
-      - Plan a C(dp) or C(mp) layout on a host whose firewall does not deny incoming by default. vLLM's data parallel
-        RPC/ZMQ sockets and torch.distributed (TCPStore, gloo) then accept anyone who reaches the members' network,
-        without authentication. Without it such a layout needs O(firewall_default_deny).
+      - Plan a multi-node layout (C(dp), C(mp) or C(ray)) on a host whose firewall does not deny incoming by default.
+        torch.distributed (TCPStore, gloo, NCCL/HCCL; under the C(ray) layout too, which vLLM's Ray executor
+        initialises over C(tcp://<head>:<port>)) and, for C(dp), vLLM's data parallel RPC/ZMQ sockets then accept
+        anyone who reaches the members' network, without authentication. Without it every layout needs
+        O(firewall_default_deny).
     type: bool
     default: false
   ray_token_rotate:
@@ -358,8 +366,9 @@ ray:
     - For the Ray layout (or with I(ray_units)), C(version), C(package), C(args) (of C(ray), head or worker), C(env)
       (with C(RAY_AUTH_MODE) and C(RAY_AUTH_TOKEN_PATH)), C(head_address), C(executor) (whether the engine runs on this Ray
       cluster and its unit requires the Ray unit), C(auth) (C(token), or C(none) for a Ray without token authentication),
-      C(token_path), C(rotate_token) (whether the head writes a new token this run, O(ray_token_rotate)) and C(temp_dir)
-      (Ray's C(RAY_TMPDIR), also in RV(env)); null otherwise.
+      C(token_path), C(rotate_token) (whether the head writes a new token this run, O(ray_token_rotate)), C(temp_dir)
+      (Ray's C(RAY_TMPDIR), also in RV(env)) and C(non_carry_over_env_vars) (the engine variables vLLM must not copy to
+      the Ray workers, C([VLLM_API_KEY]) when the engine drives Ray, else empty); null otherwise.
   returned: always
   type: dict
   sample: null

@@ -52,7 +52,8 @@ QUADLET_SUFFIX = ".container"
 # The files of an instance in the config directory (<name>.<suffix>).
 # ray-token: the cluster's Ray token of a multi-node member (the vllm role's tasks/service.yml).
 # container.env: the container runtime's copy of the environment (vllm_install_method container).
-CONFIG_SUFFIXES = ("yaml", "env", "api-key", "ray-token", "container.env")
+# vllm-config: the engine's VLLM_CONFIG_ROOT where it drives Ray (a directory; the vllm role's tasks/configure.yml).
+CONFIG_SUFFIXES = ("yaml", "env", "api-key", "ray-token", "container.env", "vllm-config")
 _EXEC_START = re.compile(r"(?m)^ExecStart=(\S+)")
 # The engine command of a unit or a launcher (vllm_service_manager none).
 _SERVE = re.compile(r"/bin/vllm serve (\S+)")

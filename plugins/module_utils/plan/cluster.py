@@ -303,63 +303,93 @@ def ray_token_auth(version: str) -> bool:
     return tuple(parts + [0] * (3 - len(parts))) >= RAY_TOKEN_AUTH_SINCE
 
 
-def ray_auth(version: str, token_path: str, host: str, firewall_default_deny: Optional[bool] = None,
-             allow_unauthenticated: bool = False) -> Dict[str, str]:
+def ray_auth(version: str, token_path: str, host: str, allow_unauthenticated: bool = False) -> Dict[str, str]:
     """The environment of a Ray node (and of its clients) of Ray ``version`` on ``host``.
 
     A Ray with token authentication runs behind the cluster's token, read from
     ``token_path`` (never on a command line).  A Ray without it (vllm-ascend
     pins ray<=2.48.0) accepts anyone who reaches its ports, who then runs code
-    as the service user on every member: it runs only behind a host firewall
-    that denies inbound connections by default (the base role opens the Ray
-    ports to the members alone; a merely active firewall with a default allow
-    admits everyone), or with the explicit opt-out ``allow_unauthenticated``.
-    ``firewall_default_deny`` is what the base role last recorded (None: not
-    known yet).
+    as the service user on every member.  A host firewall does not fence that
+    off: it filters what comes in from the network, not a local user's
+    connection to the loopback address or to the host's own addresses, so any
+    unprivileged user of a member reaches the GCS.  Such a Ray runs only with
+    the explicit opt-out ``allow_unauthenticated``; the cluster's other ports
+    still need the firewall (:func:`cluster_ports_exposure`).
     """
     if ray_token_auth(version):
         if not str(token_path or "").startswith("/"):
             raise ClusterError(f"Ray {version} runs behind a token: the token file must be an absolute path, not {token_path!r}")
         return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_path)}
-    if allow_unauthenticated or firewall_default_deny:
+    if allow_unauthenticated:
         return {}
-    state = ("not known yet (the base role records it; run it first)" if firewall_default_deny is None
-             else "not active or not denying incoming connections by default (a default allow, or the trusted zone)")
     raise ClusterError(
         f"Ray {version} has no token authentication (Ray >= 2.52.0 has it): anyone who reaches {host}'s Ray ports could "
-        f"run code as the service user on every member, and the host firewall of {host} is {state}. Use an engine release "
-        "whose Ray has token authentication, or activate the firewall with a default deny for incoming connections "
-        "(ufw default deny incoming; firewalld's default zone not trusted, the NIC not in the trusted zone; the base "
-        "role then opens the Ray ports to the members only), or accept the exposure with "
-        "vllm_cluster_ray_allow_unauthenticated: true")
+        "run code as the service user on every member, and a host firewall does not stop a local user of a member "
+        "(it does not filter the loopback address or the host's own addresses). Use an engine release whose Ray has "
+        "token authentication, or accept the exposure with vllm_cluster_ray_allow_unauthenticated: true")
+
+
+#: What each layout runs on the members' network without authentication.
+UNAUTHENTICATED_TRAFFIC = {
+    "dp": "vLLM's data parallel RPC/ZMQ sockets and torch.distributed (TCPStore, gloo)",
+    "mp": "torch.distributed (TCPStore, gloo, NCCL/HCCL) of vLLM's multiprocessing executor",
+    "ray": "torch.distributed (TCPStore, gloo, NCCL/HCCL), which vLLM's Ray executor initialises over "
+           "tcp://<head>:<free port>",
+}
 
 
 def cluster_ports_exposure(mode: str, host: str, firewall_default_deny: Optional[bool] = None,
                            expose_unauthenticated_ports: bool = False) -> None:
-    """Refuse a ``dp`` or ``mp`` layout whose cluster ports would be open to anyone who reaches ``host``.
+    """Refuse a multi-node layout whose cluster ports would be open to anyone who reaches ``host``.
 
-    vLLM's data parallel RPC and ZMQ sockets and torch.distributed (its TCPStore
-    and gloo) listen on the members' network without authentication: vLLM's
-    security guide ("Inter-Node Communication", docs.vllm.ai/en/stable/usage/
-    security/) says this traffic is insecure by default and belongs on an
-    isolated network, and PyTorch's (pytorch/pytorch SECURITY.md, "Using distributed
-    features") that its distributed primitives accept connections
-    from anyone who reaches them.  So such a layout needs a host firewall that
-    denies inbound connections by default (the base role then opens the
-    cluster ports to the members alone), as the base role last recorded it,
-    or the opt-out ``vllm_cluster_expose_unauthenticated_ports``.
+    Every layout over several nodes runs torch.distributed between the members
+    (its TCPStore and gloo, NCCL/HCCL), and the ``dp`` layout vLLM's data
+    parallel RPC and ZMQ sockets too, on the members' network without
+    authentication; the ``ray`` layout as well: vLLM's Ray executor
+    initialises torch.distributed over ``tcp://<head>:<free port>`` (vLLM
+    0.32.0, vllm/v1/executor/ray_executor.py), and Ray's token protects Ray,
+    not those ports.  vLLM's security guide ("Inter-Node Communication",
+    docs.vllm.ai/en/stable/usage/security/) says this traffic is insecure by
+    default and belongs on an isolated network, and PyTorch's
+    (pytorch/pytorch SECURITY.md, "Using distributed features") that its
+    distributed primitives accept connections from anyone who reaches them.
+    So every layout needs a host firewall that denies inbound connections by
+    default (the base role then opens the cluster ports to the members
+    alone), as the base role last recorded it, or the opt-out
+    ``vllm_cluster_expose_unauthenticated_ports``.
     """
-    if mode not in ("dp", "mp") or expose_unauthenticated_ports or firewall_default_deny:
+    if mode not in UNAUTHENTICATED_TRAFFIC:
+        raise ClusterError(f"unknown cluster layout {mode!r} (one of {', '.join(UNAUTHENTICATED_TRAFFIC)})")
+    if expose_unauthenticated_ports or firewall_default_deny:
         return
     state = ("not known yet (the base role records it: run the play's base step, tag base, once)"
              if firewall_default_deny is None
              else "not active or not denying incoming connections by default (a default allow, or the trusted zone)")
     raise ClusterError(
-        f"the {mode} layout runs vLLM's data parallel RPC/ZMQ sockets and torch.distributed (TCPStore, gloo) on the "
-        f"members' network without authentication, and the host firewall of {host} is {state}. Activate the firewall "
-        "with a default deny for incoming connections (ufw default deny incoming; firewalld's default zone not trusted, "
-        "the cluster NIC not in the trusted zone; the base role then opens the cluster ports to the members only), or, "
-        "on a network only the members reach, accept the exposure with vllm_cluster_expose_unauthenticated_ports: true")
+        f"the {mode} layout runs {UNAUTHENTICATED_TRAFFIC[mode]} on the members' network without authentication, and "
+        f"the host firewall of {host} is {state}. Activate the firewall with a default deny for incoming connections "
+        "(ufw default deny incoming; firewalld's default zone not trusted, the cluster NIC not in the trusted zone; the "
+        "base role then opens the cluster ports to the members only), or, on a network only the members reach, accept "
+        "the exposure with vllm_cluster_expose_unauthenticated_ports: true")
+
+
+#: What the engine must not hand to the Ray workers it drives.  vLLM's Ray
+#: executor copies into every worker actor, on every member, each variable of
+#: vllm.envs.environment_variables (VLLM_API_KEY is one) and each one of its
+#: environment whose name starts with VLLM_, HF_, NCCL_, ... (vLLM 0.32.0,
+#: vllm/ray/ray_env.py get_env_vars_to_copy, called from
+#: vllm/v1/executor/ray_executor.py), less the names listed in
+#: <VLLM_CONFIG_ROOT>/ray_non_carry_over_env_vars.json.  The workers serve no
+#: API: the API key stays with the engine.
+RAY_NON_CARRY_OVER = ("VLLM_API_KEY",)
+#: The file vLLM reads that list from, in the directory VLLM_CONFIG_ROOT names
+#: (vllm/ray/ray_env.py RAY_NON_CARRY_OVER_ENV_VARS_FILE).
+RAY_NON_CARRY_OVER_FILE = "ray_non_carry_over_env_vars.json"
+
+
+def ray_non_carry_over(executor: bool) -> List[str]:
+    """The engine variables vLLM must not copy to the Ray workers: none unless the engine drives Ray (``executor``)."""
+    return list(RAY_NON_CARRY_OVER) if executor else []
 
 
 # --- per member ------------------------------------------------------------------------------
@@ -462,11 +492,12 @@ def _ray(shape: Dict[str, Any], backend: str, rank: int, head_address: str, port
         args = ["start", f"--address={head_address}:{ports['ray']}"] + common + resources
     env = dict(backends.backend(backend).ray_env())
     version = auth["version"] or backends.field(backend, "ray_version")
-    token = ray_auth(version, auth["token_path"], node["name"], auth["firewall_default_deny"], auth["allow_unauthenticated"])
+    token = ray_auth(version, auth["token_path"], node["name"], auth["allow_unauthenticated"])
     env.update(token)
     return {"version": version, "package": f"ray[default]=={version}", "args": args, "env": env,
             "head_address": f"{head_address}:{ports['ray']}", "executor": executor,
-            "auth": "token" if token else "none", "token_path": token.get("RAY_AUTH_TOKEN_PATH", "")}
+            "auth": "token" if token else "none", "token_path": token.get("RAY_AUTH_TOKEN_PATH", ""),
+            "non_carry_over_env_vars": ray_non_carry_over(executor)}
 
 
 def engine_packages(ray: Optional[Dict[str, Any]]) -> List[str]:
@@ -522,10 +553,10 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     """The cluster plan seen from ``host`` (one of ``members``; the first member is the head).
 
     A Ray node runs behind the cluster's token (``ray_token_path``, see
-    :func:`ray_auth`; ``firewall_default_deny`` and ``ray_allow_unauthenticated``
-    decide for a Ray ``ray_version`` without token authentication); the
-    same recorded firewall, or ``expose_unauthenticated_ports``, decides for
-    a ``dp`` or ``mp`` layout (:func:`cluster_ports_exposure`).
+    :func:`ray_auth`; a Ray ``ray_version`` without token authentication
+    only with ``ray_allow_unauthenticated``); the recorded firewall
+    (``firewall_default_deny``), or ``expose_unauthenticated_ports``, decides
+    for every layout (:func:`cluster_ports_exposure`).
 
     ``ray_units`` forms the Ray cluster (Ray head and worker units) even when
     the layout does not run Ray as executor: on the CPU backend, whose platform
@@ -556,8 +587,7 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     head_address = net["members"][head["name"]]["address"]
     rdma = all(node["rdma"] for node in members) and backends.field(backend, "rdma")
     sources = [net["members"][name]["address"] for name in names]
-    auth = {"version": ray_version, "token_path": ray_token_path, "firewall_default_deny": firewall_default_deny,
-            "allow_unauthenticated": ray_allow_unauthenticated}
+    auth = {"version": ray_version, "token_path": ray_token_path, "allow_unauthenticated": ray_allow_unauthenticated}
     ray = _ray(shape, backend, rank, head_address, ports, me, where["address"], ray_units, auth)
     if ray is not None:
         ray["temp_dir"] = ray_tmpdir(cache_dir, instance or group)

@@ -196,7 +196,7 @@ def test_the_remove_entry_point_stops_generated_units_without_disabling_them():
     # (issue 37, low: they survived a partial uninstall)
     (["smollm2"], [f"/var/backups/kunpeng-vllm/{stamp}/config/smollm2.{suffix}"
                    for stamp in ("20260101T000000Z", "20260102T000000Z")
-                   for suffix in ("yaml", "env", "api-key", "ray-token", "container.env")]),
+                   for suffix in lc.CONFIG_SUFFIXES]),
 ])
 def test_snapshots_holding_the_keys_go_with_the_last_instance(only, removed):
     """Issue 37, low: each snapshot copies the config directory, API keys included; uninstall took none of them."""

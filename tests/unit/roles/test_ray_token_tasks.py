@@ -117,3 +117,21 @@ def test_ray_is_planned_into_the_engine_install_never_pip_installed_afterwards()
     for path in ("roles/vllm/tasks/service.yml", "roles/vllm/tasks/install.yml", "roles/vllm/tasks/configure.yml"):
         for step in tasks(load(path)):
             assert "ray" not in str(step.get("ansible.builtin.pip", {}).get("name", "")).lower(), (path, step.get("name"))
+
+
+def test_the_variables_kept_from_ray_sit_where_the_service_account_reads_but_cannot_change_them():
+    """Review finding M4: vLLM reads <VLLM_CONFIG_ROOT>/ray_non_carry_over_env_vars.json; a file the service account
+    could rewrite would let the engine's own code put the API key back on every Ray worker."""
+    configure = "roles/vllm/tasks/configure.yml"
+    folder = task(configure, "Create the engine's vLLM config directory (the variables kept from Ray's workers)")
+    write = task(configure, "Write the engine variables vLLM must not copy to the Ray workers")
+    drop = task(configure, "Remove the engine's vLLM config directory where the engine drives no Ray")
+    assert folder["ansible.builtin.file"]["owner"] == write["ansible.builtin.copy"]["owner"] == "root"
+    assert folder["ansible.builtin.file"]["mode"] == "0750" and write["ansible.builtin.copy"]["mode"] == "0640"
+    assert folder["ansible.builtin.file"]["group"] == write["ansible.builtin.copy"]["group"] == "{{ vllm_group }}"
+    assert write["ansible.builtin.copy"]["dest"] == "{{ __vllm_config_root }}/ray_non_carry_over_env_vars.json"
+    assert folder["when"] == write["when"] == "__vllm_ray_non_carry_over | length > 0"
+    assert drop["when"] == "__vllm_ray_non_carry_over | length == 0" and drop["ansible.builtin.file"]["state"] == "absent"
+    # written before the environment file that points the engine at it
+    names = [t["name"] for t in tasks(load(configure))]
+    assert names.index(write["name"]) < names.index("Write the service environment (API key, caches, device selection)")

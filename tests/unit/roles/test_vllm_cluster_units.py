@@ -59,8 +59,9 @@ def render(template, plan, cluster, **extra):
 # spreads DeepSeek over two A2 nodes as data parallel replicas (vllm-ascend's DeepSeek-R1 guide).
 A2_RAY = {"tensor_parallel_size": 8, "pipeline_parallel_size": 2}
 # The Ascend backend's Ray is vllm-ascend's pin (2.48.0), without token authentication: the planner plans it only
-# behind an active host firewall (as the base role records it), and its units then carry no RAY_AUTH_* variable.
-A2_RAY_PLAN = {"moe": True, "firewall_default_deny": True}
+# with vllm_cluster_ray_allow_unauthenticated, behind the default-deny firewall every layout needs (as the base role
+# records it), and its units then carry no RAY_AUTH_* variable.
+A2_RAY_PLAN = {"moe": True, "firewall_default_deny": True, "ray_allow_unauthenticated": True}
 
 
 def a2_members(requested=None):
@@ -131,6 +132,59 @@ def test_a_ray_task_does_not_get_the_engines_api_key():
     assert _systemd_environment(engine, files)["VLLM_API_KEY"] == "sk-engine-secret"
     # Stopping this member's Ray stops this unit's processes only ('ray stop' would stop every Ray of the host).
     assert "\nExecStop=" not in ray and "KillMode=mixed" in ray
+
+
+def _template(text, plan, cluster):
+    """A task field of the role rendered as Ansible renders it (role defaults and vars, the member's facts)."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+    from core_compat import trust_as_template
+
+    loader = DataLoader()
+    variables = {}
+    for name in ("defaults", "vars"):
+        variables.update(trusted(loader.load_from_file(os.path.join(ROOT, "roles", "vllm", name, "main.yml"))))
+    variables.update(kunpeng_vllm_plan=plan, kunpeng_vllm_cluster=cluster, vllm_model_name="deepseek-r1")
+    return Templar(loader=loader, variables=variables).template(trust_as_template(text))
+
+
+def _ray_non_carry_over(plan, fact):
+    """What vLLM 0.32.0 reads (vllm/ray/ray_env.py): json.load of <VLLM_CONFIG_ROOT>/ray_non_carry_over_env_vars.json,
+    VLLM_CONFIG_ROOT from the engine's environment; the set of names its Ray executor does not copy to the workers."""
+    import json
+    from task_files import task
+
+    write = task("roles/vllm/tasks/configure.yml", "Write the engine variables vLLM must not copy to the Ray workers")
+    runs = _template("{{ " + write["when"] + " }}", plan, fact)
+    env = _systemd_environment(render("vllm.service.j2", plan, fact),
+                               {"/etc/vllm/deepseek-r1.env": render("vllm.env.j2", plan, fact)})
+    if not runs:
+        return env, None, set()
+    step = write["ansible.builtin.copy"]
+    dest = _template(step["dest"], plan, fact)
+    assert step["owner"] == "root" and step["mode"] == "0640"  # the service account reads it, cannot change it
+    return env, dest, set(json.loads(_template(step["content"], plan, fact)))
+
+
+def test_the_engine_that_drives_ray_keeps_its_api_key_from_the_ray_workers():
+    """Review finding M4: UnsetEnvironment=VLLM_API_KEY in the Ray unit did not keep the key out. vLLM 0.32.0's Ray
+    executor copies every variable of vllm.envs.environment_variables (VLLM_API_KEY is one) from the engine into
+    every Ray worker actor on every member (vllm/ray/ray_env.py get_env_vars_to_copy), less the names of
+    <VLLM_CONFIG_ROOT>/ray_non_carry_over_env_vars.json."""
+    members, plan = a2_members()
+    fact = cluster_fact(members, "a2-node-1", engine_args=plan["engine_args"], **A2_RAY_PLAN)
+    env, dest, kept_out = _ray_non_carry_over(plan, fact)
+    assert "VLLM_API_KEY" in kept_out
+    assert dest == "/etc/vllm/deepseek-r1.vllm-config/ray_non_carry_over_env_vars.json"
+    assert os.path.join(env["VLLM_CONFIG_ROOT"], "ray_non_carry_over_env_vars.json") == dest
+
+
+def test_engines_beside_a_ray_cluster_they_do_not_drive_get_no_config_root():
+    plan = ch.node_plan("cpu-x86", nodes=2, model_config=ch.model_config("smollm2-135m"), python_version="3.11", request=ROLE_REQUEST)
+    members = [ch.entry(f"node-{i}", "cpu-x86", ch.network(net), plan) for i, net in ((0, "docker-net1-a"), (1, "docker-net1-net2-b"))]
+    fact = cluster_fact(members, "node-0", engine_args=plan["engine_args"], ray_units=True)
+    env, dest, kept_out = _ray_non_carry_over(plan, fact)
+    assert dest is None and "VLLM_CONFIG_ROOT" not in env
 
 
 def test_ray_units_carry_rdma_and_the_ray_command():

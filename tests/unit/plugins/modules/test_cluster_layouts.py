@@ -39,10 +39,10 @@ TOKEN = "/etc/vllm/ds.ray-token"
 
 
 def ray_security(plan):
-    """What the vllm role hands the planner: the token file (Ray >= 2.52 runs behind it) and a host firewall that
-    denies inbound by default, without which the planner refuses a dp or mp layout and a Ray without token
-    authentication (Ascend: vllm-ascend's 2.48.0)."""
-    return {"ray_token_path": TOKEN, "firewall_default_deny": True}
+    """What the vllm role hands the planner: the token file (Ray >= 2.52 runs behind it), a host firewall that
+    denies inbound by default, without which the planner refuses every layout, and, for a Ray without token
+    authentication (Ascend: vllm-ascend's 2.48.0), the opt-out vllm_cluster_ray_allow_unauthenticated."""
+    return {"ray_token_path": TOKEN, "firewall_default_deny": True, "ray_allow_unauthenticated": True}
 
 
 def part(members, plan, host, **params):
@@ -94,7 +94,7 @@ def test_multinode_layout_is_the_backends_upstream_layout(case):
     assert (head["ray"] or {}).get("version") == ray and (worker["ray"] or {}).get("version") == ray
     if ray:
         assert head["ray"]["package"] == f"ray[default]=={ray}"
-        # Ray 2.60.0 runs behind the cluster token; vllm-ascend's 2.48.0 has none (behind the firewall)
+        # Ray 2.60.0 runs behind the cluster token; vllm-ascend's 2.48.0 has none (only with the opt-out)
         auth = {"2.48.0": {}, "2.60.0": {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}}[ray]
         for member in (head, worker):
             assert {key: value for key, value in member["env"].items() if key.startswith("RAY_AUTH_")} == auth

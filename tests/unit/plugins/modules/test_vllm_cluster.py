@@ -103,40 +103,54 @@ def test_every_ray_node_runs_behind_the_cluster_token_given_by_path():
     assert failed and "the token file must be an absolute path" in result["msg"]
 
 
-@pytest.mark.parametrize("version, firewall_default_deny, opt_out, expect", [
-    ("2.60.0", None, False, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}),
-    ("2.52.0", False, False, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}),
-    ("3.0.0.dev0", False, False, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}),
-    # vllm-ascend pins ray<=2.48.0, which has no token authentication
-    ("2.48.0", True, False, {}),
-    ("2.48.0", False, True, {}),
-    # an active firewall that admits everyone (ufw default allow incoming, the NIC in firewalld's trusted zone)
-    # records default_deny false (base_report.firewall_default_deny): refused, as no firewall is (issue 37)
-    ("2.48.0", False, False, "host firewall of a2-node-1 is not active or not denying incoming connections by default"),
-    ("2.51.2", None, False, "host firewall of a2-node-1 is not known yet"),
+@pytest.mark.parametrize("version, opt_out, expect", [
+    ("2.60.0", False, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}),
+    ("2.52.0", False, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}),
+    ("3.0.0.dev0", False, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN}),
+    # vllm-ascend pins ray<=2.48.0, which has no token authentication: only with the explicit opt-out
+    ("2.48.0", True, {}),
+    ("2.48.0", False, "Ray 2.48.0 has no token authentication"),
+    ("2.51.2", False, "Ray 2.51.2 has no token authentication"),
 ])
-def test_a_ray_without_token_auth_needs_an_active_firewall_or_the_opt_out(version, firewall_default_deny, opt_out, expect):
+def test_a_ray_without_token_auth_needs_the_opt_out(version, opt_out, expect):
     if isinstance(expect, dict):
-        assert cluster.ray_auth(version, TOKEN, "a2-node-1", firewall_default_deny, opt_out) == expect
+        assert cluster.ray_auth(version, TOKEN, "a2-node-1", opt_out) == expect
         return
     with pytest.raises(cluster.ClusterError) as raised:
-        cluster.ray_auth(version, TOKEN, "a2-node-1", firewall_default_deny, opt_out)
-    assert expect in str(raised.value) and "vllm_cluster_ray_allow_unauthenticated" in str(raised.value)
-    # the refusal recommends only secure layouts: dp and mp run unauthenticated cluster ports too
-    assert "dp or mp" not in str(raised.value) and "default deny" in str(raised.value)
+        cluster.ray_auth(version, TOKEN, "a2-node-1", opt_out)
+    message = str(raised.value)
+    assert expect in message and "vllm_cluster_ray_allow_unauthenticated: true" in message
+    # the refusal recommends only secure setups: no other unauthenticated layout, and not a firewall, which does
+    # not stop a local user of a member (the loopback address and the host's own addresses are not filtered)
+    assert "dp or mp" not in message and "vllm_cluster_executor" not in message
+    assert "default deny" not in message and "local user" in message
+
+
+@pytest.mark.parametrize("firewall_default_deny", [True, False, None])
+def test_a_default_deny_firewall_does_not_admit_a_ray_without_token_auth(firewall_default_deny):
+    """Review finding M4: a host firewall does not filter lo or the host's own addresses; any local user of a
+    member reached the GCS of Ray 2.48.0 (Ascend) and ran code as the service account."""
+    members, plan = a2_cluster(requested_engine_args=A2_RAY)
+    msg = fails(members, "a2-node-1", engine_args=plan["engine_args"], moe=True, firewall_default_deny=firewall_default_deny,
+                expose_unauthenticated_ports=firewall_default_deny is not True)
+    assert "Ray 2.48.0 has no token authentication" in msg and "vllm_cluster_ray_allow_unauthenticated" in msg
 
 
 def plain_members(members):
     return [cluster.member(m["name"], m["accelerators"], m["plan"], m["facts"], m["model"], m["rdma"]) for m in members]
 
 
-def test_the_ray_plan_of_an_old_ray_is_refused_without_a_firewall():
+def test_the_ray_plan_of_an_old_ray_needs_the_opt_out_and_the_firewall():
     """The Ascend backend's Ray is vllm-ascend's pin (2.48.0), without token authentication."""
     members, plan = a2_cluster(requested_engine_args=A2_RAY)
     args = dict(engine_args=plan["engine_args"], moe=True, ray_token_path=TOKEN)
     with pytest.raises(cluster.ClusterError, match="has no token authentication"):
-        cluster.plan(plain_members(members), "a2-node-1", firewall_default_deny=False, **args)
-    ray = cluster.plan(plain_members(members), "a2-node-1", firewall_default_deny=True, **args)["ray"]
+        cluster.plan(plain_members(members), "a2-node-1", firewall_default_deny=True, **args)
+    # the opt-out admits the Ray; its torch.distributed ports still need the firewall (or their own opt-out)
+    with pytest.raises(cluster.ClusterError, match="the ray layout runs torch.distributed"):
+        cluster.plan(plain_members(members), "a2-node-1", firewall_default_deny=False, ray_allow_unauthenticated=True, **args)
+    ray = cluster.plan(plain_members(members), "a2-node-1", firewall_default_deny=True, ray_allow_unauthenticated=True,
+                       **args)["ray"]
     assert ray["auth"] == "none" and ray["package"] == "ray[default]==2.48.0" and "RAY_AUTH_MODE" not in ray["env"]
 
 
@@ -168,10 +182,14 @@ def test_an_old_ray_version_asked_for_on_the_cpu_backend_is_refused_without_a_fi
     ("mp", False, False, "not active or not denying incoming connections by default"),
     ("mp", None, False, "not known yet"),
     ("mp", False, True, None),
-    # Ray's own ports are ray_auth's (token, or the same firewall)
-    ("ray", False, False, None),
+    # review finding M1: vLLM's Ray executor runs torch.distributed (TCPStore, gloo, NCCL) over tcp://<head>:<port>
+    # without authentication; Ray's token protects Ray, not those ports
+    ("ray", True, False, None),
+    ("ray", False, False, "not active or not denying incoming connections by default"),
+    ("ray", None, False, "not known yet"),
+    ("ray", False, True, None),
 ])
-def test_a_dp_or_mp_layout_needs_a_default_deny_firewall_or_the_opt_out(mode, firewall_default_deny, opt_out, refused):
+def test_every_layout_needs_a_default_deny_firewall_or_the_opt_out(mode, firewall_default_deny, opt_out, refused):
     if refused is None:
         assert cluster.cluster_ports_exposure(mode, "node-0", firewall_default_deny, opt_out) is None
         return
@@ -182,6 +200,47 @@ def test_a_dp_or_mp_layout_needs_a_default_deny_firewall_or_the_opt_out(mode, fi
     # the refusal names the opt-out and recommends only the firewall, never another unauthenticated layout
     assert "vllm_cluster_expose_unauthenticated_ports: true" in message and "default deny" in message
     assert "vllm_cluster_executor" not in message and "ray_allow_unauthenticated" not in message
+    assert "torch.distributed" in message
+
+
+def test_an_unknown_layout_is_refused_not_let_through():
+    with pytest.raises(cluster.ClusterError, match="unknown cluster layout"):
+        cluster.cluster_ports_exposure("pp", "node-0", False, False)
+
+
+def test_a_ray_layout_behind_the_token_is_refused_without_a_firewall():
+    """Review finding M1: the Ray layout (tensor 8 x pipeline 2 over two H100 nodes, Ray 2.60.0 with its token)
+    was planned on hosts whose firewall is off."""
+    plan = ch.node_plan("hgx-h100", nodes=2, model_config=ch.model_config("deepseek-v3"), python_version="3.12")
+    net = ("172.18.0.", "10.30.0.", "eth0", "ens10f0np0")
+    members = [ch.entry(f"h100-node-{i}", "hgx-h100", ch.network(n, net), plan, rdma=False) for i, n in ((1, A), (2, B))]
+    for deny in (False, None):
+        msg = fails(members, "h100-node-1", engine_args=plan["engine_args"], moe=True, firewall_default_deny=deny)
+        assert msg.startswith("the ray layout runs torch.distributed"), msg
+    fact = ok(members, "h100-node-1", engine_args=plan["engine_args"], moe=True, firewall_default_deny=False,
+              expose_unauthenticated_ports=True)
+    assert fact["layout"]["mode"] == "ray" and fact["ray"]["auth"] == "token"
+
+
+@pytest.mark.parametrize("executor, expect", [(True, ["VLLM_API_KEY"]), (False, [])])
+def test_the_engine_keeps_its_api_key_from_the_ray_workers_it_drives(executor, expect):
+    """Review finding M4: vLLM 0.32.0's Ray executor copies every variable of vllm.envs.environment_variables
+    (VLLM_API_KEY is one) into every Ray worker actor on every member, less the names of
+    <VLLM_CONFIG_ROOT>/ray_non_carry_over_env_vars.json (vllm/ray/ray_env.py get_env_vars_to_copy)."""
+    assert cluster.ray_non_carry_over(executor) == expect
+
+
+def test_the_plan_lists_the_api_key_for_ray_only_where_the_engine_drives_it():
+    plan = ch.node_plan("hgx-h100", nodes=2, model_config=ch.model_config("deepseek-v3"), python_version="3.12")
+    net = ("172.18.0.", "10.30.0.", "eth0", "ens10f0np0")
+    members = [ch.entry(f"h100-node-{i}", "hgx-h100", ch.network(n, net), plan, rdma=False) for i, n in ((1, A), (2, B))]
+    for host in ("h100-node-1", "h100-node-2"):
+        ray = ok(members, host, engine_args=plan["engine_args"], moe=True)["ray"]
+        assert ray["executor"] is True and ray["non_carry_over_env_vars"] == ["VLLM_API_KEY"]
+    # a Ray cluster beside data parallel engines: the engines never hand it their environment
+    cpu_members, cpu_plan = cpu_pair()
+    beside = ok(cpu_members, "node-0", engine_args=cpu_plan["engine_args"], ray_units=True)["ray"]
+    assert beside["executor"] is False and beside["non_carry_over_env_vars"] == []
 
 
 @pytest.mark.parametrize("record, opt_out, refused", [
@@ -301,8 +360,8 @@ def a2_cluster(rdma=True, **params):
 # The layout vllm-ascend's guides give when asked for explicitly: one replica over both nodes through Ray.
 A2_RAY = {"tensor_parallel_size": 8, "pipeline_parallel_size": 2}
 # The Ascend backend's Ray (vllm-ascend's pin, 2.48.0) has no token authentication: the planner refuses its
-# Ray layouts unless the host firewall is active (the base role opens the Ray ports to the members only).
-BEHIND_FIREWALL = {"firewall_default_deny": True}
+# Ray layouts unless vllm_cluster_ray_allow_unauthenticated, and behind the default-deny firewall every layout needs.
+BEHIND_FIREWALL = {"firewall_default_deny": True, "ray_allow_unauthenticated": True}
 
 
 def test_r1_w8a8_over_two_a2_nodes_asked_for_pipeline_stages_runs_them_through_ray():

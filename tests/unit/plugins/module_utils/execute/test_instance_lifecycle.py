@@ -171,7 +171,7 @@ def test_removal_plan(only, models, instances, units, engines, model_dirs):
     paths = removal["paths"]
     for name in instances:
         for path in (f"/etc/vllm/{name}.yaml", f"/etc/vllm/{name}.env", f"/etc/vllm/{name}.api-key",
-                     f"/etc/vllm/{name}.ray-token", f"/var/cache/vllm/{name}", f"/opt/vllm/current-{name}",
+                     f"/etc/vllm/{name}.ray-token", f"/etc/vllm/{name}.vllm-config", f"/var/cache/vllm/{name}", f"/opt/vllm/current-{name}",
                      f"/opt/vllm/verified-{name}", f"/etc/vllm/{name}.container.env",
                      f"/opt/vllm/verified-{name}.image"):
             assert path in paths
