@@ -355,14 +355,14 @@ def cluster_ports_exposure(mode: str, host: str, firewall_default_deny: Optional
     distributed primitives accept connections from anyone who reaches them.
     So every layout needs a host firewall that denies inbound connections by
     default (the base role then opens the cluster ports to the members
-    alone), as the base role last recorded it, or the opt-out
-    ``vllm_cluster_expose_unauthenticated_ports``.
+    alone), as the vllm role's preflight reads it (kunpeng.vllm.vllm_cluster's
+    ``firewall_probes``), or the opt-out ``vllm_cluster_expose_unauthenticated_ports``.
     """
     if mode not in UNAUTHENTICATED_TRAFFIC:
         raise ClusterError(f"unknown cluster layout {mode!r} (one of {', '.join(UNAUTHENTICATED_TRAFFIC)})")
     if expose_unauthenticated_ports or firewall_default_deny:
         return
-    state = ("not known yet (the base role records it: run the play's base step, tag base, once)"
+    state = ("not known (neither a firewall reading nor a recorded state was given)"
              if firewall_default_deny is None
              else "not active or not denying incoming connections by default (a default allow, or the trusted zone)")
     raise ClusterError(

@@ -175,18 +175,18 @@ def test_an_old_ray_version_asked_for_on_the_cpu_backend_is_refused_without_a_fi
 @pytest.mark.parametrize("mode, firewall_default_deny, opt_out, refused", [
     ("dp", True, False, None),
     ("dp", False, False, "not active or not denying incoming connections by default"),
-    ("dp", None, False, "not known yet"),
+    ("dp", None, False, "not known"),
     ("dp", False, True, None),
     ("dp", None, True, None),
     ("mp", True, False, None),
     ("mp", False, False, "not active or not denying incoming connections by default"),
-    ("mp", None, False, "not known yet"),
+    ("mp", None, False, "not known"),
     ("mp", False, True, None),
     # review finding M1: vLLM's Ray executor runs torch.distributed (TCPStore, gloo, NCCL) over tcp://<head>:<port>
     # without authentication; Ray's token protects Ray, not those ports
     ("ray", True, False, None),
     ("ray", False, False, "not active or not denying incoming connections by default"),
-    ("ray", None, False, "not known yet"),
+    ("ray", None, False, "not known"),
     ("ray", False, True, None),
 ])
 def test_every_layout_needs_a_default_deny_firewall_or_the_opt_out(mode, firewall_default_deny, opt_out, refused):
