@@ -56,6 +56,11 @@ API_KEY_KEY = "api-key"
 GUARD_MODULE = "kunpeng_vllm_route_guard"
 GUARD_KEY = f"{GUARD_MODULE}.py"
 GUARD_CLASS = f"{GUARD_MODULE}.RouteGuard"
+#: The guard's settings in the pod: no address reads /metrics without the key, loopback included.  A proxy in the
+#: pod (a service mesh's sidecar: Istio's inbound passthrough connects to the app from 127.0.0.6) hands the engine
+#: every client's connection from loopback, and nothing in the pod reads /metrics; Prometheus in the cluster sends
+#: the key (docs/kubernetes.md).
+GUARD_ENVIRONMENT = {"KUNPENG_VLLM_METRICS_SOURCES": "", "KUNPENG_VLLM_METRICS_LOOPBACK": "off"}
 GUARD_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "roles", "vllm", "files", GUARD_KEY)
 #: Service types that publish the API outside the cluster network (a port on every node, a cloud load balancer).
 EXTERNAL_SERVICE_TYPES = ("NodePort", "LoadBalancer")
@@ -406,9 +411,9 @@ def _base(plan: Mapping[str, Any], opts: Dict[str, Any], config: Dict[str, Any])
     if api_key or key_secret:
         env.append({"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": secret_name, "key": API_KEY_KEY}}})
     if config.get("middleware") == GUARD_CLASS:
-        # The guard reads /metrics keyless from loopback only (no sources: Prometheus in the cluster sends the key).
         data[GUARD_KEY] = route_guard_source()
-        env.extend([{"name": "PYTHONPATH", "value": CONFIG_DIR}, {"name": "KUNPENG_VLLM_METRICS_SOURCES", "value": ""}])
+        env.extend([{"name": "PYTHONPATH", "value": CONFIG_DIR}] + [
+            {"name": name, "value": value} for name, value in sorted(GUARD_ENVIRONMENT.items())])
     manifests.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(f"{name}-config", namespace, labels),
                       "data": data})
     security = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": bool(opts["read_only_root_filesystem"]),

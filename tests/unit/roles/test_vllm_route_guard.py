@@ -145,3 +145,41 @@ def test_refuses_to_start_without_a_key(monkeypatch):
 def test_unresolvable_source_is_skipped():
     networks = guard_module.metrics_networks("no-such-host.invalid,10.0.0.0/8")
     assert [str(n) for n in networks] == ["127.0.0.0/8", "::1/128", "10.0.0.0/8"]
+
+
+@pytest.mark.parametrize("setting, client, status", [
+    # The host default (unset): loopback reads /metrics keyless, as the node's own tools do.
+    (None, "127.0.0.1", 200),
+    ("", "::1", 200),
+    ("on", "127.0.0.6", 200),
+    # off (the pod's): a sidecar delivers every client from loopback (Istio's passthrough: 127.0.0.6).
+    ("off", "127.0.0.6", 401),
+    ("off", "127.0.0.1", 401),
+    ("OFF", "::1", 401),
+    ("off", "::ffff:127.0.0.1", 401),
+    # the listed sources still read it keyless
+    ("off", "10.0.0.7", 200),
+])
+def test_loopback_can_be_taken_out_of_the_keyless_sources(monkeypatch, setting, client, status):
+    monkeypatch.setenv("VLLM_API_KEY", KEY)
+    monkeypatch.setenv("KUNPENG_VLLM_METRICS_SOURCES", "10.0.0.7")
+    if setting is None:
+        monkeypatch.delenv("KUNPENG_VLLM_METRICS_LOOPBACK", raising=False)
+    else:
+        monkeypatch.setenv("KUNPENG_VLLM_METRICS_LOOPBACK", setting)
+    guard = guard_module.RouteGuard(_engine)
+    assert _status(_call(guard, "/metrics", client=client)) == status
+    assert _status(_call(guard, "/metrics", headers=(BEARER,), client=client)) == 200
+
+
+def test_no_keyless_source_at_all(monkeypatch):
+    assert guard_module.metrics_networks("", loopback=False) == []
+
+
+@pytest.mark.parametrize("value", ["no", "0", "false", "loopback"])
+def test_an_unknown_loopback_setting_stops_the_engine(monkeypatch, value):
+    """Fail closed and loud: a typo must not leave loopback keyless where off was meant."""
+    monkeypatch.setenv("VLLM_API_KEY", KEY)
+    monkeypatch.setenv("KUNPENG_VLLM_METRICS_LOOPBACK", value)
+    with pytest.raises(RuntimeError, match="KUNPENG_VLLM_METRICS_LOOPBACK"):
+        guard_module.RouteGuard(_engine)

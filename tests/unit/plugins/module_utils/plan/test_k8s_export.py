@@ -347,13 +347,13 @@ def _guard_under_the_pods_environment(manifests, monkeypatch):
 
     guard = module.RouteGuard(app)
 
-    def status(path, method="POST", headers=()):
+    def status(path, method="POST", headers=(), client="10.244.1.7"):
         sent = []
 
         async def send(message):
             sent.append(message)
 
-        scope = {"type": "http", "path": path, "root_path": "", "method": method, "client": ("10.244.1.7", 40000),
+        scope = {"type": "http", "path": path, "root_path": "", "method": method, "client": (client, 40000),
                  "headers": [(k.lower().encode(), v.encode()) for k, v in headers]}
         asyncio.run(guard(scope, None, send))
         return sent[0]["status"]
@@ -379,6 +379,18 @@ def test_the_pod_runs_the_route_guard(rendered, case, monkeypatch):
     assert status("/metrics", "GET") == 401
     assert status("/invocations", headers=(("Authorization", f"Bearer {KEY}"),)) == 200
     assert status("/health", "GET") == 200
+
+
+@pytest.mark.parametrize("client", ["127.0.0.6", "127.0.0.1", "::1", "::ffff:127.0.0.6"])
+def test_the_pods_metrics_need_the_key_from_loopback_too(rendered, client, monkeypatch):
+    """Attack: a keyless GET /metrics through a mesh sidecar, which connects to the engine from loopback (Istio's
+    inbound passthrough from 127.0.0.6).  In the pod no source reads /metrics without the key, loopback included."""
+    env = {e["name"]: e.get("value") for e in container(rendered["cpu"])["env"]}
+    assert env["KUNPENG_VLLM_METRICS_LOOPBACK"] == "off" and env["KUNPENG_VLLM_METRICS_SOURCES"] == ""
+    status = _guard_under_the_pods_environment(rendered["cpu"], monkeypatch)
+    assert status("/metrics", "GET", client=client) == 401
+    assert status("/metrics", "GET", headers=(("Authorization", f"Bearer {KEY}"),), client=client) == 200
+    assert status("/health", "GET", client=client) == 200
 
 
 def test_an_unauthenticated_pod_has_no_guard():
