@@ -722,15 +722,50 @@ def render_multinode(plan: Mapping[str, Any], options: Optional[Mapping[str, Any
     return _checked(manifests)
 
 
+#: The workload kinds whose pods read the rendered Secrets.
+WORKLOAD_KINDS = ("Deployment", "StatefulSet")
+#: The pod-template annotation ``kubectl rollout restart`` sets (kubectl's polymorphichelpers, objectrestarter.go);
+#: playbooks/tasks/k8s_apply.yml sets it the same way when a rendered Secret changed.
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+
+
+def secrets_read(manifest: Mapping[str, Any]) -> List[str]:
+    """The Secrets a workload's pods read (environment ``secretKeyRef`` and ``secret`` volumes), sorted."""
+    if manifest.get("kind") not in WORKLOAD_KINDS:
+        return []
+    pod = ((manifest.get("spec") or {}).get("template") or {}).get("spec") or {}
+    names = {(volume.get("secret") or {}).get("secretName") for volume in pod.get("volumes") or []}
+    for container in list(pod.get("initContainers") or []) + list(pod.get("containers") or []):
+        for entry in container.get("env") or []:
+            names.add(((entry.get("valueFrom") or {}).get("secretKeyRef") or {}).get("name"))
+        for source in container.get("envFrom") or []:
+            names.add((source.get("secretRef") or {}).get("name"))
+    return sorted(name for name in names if name)
+
+
+def restart_on_secret(manifest: Mapping[str, Any], rendered_secrets: List[str]) -> bool:
+    """Whether the workload's pods must restart when one of the ``rendered_secrets`` changed.
+
+    The engine reads ``VLLM_API_KEY`` from its Secret only when the container starts, and Ray reads its token
+    file when it starts: a new Secret alone leaves the running pods on the old key or token.  A Secret's value
+    is not put in the pod template (a hash of it there would let whoever reads the Deployment test guesses of
+    the key); the apply restarts the pods instead, as ``kubectl rollout restart`` does.
+    """
+    return bool(set(secrets_read(manifest)) & set(rendered_secrets))
+
+
 def files(manifests: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     """Where each manifest goes on the controller: ``NN-<kind>-<name>.yaml`` in apply order, a Secret owner-only.
 
-    Each entry has ``file``, ``mode``, ``secret`` and ``manifest``; ``label`` is ``Kind/name`` for messages.
+    Each entry has ``file``, ``mode``, ``secret``, ``restart_on_secret`` (a workload reading a rendered Secret:
+    the apply restarts its pods when that Secret changed) and ``manifest``; ``label`` is ``Kind/name`` for messages.
     """
+    rendered_secrets = [m["metadata"]["name"] for m in manifests if m["kind"] == "Secret"]
     out = []
     for index, manifest in enumerate(manifests):
         kind, name = manifest["kind"], manifest["metadata"]["name"]
         secret = kind == "Secret"
         out.append({"file": f"{index:02d}-{kind.lower()}-{name}.yaml", "mode": "0600" if secret else "0644",
-                    "secret": secret, "label": f"{kind}/{name}", "manifest": manifest})
+                    "secret": secret, "restart_on_secret": restart_on_secret(manifest, rendered_secrets),
+                    "label": f"{kind}/{name}", "manifest": manifest})
     return out

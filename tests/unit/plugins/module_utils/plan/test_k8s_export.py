@@ -2,6 +2,7 @@
 Kubernetes schemas of the versions docs/kubernetes.md states, and the refusals."""
 
 import copy
+import hashlib
 import json
 import os
 import sys
@@ -428,3 +429,43 @@ def test_a_service_outside_the_cluster_needs_its_opt_in(service_type, expose, re
         else:
             service = by_kind(k8s_export.render(plan(host), settings))["Service"]
             assert service["spec"]["type"] == service_type
+
+
+# --- a new key restarts the pods (review: a rotated key left the running engine on the old one) ------------------
+
+_POD = {"volumes": [{"name": "ray-token", "secret": {"secretName": "v-ray-token"}}, {"name": "cache", "emptyDir": {}}],
+        "containers": [{"name": "vllm", "env": [
+            {"name": "A", "value": "1"},
+            {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "v-api-key", "key": "api-key"}}},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+            "envFrom": [{"configMapRef": {"name": "v-config"}}]}]}
+
+
+@pytest.mark.parametrize("kind, pod, rendered_secrets, reads, restart", [
+    ("Deployment", _POD, ["v-api-key"], ["v-api-key", "v-ray-token"], True),
+    ("StatefulSet", _POD, ["v-ray-token"], ["v-api-key", "v-ray-token"], True),
+    # the Secret is someone else's (vllm_k8s_api_key_secret): the export applies no Secret, restarts nothing
+    ("Deployment", _POD, [], ["v-api-key", "v-ray-token"], False),
+    ("Deployment", _POD, ["other"], ["v-api-key", "v-ray-token"], False),
+    # an envFrom secretRef and an init container count too
+    ("Deployment", {"initContainers": [{"envFrom": [{"secretRef": {"name": "s"}}]}], "containers": [{}]}, ["s"], ["s"], True),
+    # a workload reading no Secret, and objects that are not workloads
+    ("Deployment", {"containers": [{"env": [{"name": "A", "value": "1"}]}]}, ["v-api-key"], [], False),
+    ("Service", _POD, ["v-api-key"], [], False),
+    ("ConfigMap", None, ["v-api-key"], [], False),
+])
+def test_restart_on_secret(kind, pod, rendered_secrets, reads, restart):
+    manifest = {"kind": kind, "metadata": {"name": "v"}}
+    if pod is not None:
+        manifest["spec"] = {"template": {"spec": pod}}
+    assert k8s_export.secrets_read(manifest) == reads
+    assert k8s_export.restart_on_secret(manifest, rendered_secrets) is restart
+
+
+def test_the_rendered_deployment_restarts_on_its_key(rendered):
+    """The key is not put in the pod template, hashed or not: a Deployment is readable far more widely than a Secret."""
+    entries = k8s_export.files(rendered["cpu"])
+    assert [e["label"].split("/")[0] for e in entries if e["restart_on_secret"]] == ["Deployment"]
+    template = by_kind(rendered["cpu"])["Deployment"]["spec"]["template"]
+    assert hashlib.sha256(KEY.encode()).hexdigest() not in json.dumps(template)
+    assert KEY not in json.dumps(template)

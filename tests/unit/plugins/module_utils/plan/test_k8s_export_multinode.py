@@ -192,6 +192,8 @@ def test_files_keep_both_secrets_owner_only(rendered):
         ("Secret/vllm-deepseek-v3-ray-token", "0600"), ("Secret/vllm-deepseek-v3-api-key", "0600")]
     assert [e["label"].split("/")[0] for e in entries] == [
         "Secret", "Secret", "ConfigMap", "Service", "NetworkPolicy", "StatefulSet", "Service"]
+    # a new key or Ray token restarts the set (the engine and Ray read them at start only)
+    assert [e["label"] for e in entries if e["restart_on_secret"]] == ["StatefulSet/vllm-deepseek-v3"]
 
 
 @pytest.mark.parametrize("settings, mode, fs_group", [
