@@ -210,9 +210,7 @@ def engine_config(plan: Mapping[str, Any], port: int, guard: bool = False) -> Di
     if not config:
         raise ExportError("the plan has no engine_config: run kunpeng.vllm.vllm_plan with a request (the export "
                           "playbook does), or pass the kunpeng_vllm_plan fact of a vllm role run")
-    if "api-key" in config:
-        raise ExportError("the plan's engine config sets api-key, which would land in the ConfigMap: remove it "
-                          "from vllm_engine_args and set vllm_k8s_api_key (a Secret)")
+    _refuse_api_key(config)
     config.pop("middleware", None)
     if guard:
         config["middleware"] = GUARD_CLASS
@@ -221,7 +219,21 @@ def engine_config(plan: Mapping[str, Any], port: int, guard: bool = False) -> Di
     normalized, problems = engine_options.normalize_engine_args(config, plan.get("release"))
     if problems:
         raise ExportError("the engine config does not fit vLLM {}:\n- {}".format(plan.get("release"), "\n- ".join(problems)))
+    _refuse_api_key(normalized)
     return normalized
+
+
+def option_name(name: Any) -> str:
+    """An engine option's name as vLLM's argument parser reads it: ``api_key``, ``--API-KEY`` and ``api-key`` alike."""
+    return str(name).strip().lower().lstrip("-").replace("_", "-")
+
+
+def _refuse_api_key(config: Mapping[str, Any]) -> None:
+    """Refuse an API key in the engine config, in any spelling (a hand-written ``vllm_k8s_plan`` is not normalized)."""
+    if any(option_name(name) == "api-key" for name in config):
+        raise ExportError("the plan's engine config sets api-key, which would land in the ConfigMap: remove it "
+                          "from vllm_engine_args (or the engine_config of vllm_k8s_plan) and set vllm_k8s_api_key "
+                          "(a Secret)")
 
 
 def route_guard_source(path: str = GUARD_FILE) -> str:
@@ -599,6 +611,26 @@ def ray_environment(plan: Mapping[str, Any], opts: Mapping[str, Any]) -> Tuple[s
     return version, env
 
 
+#: Ray's fixed ports beside the GCS port (Ray docs, "Configuring Ray", ports): the client server, the dashboard
+#: and the dashboard agent's HTTP port.
+RAY_FIXED_PORTS = {10001: "Ray's client server", 8265: "Ray's dashboard", 52365: "Ray's dashboard agent"}
+
+
+def check_api_port(port: int, ray_port: int) -> None:
+    """Refuse an API port that is one of Ray's in the pods: the NetworkPolicy opens the API port to everyone, and
+    Ray, which the pod starts first, would then listen there for anyone (without its token on an older Ray)."""
+    low, high = (int(part) for part in cluster.RAY_WORKER_PORTS.split("-"))
+    taken = {**RAY_FIXED_PORTS, int(ray_port): "Ray's GCS (vllm_k8s_ray_port)"}
+    if port in taken:
+        what = taken[port]
+    elif low <= port <= high:
+        what = f"in Ray's worker port range {cluster.RAY_WORKER_PORTS}"
+    else:
+        return
+    raise ExportError(f"vllm_k8s_port {port} is {what}: the NetworkPolicy admits everyone to the API port, so Ray "
+                      "would be open to the cluster there; choose another port (for example 8000)")
+
+
 def ray_token_mode(pod_security: Dict[str, Any], opts: Mapping[str, Any]) -> int:
     """The token file's mode, setting the pod's fsGroup so that the pod's user reads it.
 
@@ -658,6 +690,7 @@ def render_multinode(plan: Mapping[str, Any], options: Optional[Mapping[str, Any
     if len(headless) > 63 or not DNS_LABEL.match(headless):
         raise ExportError(f"vllm_k8s_headless_service_name {headless!r} is not a Kubernetes name")
     port = int(opts["ray_port"])
+    check_api_port(int(opts["port"]), port)
     version, ray_env = ray_environment(plan, opts)
     head = f"{name}-0.{headless}.{namespace}.svc.cluster.local"
     container = base["container"]

@@ -469,3 +469,20 @@ def test_the_rendered_deployment_restarts_on_its_key(rendered):
     template = by_kind(rendered["cpu"])["Deployment"]["spec"]["template"]
     assert hashlib.sha256(KEY.encode()).hexdigest() not in json.dumps(template)
     assert KEY not in json.dumps(template)
+
+
+@pytest.mark.parametrize("spelling", ["api-key", "api_key", "API_KEY", "Api-Key", "--api-key"])
+def test_a_key_in_a_hand_written_plan_is_refused_in_any_spelling(spelling):
+    """Attack: vllm_k8s_plan with engine_config api_key (not normalized by the planner); normalized to api-key it
+    would have landed in the ConfigMap."""
+    keyed = plan("cpu-x86")
+    keyed["engine_config"] = dict(keyed["engine_config"], **{spelling: "LEAKED-IN-CONFIGMAP"})
+    with pytest.raises(ExportError, match="would land in the ConfigMap"):
+        k8s_export.render(keyed, BASE)
+
+
+@pytest.mark.parametrize("name, normalized", [
+    ("api_key", "api-key"), ("--API-KEY", "api-key"), (" Api_Key ", "api-key"), ("max_model_len", "max-model-len"),
+])
+def test_option_name(name, normalized):
+    assert k8s_export.option_name(name) == normalized
