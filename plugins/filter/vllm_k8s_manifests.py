@@ -206,7 +206,10 @@ options:
   as_files:
     description:
       - Return where each manifest goes instead of the bare list - dicts with C(file) (C(NN-<kind>-<name>.yaml), in
-        apply order), C(mode) (C(0600) for the Secret, else C(0644)), C(secret), C(label) (C(Kind/name)) and C(manifest).
+        apply order), C(mode) (C(0600) for the Secret, else C(0644)), C(secret), C(restart_on_secret) (a Deployment
+        or StatefulSet whose pods read a rendered Secret - the engine reads the key, Ray its token, only at start, so
+        C(playbooks/tasks/k8s_apply.yml) restarts them when that Secret changed), C(label) (C(Kind/name)) and
+        C(manifest).
     type: bool
     default: false
 seealso:

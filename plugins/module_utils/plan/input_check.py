@@ -365,6 +365,10 @@ def _env_privilege_problem(name, key, value):
     if key == "FORWARDED_ALLOW_IPS" and any(entry.strip() in _OPEN_FORWARDED for entry in value.split(",")):
         return (f"{name}: trusting X-Forwarded-For from every address lets any client pass as a metrics source; "
                 "name the proxies' addresses only")
+    # The route guard's switch for keyless /metrics from loopback (off behind a proxy on the node); it stops the
+    # engine at start on any other value, so that is refused here, before any change.
+    if key == "KUNPENG_VLLM_METRICS_LOOPBACK" and value.strip().lower() not in ("on", "off"):
+        return f"{name}: KUNPENG_VLLM_METRICS_LOOPBACK is {value!r}; set on (the default) or off"
     if key == "LD_PRELOAD":
         for entry in re.split(r"[\s:]+", value.strip()):
             parts = entry.split("/")

@@ -56,6 +56,11 @@ API_KEY_KEY = "api-key"
 GUARD_MODULE = "kunpeng_vllm_route_guard"
 GUARD_KEY = f"{GUARD_MODULE}.py"
 GUARD_CLASS = f"{GUARD_MODULE}.RouteGuard"
+#: The guard's settings in the pod: no address reads /metrics without the key, loopback included.  A proxy in the
+#: pod (a service mesh's sidecar: Istio's inbound passthrough connects to the app from 127.0.0.6) hands the engine
+#: every client's connection from loopback, and nothing in the pod reads /metrics; Prometheus in the cluster sends
+#: the key (docs/kubernetes.md).
+GUARD_ENVIRONMENT = {"KUNPENG_VLLM_METRICS_SOURCES": "", "KUNPENG_VLLM_METRICS_LOOPBACK": "off"}
 GUARD_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "roles", "vllm", "files", GUARD_KEY)
 #: Service types that publish the API outside the cluster network (a port on every node, a cloud load balancer).
 EXTERNAL_SERVICE_TYPES = ("NodePort", "LoadBalancer")
@@ -205,9 +210,7 @@ def engine_config(plan: Mapping[str, Any], port: int, guard: bool = False) -> Di
     if not config:
         raise ExportError("the plan has no engine_config: run kunpeng.vllm.vllm_plan with a request (the export "
                           "playbook does), or pass the kunpeng_vllm_plan fact of a vllm role run")
-    if "api-key" in config:
-        raise ExportError("the plan's engine config sets api-key, which would land in the ConfigMap: remove it "
-                          "from vllm_engine_args and set vllm_k8s_api_key (a Secret)")
+    _refuse_api_key(config)
     config.pop("middleware", None)
     if guard:
         config["middleware"] = GUARD_CLASS
@@ -216,7 +219,21 @@ def engine_config(plan: Mapping[str, Any], port: int, guard: bool = False) -> Di
     normalized, problems = engine_options.normalize_engine_args(config, plan.get("release"))
     if problems:
         raise ExportError("the engine config does not fit vLLM {}:\n- {}".format(plan.get("release"), "\n- ".join(problems)))
+    _refuse_api_key(normalized)
     return normalized
+
+
+def option_name(name: Any) -> str:
+    """An engine option's name as vLLM's argument parser reads it: ``api_key``, ``--API-KEY`` and ``api-key`` alike."""
+    return str(name).strip().lower().lstrip("-").replace("_", "-")
+
+
+def _refuse_api_key(config: Mapping[str, Any]) -> None:
+    """Refuse an API key in the engine config, in any spelling (a hand-written ``vllm_k8s_plan`` is not normalized)."""
+    if any(option_name(name) == "api-key" for name in config):
+        raise ExportError("the plan's engine config sets api-key, which would land in the ConfigMap: remove it "
+                          "from vllm_engine_args (or the engine_config of vllm_k8s_plan) and set vllm_k8s_api_key "
+                          "(a Secret)")
 
 
 def route_guard_source(path: str = GUARD_FILE) -> str:
@@ -406,9 +423,9 @@ def _base(plan: Mapping[str, Any], opts: Dict[str, Any], config: Dict[str, Any])
     if api_key or key_secret:
         env.append({"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": secret_name, "key": API_KEY_KEY}}})
     if config.get("middleware") == GUARD_CLASS:
-        # The guard reads /metrics keyless from loopback only (no sources: Prometheus in the cluster sends the key).
         data[GUARD_KEY] = route_guard_source()
-        env.extend([{"name": "PYTHONPATH", "value": CONFIG_DIR}, {"name": "KUNPENG_VLLM_METRICS_SOURCES", "value": ""}])
+        env.extend([{"name": "PYTHONPATH", "value": CONFIG_DIR}] + [
+            {"name": name, "value": value} for name, value in sorted(GUARD_ENVIRONMENT.items())])
     manifests.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(f"{name}-config", namespace, labels),
                       "data": data})
     security = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": bool(opts["read_only_root_filesystem"]),
@@ -594,6 +611,26 @@ def ray_environment(plan: Mapping[str, Any], opts: Mapping[str, Any]) -> Tuple[s
     return version, env
 
 
+#: Ray's fixed ports beside the GCS port (Ray docs, "Configuring Ray", ports): the client server, the dashboard
+#: and the dashboard agent's HTTP port.
+RAY_FIXED_PORTS = {10001: "Ray's client server", 8265: "Ray's dashboard", 52365: "Ray's dashboard agent"}
+
+
+def check_api_port(port: int, ray_port: int) -> None:
+    """Refuse an API port that is one of Ray's in the pods: the NetworkPolicy opens the API port to everyone, and
+    Ray, which the pod starts first, would then listen there for anyone (without its token on an older Ray)."""
+    low, high = (int(part) for part in cluster.RAY_WORKER_PORTS.split("-"))
+    taken = {**RAY_FIXED_PORTS, int(ray_port): "Ray's GCS (vllm_k8s_ray_port)"}
+    if port in taken:
+        what = taken[port]
+    elif low <= port <= high:
+        what = f"in Ray's worker port range {cluster.RAY_WORKER_PORTS}"
+    else:
+        return
+    raise ExportError(f"vllm_k8s_port {port} is {what}: the NetworkPolicy admits everyone to the API port, so Ray "
+                      "would be open to the cluster there; choose another port (for example 8000)")
+
+
 def ray_token_mode(pod_security: Dict[str, Any], opts: Mapping[str, Any]) -> int:
     """The token file's mode, setting the pod's fsGroup so that the pod's user reads it.
 
@@ -653,6 +690,7 @@ def render_multinode(plan: Mapping[str, Any], options: Optional[Mapping[str, Any
     if len(headless) > 63 or not DNS_LABEL.match(headless):
         raise ExportError(f"vllm_k8s_headless_service_name {headless!r} is not a Kubernetes name")
     port = int(opts["ray_port"])
+    check_api_port(int(opts["port"]), port)
     version, ray_env = ray_environment(plan, opts)
     head = f"{name}-0.{headless}.{namespace}.svc.cluster.local"
     container = base["container"]
@@ -717,15 +755,50 @@ def render_multinode(plan: Mapping[str, Any], options: Optional[Mapping[str, Any
     return _checked(manifests)
 
 
+#: The workload kinds whose pods read the rendered Secrets.
+WORKLOAD_KINDS = ("Deployment", "StatefulSet")
+#: The pod-template annotation ``kubectl rollout restart`` sets (kubectl's polymorphichelpers, objectrestarter.go);
+#: playbooks/tasks/k8s_apply.yml sets it the same way when a rendered Secret changed.
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+
+
+def secrets_read(manifest: Mapping[str, Any]) -> List[str]:
+    """The Secrets a workload's pods read (environment ``secretKeyRef`` and ``secret`` volumes), sorted."""
+    if manifest.get("kind") not in WORKLOAD_KINDS:
+        return []
+    pod = ((manifest.get("spec") or {}).get("template") or {}).get("spec") or {}
+    names = {(volume.get("secret") or {}).get("secretName") for volume in pod.get("volumes") or []}
+    for container in list(pod.get("initContainers") or []) + list(pod.get("containers") or []):
+        for entry in container.get("env") or []:
+            names.add(((entry.get("valueFrom") or {}).get("secretKeyRef") or {}).get("name"))
+        for source in container.get("envFrom") or []:
+            names.add((source.get("secretRef") or {}).get("name"))
+    return sorted(name for name in names if name)
+
+
+def restart_on_secret(manifest: Mapping[str, Any], rendered_secrets: List[str]) -> bool:
+    """Whether the workload's pods must restart when one of the ``rendered_secrets`` changed.
+
+    The engine reads ``VLLM_API_KEY`` from its Secret only when the container starts, and Ray reads its token
+    file when it starts: a new Secret alone leaves the running pods on the old key or token.  A Secret's value
+    is not put in the pod template (a hash of it there would let whoever reads the Deployment test guesses of
+    the key); the apply restarts the pods instead, as ``kubectl rollout restart`` does.
+    """
+    return bool(set(secrets_read(manifest)) & set(rendered_secrets))
+
+
 def files(manifests: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     """Where each manifest goes on the controller: ``NN-<kind>-<name>.yaml`` in apply order, a Secret owner-only.
 
-    Each entry has ``file``, ``mode``, ``secret`` and ``manifest``; ``label`` is ``Kind/name`` for messages.
+    Each entry has ``file``, ``mode``, ``secret``, ``restart_on_secret`` (a workload reading a rendered Secret:
+    the apply restarts its pods when that Secret changed) and ``manifest``; ``label`` is ``Kind/name`` for messages.
     """
+    rendered_secrets = [m["metadata"]["name"] for m in manifests if m["kind"] == "Secret"]
     out = []
     for index, manifest in enumerate(manifests):
         kind, name = manifest["kind"], manifest["metadata"]["name"]
         secret = kind == "Secret"
         out.append({"file": f"{index:02d}-{kind.lower()}-{name}.yaml", "mode": "0600" if secret else "0644",
-                    "secret": secret, "label": f"{kind}/{name}", "manifest": manifest})
+                    "secret": secret, "restart_on_secret": restart_on_secret(manifest, rendered_secrets),
+                    "label": f"{kind}/{name}", "manifest": manifest})
     return out

@@ -14,7 +14,9 @@ except:
 - ``/health``, so load balancers and the role's readiness check need no key;
 - ``/metrics`` from loopback and from the addresses in ``KUNPENG_VLLM_METRICS_SOURCES``
   (comma-separated addresses, networks or host names, resolved once at start):
-  the Prometheus servers that scrape it;
+  the Prometheus servers that scrape it.  ``KUNPENG_VLLM_METRICS_LOOPBACK=off`` takes
+  loopback out: a pod sets it, since a proxy beside the engine (a service mesh's
+  sidecar) connects from loopback for every client it forwards;
 - CORS preflights (``OPTIONS`` with ``Access-Control-Request-Method``), which
   vLLM's CORS middleware answers without reaching a route, as vLLM's own check does.
 
@@ -31,6 +33,9 @@ import socket
 OPEN_PATHS = frozenset(("/health",))
 METRICS_PATH = "/metrics"
 SOURCES_VARIABLE = "KUNPENG_VLLM_METRICS_SOURCES"
+LOOPBACK_VARIABLE = "KUNPENG_VLLM_METRICS_LOOPBACK"
+#: The values of LOOPBACK_VARIABLE: whether loopback reads /metrics without the key (unset: on, the host default).
+LOOPBACK_VALUES = {"": True, "on": True, "off": False}
 _BODY = b'{"error":"Unauthorized"}'
 
 
@@ -38,9 +43,17 @@ def _digest(value):
     return hashlib.sha256(value.encode("utf-8")).digest()
 
 
-def metrics_networks(spec):
-    """The networks allowed to read /metrics without the key: ``spec``'s entries, and loopback."""
-    networks = [ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128")]
+def loopback_keyless(value):
+    """Whether loopback reads /metrics without the key: ``value`` of LOOPBACK_VARIABLE, unset or on, or off."""
+    setting = (value or "").strip().lower()
+    if setting not in LOOPBACK_VALUES:
+        raise RuntimeError(f"kunpeng_vllm_route_guard: {LOOPBACK_VARIABLE}={value!r} is not on or off")
+    return LOOPBACK_VALUES[setting]
+
+
+def metrics_networks(spec, loopback=True):
+    """The networks allowed to read /metrics without the key: ``spec``'s entries, and loopback unless told not."""
+    networks = [ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128")] if loopback else []
     for entry in (item.strip() for item in (spec or "").split(",")):
         if not entry:
             continue
@@ -66,7 +79,8 @@ class RouteGuard:
             raise RuntimeError("kunpeng_vllm_route_guard: VLLM_API_KEY is empty; refusing to serve every route open")
         self.app = app
         self._key = _digest(key)
-        self._metrics = metrics_networks(os.environ.get(SOURCES_VARIABLE, ""))
+        self._metrics = metrics_networks(os.environ.get(SOURCES_VARIABLE, ""),
+                                         loopback_keyless(os.environ.get(LOOPBACK_VARIABLE, "")))
 
     def _authorized(self, headers):
         value = headers.get(b"authorization", b"").decode("latin-1")

@@ -138,6 +138,8 @@ CASES = [
     ("vllm", "vllm_environment", {"PYTHONPATH": "/tmp"}, "privilege"),
     ("vllm", "vllm_environment", {"KUNPENG_VLLM_METRICS_SOURCES": "0.0.0.0/0"}, "privilege"),
     ("vllm", "vllm_environment", {"FORWARDED_ALLOW_IPS": "*"}, "privilege"),
+    # the route guard's loopback switch: on or off only (the guard stops the engine on anything else)
+    ("vllm", "vllm_environment", {"KUNPENG_VLLM_METRICS_LOOPBACK": "no"}, "privilege"),
     ("vllm", "vllm_environment", {"FORWARDED_ALLOW_IPS": "10.0.0.5, 0.0.0.0/0"}, "privilege"),
     ("vllm", "vllm_group", "vllm users", "characters"),
     ("vllm", "vllm_config_dir", "/etc/vllm\n", "characters"),
@@ -434,6 +436,8 @@ def test_declared_defaults_pass(role):
     ("vllm_environment", {"LD_PRELOAD": "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2", "HCCL_BUFFSIZE": 200}),
     # a proxy named by address is what uvicorn's FORWARDED_ALLOW_IPS is for
     ("vllm_environment", {"FORWARDED_ALLOW_IPS": "10.0.0.5,10.0.0.6"}),
+    # behind a proxy on the node, loopback needs the key for /metrics too (docs/security.md)
+    ("vllm_environment", {"KUNPENG_VLLM_METRICS_LOOPBACK": "off"}),
     ("vllm_environment", {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4:/lib64/libiomp5.so"}),
     ("vllm_model_dir", "/var/lib/vllm/models/org..v2"),
     ("vllm_api_key_controller_file", "/home/me/site/playbooks/../secrets/key"),

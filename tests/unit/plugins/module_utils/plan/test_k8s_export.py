@@ -2,6 +2,7 @@
 Kubernetes schemas of the versions docs/kubernetes.md states, and the refusals."""
 
 import copy
+import hashlib
 import json
 import os
 import sys
@@ -347,13 +348,13 @@ def _guard_under_the_pods_environment(manifests, monkeypatch):
 
     guard = module.RouteGuard(app)
 
-    def status(path, method="POST", headers=()):
+    def status(path, method="POST", headers=(), client="10.244.1.7"):
         sent = []
 
         async def send(message):
             sent.append(message)
 
-        scope = {"type": "http", "path": path, "root_path": "", "method": method, "client": ("10.244.1.7", 40000),
+        scope = {"type": "http", "path": path, "root_path": "", "method": method, "client": (client, 40000),
                  "headers": [(k.lower().encode(), v.encode()) for k, v in headers]}
         asyncio.run(guard(scope, None, send))
         return sent[0]["status"]
@@ -379,6 +380,18 @@ def test_the_pod_runs_the_route_guard(rendered, case, monkeypatch):
     assert status("/metrics", "GET") == 401
     assert status("/invocations", headers=(("Authorization", f"Bearer {KEY}"),)) == 200
     assert status("/health", "GET") == 200
+
+
+@pytest.mark.parametrize("client", ["127.0.0.6", "127.0.0.1", "::1", "::ffff:127.0.0.6"])
+def test_the_pods_metrics_need_the_key_from_loopback_too(rendered, client, monkeypatch):
+    """Attack: a keyless GET /metrics through a mesh sidecar, which connects to the engine from loopback (Istio's
+    inbound passthrough from 127.0.0.6).  In the pod no source reads /metrics without the key, loopback included."""
+    env = {e["name"]: e.get("value") for e in container(rendered["cpu"])["env"]}
+    assert env["KUNPENG_VLLM_METRICS_LOOPBACK"] == "off" and env["KUNPENG_VLLM_METRICS_SOURCES"] == ""
+    status = _guard_under_the_pods_environment(rendered["cpu"], monkeypatch)
+    assert status("/metrics", "GET", client=client) == 401
+    assert status("/metrics", "GET", headers=(("Authorization", f"Bearer {KEY}"),), client=client) == 200
+    assert status("/health", "GET", client=client) == 200
 
 
 def test_an_unauthenticated_pod_has_no_guard():
@@ -416,3 +429,60 @@ def test_a_service_outside_the_cluster_needs_its_opt_in(service_type, expose, re
         else:
             service = by_kind(k8s_export.render(plan(host), settings))["Service"]
             assert service["spec"]["type"] == service_type
+
+
+# --- a new key restarts the pods (review: a rotated key left the running engine on the old one) ------------------
+
+_POD = {"volumes": [{"name": "ray-token", "secret": {"secretName": "v-ray-token"}}, {"name": "cache", "emptyDir": {}}],
+        "containers": [{"name": "vllm", "env": [
+            {"name": "A", "value": "1"},
+            {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "v-api-key", "key": "api-key"}}},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+            "envFrom": [{"configMapRef": {"name": "v-config"}}]}]}
+
+
+@pytest.mark.parametrize("kind, pod, rendered_secrets, reads, restart", [
+    ("Deployment", _POD, ["v-api-key"], ["v-api-key", "v-ray-token"], True),
+    ("StatefulSet", _POD, ["v-ray-token"], ["v-api-key", "v-ray-token"], True),
+    # the Secret is someone else's (vllm_k8s_api_key_secret): the export applies no Secret, restarts nothing
+    ("Deployment", _POD, [], ["v-api-key", "v-ray-token"], False),
+    ("Deployment", _POD, ["other"], ["v-api-key", "v-ray-token"], False),
+    # an envFrom secretRef and an init container count too
+    ("Deployment", {"initContainers": [{"envFrom": [{"secretRef": {"name": "s"}}]}], "containers": [{}]}, ["s"], ["s"], True),
+    # a workload reading no Secret, and objects that are not workloads
+    ("Deployment", {"containers": [{"env": [{"name": "A", "value": "1"}]}]}, ["v-api-key"], [], False),
+    ("Service", _POD, ["v-api-key"], [], False),
+    ("ConfigMap", None, ["v-api-key"], [], False),
+])
+def test_restart_on_secret(kind, pod, rendered_secrets, reads, restart):
+    manifest = {"kind": kind, "metadata": {"name": "v"}}
+    if pod is not None:
+        manifest["spec"] = {"template": {"spec": pod}}
+    assert k8s_export.secrets_read(manifest) == reads
+    assert k8s_export.restart_on_secret(manifest, rendered_secrets) is restart
+
+
+def test_the_rendered_deployment_restarts_on_its_key(rendered):
+    """The key is not put in the pod template, hashed or not: a Deployment is readable far more widely than a Secret."""
+    entries = k8s_export.files(rendered["cpu"])
+    assert [e["label"].split("/")[0] for e in entries if e["restart_on_secret"]] == ["Deployment"]
+    template = by_kind(rendered["cpu"])["Deployment"]["spec"]["template"]
+    assert hashlib.sha256(KEY.encode()).hexdigest() not in json.dumps(template)
+    assert KEY not in json.dumps(template)
+
+
+@pytest.mark.parametrize("spelling", ["api-key", "api_key", "API_KEY", "Api-Key", "--api-key"])
+def test_a_key_in_a_hand_written_plan_is_refused_in_any_spelling(spelling):
+    """Attack: vllm_k8s_plan with engine_config api_key (not normalized by the planner); normalized to api-key it
+    would have landed in the ConfigMap."""
+    keyed = plan("cpu-x86")
+    keyed["engine_config"] = dict(keyed["engine_config"], **{spelling: "LEAKED-IN-CONFIGMAP"})
+    with pytest.raises(ExportError, match="would land in the ConfigMap"):
+        k8s_export.render(keyed, BASE)
+
+
+@pytest.mark.parametrize("name, normalized", [
+    ("api_key", "api-key"), ("--API-KEY", "api-key"), (" Api_Key ", "api-key"), ("max_model_len", "max-model-len"),
+])
+def test_option_name(name, normalized):
+    assert k8s_export.option_name(name) == normalized

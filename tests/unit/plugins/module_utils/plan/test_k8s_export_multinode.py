@@ -192,6 +192,8 @@ def test_files_keep_both_secrets_owner_only(rendered):
         ("Secret/vllm-deepseek-v3-ray-token", "0600"), ("Secret/vllm-deepseek-v3-api-key", "0600")]
     assert [e["label"].split("/")[0] for e in entries] == [
         "Secret", "Secret", "ConfigMap", "Service", "NetworkPolicy", "StatefulSet", "Service"]
+    # a new key or Ray token restarts the set (the engine and Ray read them at start only)
+    assert [e["label"] for e in entries if e["restart_on_secret"]] == ["StatefulSet/vllm-deepseek-v3"]
 
 
 @pytest.mark.parametrize("settings, mode, fs_group", [
@@ -206,3 +208,34 @@ def test_the_pods_user_reads_the_ray_token(settings, mode, fs_group):
     volume = [v for v in pod["volumes"] if v["name"] == "ray-token"][0]
     assert volume["secret"]["defaultMode"] == mode
     assert pod["securityContext"].get("fsGroup") == fs_group
+
+
+@pytest.mark.parametrize("port, ray_port, refused", [
+    (8000, 6379, None),
+    (6379, 6379, "Ray's GCS"),
+    (7000, 7000, "Ray's GCS"),
+    (6379, 7000, None),
+    (10001, 6379, "client server"),
+    (8265, 6379, "dashboard"),
+    (52365, 6379, "dashboard agent"),
+    (10002, 6379, "worker port range"),
+    (10080, 6379, "worker port range"),
+    (19999, 6379, "worker port range"),
+    (20000, 6379, None),
+])
+def test_check_api_port(port, ray_port, refused):
+    if refused is None:
+        k8s_export.check_api_port(port, ray_port)
+    else:
+        with pytest.raises(ExportError, match=f"vllm_k8s_port {port} is .*{refused}"):
+            k8s_export.check_api_port(port, ray_port)
+
+
+@pytest.mark.parametrize("port", [6379, 10001, 10080])
+def test_the_api_port_is_never_one_of_rays(port):
+    """Attack: the NetworkPolicy admits everyone to the API port; on a Ray port that is Ray, open to the cluster
+    (on the unauthenticated-Ray opt-out, code execution in the pods)."""
+    plan = multi_plan("atlas-800i-a2-64g-cann8.3", "3.11", weight_dtype="w8a8",
+                      requested_engine_args={"tensor_parallel_size": 8, "pipeline_parallel_size": 2})
+    with pytest.raises(ExportError, match=f"vllm_k8s_port {port}"):
+        k8s_export.render(plan, dict(BASE, ray_allow_unauthenticated=True, port=port))
