@@ -703,6 +703,15 @@ def render_multinode(plan: Mapping[str, Any], options: Optional[Mapping[str, Any
                          # vLLM's meaning: the address its distributed runtime announces (the role sets the member's).
                          {"name": "VLLM_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
     container["env"] += [{"name": key, "value": value} for key, value in sorted(ray_env.items())]
+    # vLLM's Ray executor copies VLLM_API_KEY (from the Secret) into every Ray worker actor, on every pod, unless
+    # <VLLM_CONFIG_ROOT>/ray_non_carry_over_env_vars.json lists it (vllm/ray/ray_env.py): the same list as the
+    # vllm role's head writes (cluster.ray_non_carry_over), in the ConfigMap.  No usage stats, as on a host: vLLM
+    # would write them below VLLM_CONFIG_ROOT, which is read-only here.
+    for configmap in base["manifests"]:
+        if configmap["kind"] == "ConfigMap":
+            configmap["data"][cluster.RAY_NON_CARRY_OVER_FILE] = json.dumps(cluster.ray_non_carry_over(True)) + "\n"
+    container["env"] += [{"name": "VLLM_CONFIG_ROOT", "value": CONFIG_DIR}, {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
+                         {"name": "DO_NOT_TRACK", "value": "1"}]
     probe = _PROBE.format(port=int(opts["port"]), path=HEALTH_PATH, timeout=4)
     for key, spec in probes("http", opts["startup_timeout_s"]).items():
         spec = dict(spec)

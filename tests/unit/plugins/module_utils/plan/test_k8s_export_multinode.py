@@ -239,3 +239,19 @@ def test_the_api_port_is_never_one_of_rays(port):
                       requested_engine_args={"tensor_parallel_size": 8, "pipeline_parallel_size": 2})
     with pytest.raises(ExportError, match=f"vllm_k8s_port {port}"):
         k8s_export.render(plan, dict(BASE, ray_allow_unauthenticated=True, port=port))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_head_keeps_the_api_key_from_its_ray_workers(rendered, case):
+    """vLLM's Ray executor copies VLLM_API_KEY (from the Secret) into every Ray worker actor on every pod, unless
+    <VLLM_CONFIG_ROOT>/ray_non_carry_over_env_vars.json lists it (vLLM 0.32.0, vllm/ray/ray_env.py): the pod's
+    VLLM_CONFIG_ROOT is the mounted ConfigMap, which holds the vllm role's list."""
+    main = by_kind(rendered[case], "StatefulSet")[0]["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in main["env"]}
+    assert "VLLM_API_KEY" in env  # from the Secret: the variable the list keeps from the workers
+    config_mount = [m for m in main["volumeMounts"] if m["name"] == "config"][0]
+    assert env["VLLM_CONFIG_ROOT"] == config_mount["mountPath"] and config_mount["readOnly"]
+    data = by_kind(rendered[case], "ConfigMap")[0]["data"]
+    assert yaml.safe_load(data["ray_non_carry_over_env_vars.json"]) == ["VLLM_API_KEY"]
+    # nothing of vLLM writes below the read-only config root: no usage stats
+    assert env["VLLM_NO_USAGE_STATS"] == "1" and env["DO_NOT_TRACK"] == "1"
