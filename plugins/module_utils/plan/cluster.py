@@ -648,6 +648,27 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     }
 
 
+def single_host(engine_args: Dict[str, Any]) -> Dict[str, Any]:
+    """The cluster fact of a host that serves alone (:func:`disabled`); refuses Ray as its executor.
+
+    ``vllm_engine_args: {distributed_executor_backend: ray}`` on one host makes
+    vLLM start a Ray cluster of its own (ray.init), with no token: its GCS and
+    workers then accept any local user of the host, and whoever reaches its
+    ports from the network, who run code as the service account.  One host
+    needs no Ray (vLLM's multiprocessing executor spans its devices); a Ray
+    over several hosts is a cluster group, behind the token.
+    """
+    for key, value in (engine_args or {}).items():
+        if str(key).lstrip("-").replace("_", "-").lower() == "distributed-executor-backend" and str(value) == "ray":
+            raise ClusterError(
+                f"vllm_engine_args sets {key}: ray on a host that serves alone: vLLM would start a Ray of its own "
+                "without token authentication, whose ports run code as the service account for any local user (and "
+                "anyone who reaches them). Remove it (one host runs vLLM's multiprocessing executor, mp), or serve over "
+                "several hosts with vllm_cluster_group and vllm_cluster_executor: ray, where Ray runs behind the "
+                "cluster's token")
+    return disabled()
+
+
 def disabled() -> Dict[str, Any]:
     """The cluster fact of a host that serves alone."""
     return {"enabled": False, "group": "", "head": "", "head_address": "", "members": [], "rank": 0, "role": "single",

