@@ -149,6 +149,11 @@ options:
     description: Signing key of O(grafana_repository); empty for none. Decides RV(grafana_repository_key).
     type: str
     default: ""
+  grafana_port:
+    description: The port of a Grafana the role installs (RV(grafana_settings)).
+    type: int
+    default: 3000
+    version_added: 0.3.0
   prometheus_mode:
     description:
       - C(monitoring_prometheus_mode) (O(scope=server)). V(server) installs, configures and runs Prometheus.
@@ -290,6 +295,15 @@ grafana_install:
   description: Whether a Grafana package is installed and started (RV(grafana) is C(package) or C(repository)).
   returned: when scope is server
   type: bool
+grafana_settings:
+  description:
+    - The environment of a Grafana the role installs (empty otherwise), set in a drop-in of C(grafana-server) with the
+      admin password: it binds the monitoring address on O(grafana_port), with anonymous access, sign-up, gravatar
+      and usage reporting off.
+  returned: when scope is server
+  type: dict
+  sample: {"GF_SERVER_HTTP_ADDR": "10.0.0.5", "GF_SERVER_HTTP_PORT": "3000", "GF_AUTH_ANONYMOUS_ENABLED": "false"}
+  version_added: 0.3.0
 grafana_repository_key:
   description: Whether the signing key O(grafana_repository_key_url) of the named repository is added.
   returned: when scope is server
@@ -336,6 +350,7 @@ def main():
             grafana_package=dict(type="str", default=""),
             grafana_repository=dict(type="str", default=""),
             grafana_repository_key_url=dict(type="str", default="", no_log=False),
+            grafana_port=dict(type="int", default=3000),
             prometheus_mode=dict(type="str", choices=["server", "targets_only"], default="server"),
             targets_dir=dict(type="str", default=""),
         ),
@@ -362,7 +377,7 @@ def main():
                              p["retention_size"], p["listen_port"], p["grafana_package"], p["grafana_repository"],
                              grafana_repository_key_url=p["grafana_repository_key_url"],
                              listen=p["listen_address"] or "127.0.0.1", prometheus_sources=p["prometheus_sources"],
-                             mode=p["prometheus_mode"], targets_dir=p["targets_dir"])
+                             mode=p["prometheus_mode"], targets_dir=p["targets_dir"], grafana_port=p["grafana_port"])
     except MonitoringPlanError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **result)

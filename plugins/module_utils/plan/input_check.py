@@ -544,7 +544,7 @@ _backend.choices = backends.CHOICES_WITH_AUTO
 
 # Variables whose values are never repeated in a message (argument_specs no_log).
 SECRETS = ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token", "gateway_api_keys", "vllm_pip_index_url",
-           "vllm_pip_extra_index_urls", "wheelhouse_index_url")
+           "vllm_pip_extra_index_urls", "wheelhouse_index_url", "monitoring_grafana_admin_password")
 
 # role -> variable -> rule.  A variable that argument validation fully covers
 # (a bool, or a str with choices) has the rule None.
@@ -743,6 +743,11 @@ RULES = {
         "monitoring_grafana_repository_key_url": _url,
         "monitoring_grafana_provisioning_dir": _path,
         "monitoring_grafana_dashboards_dir": _path,
+        "monitoring_grafana_port": _int_range(1, 65535),
+        # Written into grafana-server's environment file (GF_SECURITY_ADMIN_PASSWORD).
+        "monitoring_grafana_admin_password": _env_value(re.compile(r"^\S{12,}$"),
+                                                        "a password of 12 or more characters without white space",
+                                                        secret=True),
         "monitoring_private_users": None,
         "monitoring_vendor_exporter_services": _dict_of_text,
     },

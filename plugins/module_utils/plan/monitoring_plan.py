@@ -263,12 +263,31 @@ def targets_only(configs: List[Dict[str, Any]], directory: str) -> Dict[str, Any
             "dirs": sorted(dirs)}
 
 
+#: Grafana's settings the role sets (environment overrides, GF_<SECTION>_<KEY>, in a systemd drop-in of
+#: grafana-server): a packaged Grafana otherwise listens on every interface on 3000, with admin/admin until someone
+#: logs in, and reports usage to grafana.com (Grafana's defaults.ini, [server], [security], [auth.anonymous],
+#: [users], [analytics]).  The admin password goes in the same 0600 file (the role's, never in this plan).
+GRAFANA_FIXED = {
+    "GF_AUTH_ANONYMOUS_ENABLED": "false",
+    "GF_USERS_ALLOW_SIGN_UP": "false",
+    "GF_SECURITY_DISABLE_GRAVATAR": "true",
+    "GF_ANALYTICS_REPORTING_ENABLED": "false",
+    "GF_ANALYTICS_CHECK_FOR_UPDATES": "false",
+}
+
+
+def grafana_settings(listen: str, port: Any) -> Dict[str, str]:
+    """Grafana's environment: it binds the monitoring address (``listen``, as Prometheus does) on ``port``, with no
+    anonymous access, sign-up, gravatar or usage reporting (:data:`GRAFANA_FIXED`)."""
+    return dict(GRAFANA_FIXED, GF_SERVER_HTTP_ADDR=str(listen), GF_SERVER_HTTP_PORT=str(_port("monitoring_grafana_port", port)))
+
+
 def server_plan(nodes: List[Dict[str, Any]], scrape_interval: str, evaluation_interval: str, retention_time: str,
                 retention_size: str, listen_port: Any, grafana_package: str = "", grafana_repository: str = "",
                 vllm_metrics_path: str = "/metrics", gateway_metrics_path: str = "/metrics",
                 grafana_repository_key_url: str = "", listen: str = "127.0.0.1",
                 prometheus_sources: Optional[List[str]] = None, mode: str = "server",
-                targets_dir: str = "") -> Dict[str, Any]:
+                targets_dir: str = "", grafana_port: Any = 3000) -> Dict[str, Any]:
     """The Prometheus server's configuration: ``scrape_configs``, ``global``, ``args`` (command-line flags),
     ``grafana`` (see :func:`grafana_mode`), ``grafana_package`` (what to install: the named package, ``grafana``
     from the named repository, or ''), ``grafana_install`` (a Grafana package is installed and started),
@@ -278,7 +297,8 @@ def server_plan(nodes: List[Dict[str, Any]], scrape_interval: str, evaluation_in
 
     ``mode`` (``monitoring_prometheus_mode``) ``targets_only`` installs and opens nothing: ``install`` is false,
     ``firewall`` empty, Grafana left alone, and ``targets`` holds the files of :func:`targets_only` under
-    ``targets_dir``; in ``server`` mode ``targets`` is empty."""
+    ``targets_dir``; in ``server`` mode ``targets`` is empty.  ``grafana_settings`` is the environment of a Grafana the
+    role installs (:func:`grafana_settings`; empty otherwise)."""
     if mode not in PROMETHEUS_MODES:
         raise MonitoringPlanError(f"monitoring_prometheus_mode must be one of {', '.join(PROMETHEUS_MODES)}, got {mode!r}")
     for name, value in (("monitoring_scrape_interval", scrape_interval),
@@ -312,5 +332,6 @@ def server_plan(nodes: List[Dict[str, Any]], scrape_interval: str, evaluation_in
         "grafana": grafana,
         "grafana_package": {"package": (grafana_package or "").strip(), "repository": "grafana"}.get(grafana, ""),
         "grafana_install": grafana in ("package", "repository"),
+        "grafana_settings": grafana_settings(listen, grafana_port) if grafana in ("package", "repository") else {},
         "grafana_repository_key": grafana == "repository" and bool((grafana_repository_key_url or "").strip()),
     }

@@ -286,3 +286,26 @@ def test_the_role_defaults_cap_the_tsdb_size():
     plan = mp.server_plan([node([])], defaults["monitoring_scrape_interval"], defaults["monitoring_evaluation_interval"],
                           defaults["monitoring_retention_time"], defaults["monitoring_retention_size"], 9090)
     assert "--storage.tsdb.retention.size=10GB" in plan["args"]
+
+
+@pytest.mark.parametrize("package, repository, mode, listen, port, settings", [
+    # a Grafana the role installs binds the monitoring address, never every interface, and admits nobody anonymously
+    ("grafana", "", "server", "10.0.0.5", 3000,
+     {"GF_SERVER_HTTP_ADDR": "10.0.0.5", "GF_SERVER_HTTP_PORT": "3000", "GF_AUTH_ANONYMOUS_ENABLED": "false",
+      "GF_USERS_ALLOW_SIGN_UP": "false", "GF_SECURITY_DISABLE_GRAVATAR": "true", "GF_ANALYTICS_REPORTING_ENABLED": "false",
+      "GF_ANALYTICS_CHECK_FOR_UPDATES": "false"}),
+    ("", REPO, "server", "127.0.0.1", 3300, {"GF_SERVER_HTTP_PORT": "3300", "GF_SERVER_HTTP_ADDR": "127.0.0.1"}),
+    # a Grafana installed some other way, or the site's own Prometheus: the role sets nothing of it
+    ("", "", "server", "10.0.0.5", 3000, {}),
+    ("grafana", "", "targets_only", "10.0.0.5", 3000, {}),
+])
+def test_grafana_binds_the_monitoring_address_without_anonymous_access(package, repository, mode, listen, port,
+                                                                        settings):
+    """Issue 37 review (low): a packaged Grafana listens on every interface with admin/admin until someone logs in."""
+    plan = mp.server_plan([node([])], "15s", "15s", "15d", "", 9090, package, repository, listen=listen, mode=mode,
+                          targets_dir="/etc/prometheus", grafana_port=port)
+    got = plan["grafana_settings"]
+    assert {key: got[key] for key in settings} == settings and bool(got) is bool(settings)
+    assert not any("PASSWORD" in key for key in got)  # the password is the role's file, never in the plan
+    with pytest.raises(mp.MonitoringPlanError, match="monitoring_grafana_port"):
+        mp.grafana_settings(listen, 70000)
