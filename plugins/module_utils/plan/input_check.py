@@ -33,7 +33,7 @@ import re
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact, safe_extract
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, container, engine_args
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, container, engine_args, gateway
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Instance, model and file names: they name units, paths and directories.
@@ -162,6 +162,21 @@ def _env_value(pattern=None, what=None, secret=False):
         return None
     rule.kind = "characters"
     return rule
+
+
+def _api_key(rule):
+    """``rule``, then at least gateway.API_KEY_MIN_LENGTH characters (empty stays empty: the role then generates a
+    key, or the variable is off).  The value is never shown."""
+    def checked(name, value, ctx):
+        problem = rule(name, value, ctx)
+        if problem or value is None or value == "":
+            return problem
+        if len(str(value)) < gateway.API_KEY_MIN_LENGTH:
+            return (f"{name}: the value is shorter than {gateway.API_KEY_MIN_LENGTH} characters, short enough to "
+                    f"guess; set a key of at least {gateway.API_KEY_MIN_LENGTH} characters (openssl rand -hex 24)")
+        return None
+    checked.kind = rule.kind
+    return checked
 
 
 def _list_of(item_rule):
@@ -622,8 +637,8 @@ RULES = {
         "vllm_host": _host,
         "vllm_port": _int_range(1, 65535),
         # Written unquoted (clients and playbooks/benchmark.yml read it back as is).
-        "vllm_api_key": _env_value(_API_KEY, "a key of letters, digits and . _ + / = - (base64, hex or a UUID)",
-                                   secret=True),
+        "vllm_api_key": _api_key(_env_value(_API_KEY, "a key of letters, digits and . _ + / = - (base64, hex or a "
+                                              "UUID)", secret=True)),
         "vllm_engine_args": _engine_args,
         "vllm_visible_devices": _env_value(_DEVICES, "device indices or UUIDs separated by ',' (for example 0,1)"),
         "vllm_environment": _environment,
@@ -754,7 +769,7 @@ RULES = {
         "gateway_tls_certificate": _opt_controller_path,
         "gateway_tls_key": _opt_controller_path,
         "gateway_tls_port": _port,
-        "gateway_api_keys": _list_of(_regex(_API_KEY, "a key of letters, digits and . _ + / = -", secret=True)),
+        "gateway_api_keys": _list_of(_api_key(_regex(_API_KEY, "a key of letters, digits and . _ + / = -", secret=True))),
         "gateway_timeout_connect": _int_range(1, 86400),
         "gateway_timeout_client": _int_range(1, 86400),
         "gateway_timeout_server": _int_range(1, 86400),

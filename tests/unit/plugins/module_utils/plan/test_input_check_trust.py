@@ -1,0 +1,41 @@
+"""Values that widen who is trusted: short keys, proxies and metrics sources, credentials in URLs.
+
+Each table holds the value a user may give and whether input_check refuses it before any change; a refused value's
+message starts with the variable's name and never repeats a secret.
+"""
+
+import pytest
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import gateway, input_check
+
+
+def _check(role, name, value, **others):
+    return input_check.check_values(role, dict(others, **{name: value}), memory_mb=16 * 1024)
+
+
+# --- API keys: one minimum for vLLM's key and the gateway's keys (plan/gateway.py API_KEY_MIN_LENGTH) -------------
+
+@pytest.mark.parametrize("role, name, value, refused", [
+    ("vllm", "vllm_api_key", "a", True),
+    ("vllm", "vllm_api_key", "x" * 15, True),
+    ("vllm", "vllm_api_key", "x" * 16, False),
+    ("vllm", "vllm_api_key", "demo-key-change-me", False),
+    # empty: the role generates a key (or serves loopback / the explicit opt-out)
+    ("vllm", "vllm_api_key", "", False),
+    ("gateway", "gateway_api_keys", ["short-key"], True),
+    ("gateway", "gateway_api_keys", ["0123456789abcdef", "short"], True),
+    ("gateway", "gateway_api_keys", ["0123456789abcdef"], False),
+])
+def test_an_api_key_has_the_shared_minimum_length(role, name, value, refused):
+    problems = _check(role, name, value)
+    assert bool(problems) == refused, problems
+    for problem in problems:
+        assert problem.startswith(name) and str(gateway.API_KEY_MIN_LENGTH) in problem
+        for key in value if isinstance(value, list) else [value]:
+            assert repr(key) not in problem
+
+
+def test_the_gateway_plan_and_the_input_rule_agree_on_the_minimum():
+    for key, refused in (("x" * (gateway.API_KEY_MIN_LENGTH - 1), True), ("x" * gateway.API_KEY_MIN_LENGTH, False)):
+        assert bool(gateway.validate_settings({"gateway_api_keys": [key]})) == refused
+        assert bool(_check("gateway", "gateway_api_keys", [key])) == refused
