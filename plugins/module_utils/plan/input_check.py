@@ -28,6 +28,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
+import ipaddress
 import os
 import re
 
@@ -366,9 +367,30 @@ REFUSED_ENVIRONMENT = {
     "KUNPENG_VLLM_METRICS_SOURCES": "the role sets it from vllm_metrics_sources; set that variable instead",
 }
 # uvicorn takes the client address from X-Forwarded-For when the peer is in
-# FORWARDED_ALLOW_IPS (uvicorn's settings, --forwarded-allow-ips): "*" or an
-# every-address network lets any client claim a metrics source's address.
-_OPEN_FORWARDED = ("*", "0.0.0.0/0", "::/0")
+# FORWARDED_ALLOW_IPS (uvicorn's settings, --forwarded-allow-ips; its
+# proxy_headers._TrustedHosts): "*" trusts every peer, an entry with '/' is a
+# network (0.0.0.0/1,128.0.0.0/1, 0.0.0.0/00 or 0.0.0.0/0.0.0.0 cover every
+# address), any other entry an address or, when it is none, a literal compared
+# with the peer's text (a name is not resolved).  A client that a trusted peer
+# is may claim a metrics source's address, so only single proxy addresses pass.
+
+
+def forwarded_allow_ips_problem(value):
+    """Why a FORWARDED_ALLOW_IPS value trusts more than named proxies, or None: each comma-separated entry must be
+    one address (a /32 or /128 network is one too); '*', any wider network and a name are refused."""
+    for entry in (item.strip() for item in str(value).split(",")):
+        if not entry:
+            continue
+        if entry == "*":
+            return "'*' trusts every peer"
+        try:
+            network = ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            return f"{entry!r} is not an address (uvicorn does not resolve names)"
+        if network.num_addresses != 1:
+            return f"{entry!r} is a network of {network.num_addresses} addresses, each of them trusted"
+    return None
+
 # LD_PRELOAD only names system libraries (jemalloc or tcmalloc, which the
 # vLLM CPU and vllm-ascend guides preload): directories only root writes.
 PRELOAD_DIRS = ("/usr/lib/", "/usr/lib64/", "/lib/", "/lib64/")
@@ -377,9 +399,11 @@ PRELOAD_DIRS = ("/usr/lib/", "/usr/lib64/", "/lib/", "/lib64/")
 def _env_privilege_problem(name, key, value):
     if key in REFUSED_ENVIRONMENT:
         return f"{name}: {REFUSED_ENVIRONMENT[key]}"
-    if key == "FORWARDED_ALLOW_IPS" and any(entry.strip() in _OPEN_FORWARDED for entry in value.split(",")):
-        return (f"{name}: trusting X-Forwarded-For from every address lets any client pass as a metrics source; "
-                "name the proxies' addresses only")
+    forwarded = forwarded_allow_ips_problem(value) if key == "FORWARDED_ALLOW_IPS" else None
+    if forwarded:
+        return (f"{name}: {forwarded}; uvicorn takes the client address from X-Forwarded-For for every trusted peer, "
+                "so any client behind one could pass as a metrics source; name each reverse proxy by its address "
+                "(10.0.0.5,10.0.0.6)")
     if key == "LD_PRELOAD":
         for entry in re.split(r"[\s:]+", value.strip()):
             parts = entry.split("/")

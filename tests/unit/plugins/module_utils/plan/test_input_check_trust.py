@@ -39,3 +39,34 @@ def test_the_gateway_plan_and_the_input_rule_agree_on_the_minimum():
     for key, refused in (("x" * (gateway.API_KEY_MIN_LENGTH - 1), True), ("x" * gateway.API_KEY_MIN_LENGTH, False)):
         assert bool(gateway.validate_settings({"gateway_api_keys": [key]})) == refused
         assert bool(_check("gateway", "gateway_api_keys", [key])) == refused
+
+
+# --- FORWARDED_ALLOW_IPS: single proxy addresses only (uvicorn's proxy_headers._TrustedHosts) ----------------------
+
+@pytest.mark.parametrize("value, refused", [
+    ("10.0.0.5,10.0.0.6", False),
+    ("10.0.0.5, 10.0.0.6", False),
+    ("10.0.0.5/32", False),
+    ("10.0.0.5/255.255.255.255", False),
+    ("fd00::5,::1", False),
+    ("fd00::5/128", False),
+    ("", False),
+    ("*", True),
+    ("10.0.0.5, 0.0.0.0/0", True),
+    # the review's bypasses: every address, written otherwise
+    ("0.0.0.0/1,128.0.0.0/1", True),
+    ("0.0.0.0/00", True),
+    ("0.0.0.0/0.0.0.0", True),
+    ("::/0", True),
+    ("::ffff:0:0/96", True),
+    ("10.0.0.0/31", True),
+    ("fd00::/127", True),
+    # uvicorn compares a name as text with the peer's address: it never matches, or means something else
+    ("proxy.internal", True),
+    ("unix:/run/proxy.sock", True),
+])
+def test_forwarded_allow_ips_names_single_proxies_only(value, refused):
+    problems = _check("vllm", "vllm_environment", {"FORWARDED_ALLOW_IPS": value})
+    assert bool(problems) == refused, problems
+    if refused:
+        assert problems[0].startswith("vllm_environment.FORWARDED_ALLOW_IPS:") and "address" in problems[0]
