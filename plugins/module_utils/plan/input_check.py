@@ -522,7 +522,46 @@ _nofile_or_memlock.kind = "out_of_range"
 # CPU lists per rank, ranks separated by '|' (VLLM_CPU_OMP_THREADS_BIND).
 _SOURCE = re.compile(r"^[0-9A-Fa-f.:]+(/[0-9]{1,3})?$")
 # vllm_metrics_sources: an address, a network or a host name (the route guard resolves names when the engine starts).
-_metrics_source = _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$"), "an IP address, a CIDR network or a host name")
+_metrics_source_text = _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$"),
+                              "an IP address, a CIDR network or a host name")
+# The widest network that may read /metrics without the key: an IPv4 /8 (10.0.0.0/8) or an IPv6 /32 (a site's
+# allocation).  An IPv6 network reaches IPv4 clients too through their mapped addresses (::ffff:a.b.c.d, what a
+# dual-stack listener on '::' sees), so its part of ::ffff:0:0/96 counts as the IPv4 network it is.
+METRICS_SOURCE_MIN_PREFIX = {4: 8, 6: 32}
+_IPV4_MAPPED = ipaddress.ip_network("::ffff:0:0/96")
+
+
+def metrics_source_problem(entry):
+    """Why ``entry`` (of vllm_metrics_sources) opens /metrics to too many addresses, or None.
+
+    Parsed as the route guard parses it (``ipaddress.ip_network(entry, strict=False)``: 10.0.0.5/8 is 10.0.0.0/8);
+    a host name is not a network and passes."""
+    try:
+        network = ipaddress.ip_network(str(entry).strip(), strict=False)
+    except ValueError:
+        return None
+    widest = METRICS_SOURCE_MIN_PREFIX
+    if network.version == 6 and network.overlaps(_IPV4_MAPPED) and network.prefixlen - 96 < widest[4]:
+        return (f"{str(entry)!r} ({network}) covers an IPv4 network wider than /{widest[4]} through its mapped "
+                "addresses (::ffff:a.b.c.d, the IPv4 clients of a dual-stack listener)")
+    if network.prefixlen < widest[network.version]:
+        return f"{str(entry)!r} ({network}) is wider than /{widest[network.version]}"
+    return None
+
+
+def _metrics_source(name, value, ctx):
+    problem = _metrics_source_text(name, value, ctx)
+    if problem:
+        return problem
+    wide = metrics_source_problem(value)
+    if wide:
+        return (f"{name}: {wide}, and every address in it would read /metrics without the API key; name the "
+                f"Prometheus servers, or networks no wider than /{METRICS_SOURCE_MIN_PREFIX[4]} (IPv4) or "
+                f"/{METRICS_SOURCE_MIN_PREFIX[6]} (IPv6)")
+    return None
+
+
+_metrics_source.kind = "characters"
 _firewall_source = _regex(_SOURCE, "an IPv4/IPv6 address or CIDR network (e.g. 10.0.0.0/8)")
 _PORT_RANGE = re.compile(r"^[0-9]{1,5}(-[0-9]{1,5})?$")
 

@@ -70,3 +70,40 @@ def test_forwarded_allow_ips_names_single_proxies_only(value, refused):
     assert bool(problems) == refused, problems
     if refused:
         assert problems[0].startswith("vllm_environment.FORWARDED_ALLOW_IPS:") and "address" in problems[0]
+
+
+# --- vllm_metrics_sources: at most an IPv4 /8 or an IPv6 /32 reads /metrics without the key ----------------------
+
+@pytest.mark.parametrize("value, refused", [
+    ("10.0.0.5", False),
+    ("10.0.0.0/8", False),
+    ("10.1.2.3/8", False),
+    ("prometheus.internal", False),
+    ("fd00:1234::/32", False),
+    # (an entry starts with a letter or a digit: '::' is written 0::)
+    ("0::ffff:10.0.0.0/104", False),
+    ("0::ffff:10.0.0.5", False),
+    ("0.0.0.0/0", True),
+    ("0.0.0.0/00", True),
+    ("0.0.0.0/0.0.0.0", True),
+    ("0.0.0.0/1", True),
+    ("128.0.0.0/1", True),
+    ("10.0.0.0/7", True),
+    ("0::/0", True),
+    ("2000::/3", True),
+    ("fd00::/31", True),
+    # every IPv4 client of a dual-stack listener, as its mapped address
+    ("0:0:0:0:0:ffff:0:0/96", True),
+    ("0::ffff:0.0.0.0/97", True),
+    ("0::/80", True),
+])
+def test_metrics_sources_are_no_wider_than_the_bound(value, refused):
+    problems = _check("vllm", "vllm_metrics_sources", ["10.0.0.5", value])
+    assert bool(problems) == refused, problems
+    if refused:
+        assert problems[0].startswith("vllm_metrics_sources[1]:") and "/8 (IPv4) or /32 (IPv6)" in problems[0]
+
+
+def test_the_route_guards_own_variable_stays_refused_in_vllm_environment():
+    problems = _check("vllm", "vllm_environment", {"KUNPENG_VLLM_METRICS_SOURCES": "10.0.0.5"})
+    assert problems and "vllm_metrics_sources" in problems[0]
