@@ -616,9 +616,30 @@ def _backend(name, value, ctx):
 _backend.kind = "choice"
 _backend.choices = backends.CHOICES_WITH_AUTO
 
-# Variables whose values are never repeated in a message (argument_specs no_log).
+# Variables whose values are never repeated in a message (argument_specs no_log): their rules in RULES mask them
+# in whatever they say (_masked, below the table).  Index URLs and find-links locations may carry user:password@.
 SECRETS = ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token", "gateway_api_keys", "vllm_pip_index_url",
-           "vllm_pip_extra_index_urls", "wheelhouse_index_url")
+           "vllm_pip_extra_index_urls", "wheelhouse_index_url", "base_pip_index_url", "base_pip_extra_index_urls",
+           "base_pip_find_links")
+
+
+def _texts(value):
+    if isinstance(value, dict):
+        return [text for key, item in value.items() for text in _texts(key) + _texts(item)]
+    if isinstance(value, (list, tuple)):
+        return [text for item in value for text in _texts(item)]
+    return [] if value is None or isinstance(value, bool) else [str(value)]
+
+
+def without_secret(problem, value):
+    """``problem`` with each text of the secret ``value`` (a string, or the strings of a list or mapping) replaced
+    by 'the value', quoted or bare (a bare text of fewer than 8 characters is left: it would garble the message)."""
+    for text in sorted(set(_texts(value)), key=len, reverse=True):
+        if text:
+            problem = problem.replace(repr(text), "the value")
+            if len(text) >= 8:
+                problem = problem.replace(text, "the value")
+    return problem
 
 # role -> variable -> rule.  A variable that argument validation fully covers
 # (a bool, or a str with choices) has the rule None.
@@ -887,6 +908,24 @@ def _declared_rule(spec):
 
 RULES.update({instance.record["driver"]["role"].split(".")[-1]: {name: _declared_rule(spec) for name, spec in instance.driver_rules.items()}
               for instance in backends.INSTANCES.values() if instance.record.get("driver")})
+
+
+
+def _masked(rule):
+    """``rule``, its message with the value masked (without_secret): the rule of a variable of SECRETS."""
+    def checked(name, value, ctx):
+        problem = rule(name, value, ctx)
+        return without_secret(problem, value) if problem else problem
+    for attribute in ("kind", "bounds", "choices"):
+        if hasattr(rule, attribute):
+            setattr(checked, attribute, getattr(rule, attribute))
+    return checked
+
+
+for _rules in RULES.values():
+    for _name in SECRETS:
+        if _rules.get(_name) is not None:
+            _rules[_name] = _masked(_rules[_name])
 
 # role -> variable -> where the path it names must exist: 'node' or
 # 'controller' (a condition on the other values may turn the check off).

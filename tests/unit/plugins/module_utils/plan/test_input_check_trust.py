@@ -107,3 +107,36 @@ def test_metrics_sources_are_no_wider_than_the_bound(value, refused):
 def test_the_route_guards_own_variable_stays_refused_in_vllm_environment():
     problems = _check("vllm", "vllm_environment", {"KUNPENG_VLLM_METRICS_SOURCES": "10.0.0.5"})
     assert problems and "vllm_metrics_sources" in problems[0]
+
+
+# --- secrets: a refused value of a no_log variable is never repeated, whatever its rule says -----------------------
+
+PASSWORD = "Pa55w0rd-not-shown"
+BAD_URL = f"https://ci:{PASSWORD}@mirror internal/simple"  # the space makes every URL, key and token rule refuse it
+
+
+@pytest.mark.parametrize("name", input_check.SECRETS)
+def test_a_secret_is_never_repeated_in_a_message(name):
+    role = next(role for role, rules in input_check.RULES.items() if name in rules)
+    value = [BAD_URL] if name.endswith(("_urls", "_keys", "_links")) else BAD_URL
+    problems = _check(role, name, value)
+    assert problems and problems[0].startswith(name), problems
+    assert PASSWORD not in problems[0] and "mirror internal" not in problems[0], problems
+
+
+def test_the_review_repro_base_pip_index_url_is_masked():
+    for role, name in (("base", "base_pip_index_url"), ("vllm", "vllm_pip_index_url")):
+        problems = _check(role, name, "https://ci:Pa$$w0rd@mirror.internal/simple")
+        assert problems and "Pa$$w0rd" not in problems[0] and problems[0].startswith(f"{name}: the value"), problems
+
+
+@pytest.mark.parametrize("problem, value, expected", [
+    ("x: 'https://u:p@h/s' is bad", "https://u:p@h/s", "x: the value is bad"),
+    ("x[1]: 'secret-two' is bad", ["secret-one", "secret-two"], "x[1]: the value is bad"),
+    ("x: https://u:p@h/s/ is bad", "https://u:p@h/s/", "x: the value is bad"),
+    # a bare short text is left (it would garble the message); its quoted form is not
+    ("x: 'abc' is too short, abc", "abc", "x: the value is too short, abc"),
+    ("x: nothing of it", {"K": "secret-value"}, "x: nothing of it"),
+])
+def test_without_secret(problem, value, expected):
+    assert input_check.without_secret(problem, value) == expected
