@@ -34,7 +34,7 @@ import re
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact, safe_extract
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, container, engine_args, gateway
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, container, engine_args, env_file, gateway
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Instance, model and file names: they name units, paths and directories.
@@ -411,6 +411,18 @@ def _env_privilege_problem(name, key, value):
                 return (f"{name}: {entry!r} is not a library under {', '.join(PRELOAD_DIRS)}; preload only a "
                         "system library (for example /usr/lib/x86_64-linux-gnu/libjemalloc.so.2) or remove it")
     return None
+
+
+def environment_file_problems(files):
+    """A message for each variable of ``files`` (path -> text of a vllm_environment_files file) that vllm_environment
+    would refuse: the unit and the launcher load those files after the role's own, so they hold the same rules."""
+    problems = []
+    for path, text in files.items():
+        for key, value in env_file.parse(text).items():
+            problem = _env_privilege_problem(f"vllm_environment_files: {path} sets {key}", key, value)
+            if problem:
+                problems.append(problem)
+    return problems
 
 
 # Ports of a multi-node instance: the names the planner knows.

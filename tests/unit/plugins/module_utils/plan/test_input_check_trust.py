@@ -140,3 +140,33 @@ def test_the_review_repro_base_pip_index_url_is_masked():
 ])
 def test_without_secret(problem, value, expected):
     assert input_check.without_secret(problem, value) == expected
+
+
+# --- vllm_environment_files: the files' variables are held to vllm_environment's rules -----------------------------
+
+@pytest.mark.parametrize("text, refused", [
+    ("HCCL_BUFFSIZE=200\nNCCL_SOCKET_IFNAME=eth0\n", False),
+    ("FORWARDED_ALLOW_IPS=10.0.0.5,10.0.0.6\n", False),
+    ("LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2\n", False),
+    ("# FORWARDED_ALLOW_IPS=*\n", False),
+    ("FORWARDED_ALLOW_IPS=*\n", True),
+    ("  FORWARDED_ALLOW_IPS = \"0.0.0.0/1,128.0.0.0/1\"\n", True),
+    ("KUNPENG_VLLM_METRICS_SOURCES=0.0.0.0/0\n", True),
+    ("PYTHONPATH=/tmp\n", True),
+    ("VLLM_SERVER_DEV_MODE='1'\n", True),
+    ("LD_AUDIT=/usr/lib/x.so\n", True),
+    ("LD_PRELOAD=/tmp/x.so\n", True),
+    ("VLLM_ALLOW_INSECURE_SERIALIZATION=1\n", True),
+])
+def test_an_environment_file_holds_to_vllm_environments_rules(text, refused):
+    problems = input_check.environment_file_problems({"/etc/vllm/extra.env": text})
+    assert bool(problems) == refused, problems
+    for problem in problems:
+        assert problem.startswith("vllm_environment_files: /etc/vllm/extra.env sets ")
+
+
+def test_every_file_and_variable_is_named():
+    problems = input_check.environment_file_problems({"/etc/a.env": "LD_AUDIT=/usr/lib/x.so\nPYTHONPATH=/x\n",
+                                                      "/etc/b.env": "FORWARDED_ALLOW_IPS=*\n"})
+    assert [problem.split(":")[1].strip() for problem in problems] == [
+        "/etc/a.env sets LD_AUDIT", "/etc/a.env sets PYTHONPATH", "/etc/b.env sets FORWARDED_ALLOW_IPS"]
