@@ -34,7 +34,7 @@ import re
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact, safe_extract
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, container, engine_args, env_file, gateway
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, container, engine_args, env_file, gateway, index_auth
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Instance, model and file names: they name units, paths and directories.
@@ -180,6 +180,31 @@ def _api_key(rule):
     return checked
 
 
+def _url_secret(value):
+    """Whether the URL ``value`` carries a secret: a password, or over http(s) a user part alone (a token); an ssh
+    URL's user (git+ssh://git@host/...) is a name, its key is elsewhere."""
+    try:
+        found = index_auth.credentials(value)
+    except ValueError:  # not a URL urlsplit reads: the requirement rule says so
+        return False
+    transport = str(value).split("://", 1)[0].rsplit("+", 1)[-1].lower()
+    return bool(found["password"]) or (bool(found["username"]) and transport in ("http", "https"))
+
+
+def _no_credentials(rule):
+    """``rule``, then no ``user:password@`` or ``token@`` in a URL: pip's requirement and source URLs reach its command
+    line, the plan and its fact (the index credentials go to a netrc, plan/index_auth.py)."""
+    def checked(name, value, ctx):
+        if _url_secret(value):
+            return (f"{name}: the URL holds credentials (user:password@ or token@), which would reach pip's command line, "
+                    "the plan and its fact; give the URL without them, and the credentials through a netrc: the role "
+                    "writes one for pip from those of vllm_pip_index_url and vllm_pip_extra_index_urls (same host), "
+                    "git reads root's ~/.netrc or its credential helper")
+        return rule(name, value, ctx)
+    checked.kind = rule.kind
+    return checked
+
+
 def _list_of(item_rule):
     def rule(name, value, ctx):
         if value is None:
@@ -297,8 +322,9 @@ def _model_src(name, value, ctx):
             try:
                 safe_extract.needs_zstd(text)
             except ValueError as error:
-                return f"{name}: {error}; publish the model as a tar archive"
-        return problem
+                problem = f"{name}: {error}; publish the model as a tar archive"
+        # The URL's credentials (get_url takes them apart, url_password) are never shown.
+        return problem and problem.replace(text, index_auth.without_credentials(text))
     return _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$"),
                   "an absolute path, an http(s):// URL or a repository id such as org/model")(name, text, ctx)
 
@@ -672,9 +698,9 @@ RULES = {
         "vllm_container_read_only": None,
         # Its size against the host's memory is plan/container.py memory_limit_mib's (the container plan).
         "vllm_container_memory_limit": _regex(container.MEMORY_LIMIT, "auto, none, or a size such as 64g or 65536m"),
-        "vllm_source_url": _opt_requirement,
+        "vllm_source_url": _no_credentials(_opt_requirement),
         "vllm_cpu_remove_packages": _list_of(_requirement),
-        "vllm_extra_packages": _list_of(_requirement),
+        "vllm_extra_packages": _list_of(_no_credentials(_requirement)),
         "vllm_install_dir": _path,
         "vllm_python": _path,
         "vllm_install_os_packages": None,

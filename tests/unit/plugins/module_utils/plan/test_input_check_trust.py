@@ -170,3 +170,39 @@ def test_every_file_and_variable_is_named():
                                                       "/etc/b.env": "FORWARDED_ALLOW_IPS=*\n"})
     assert [problem.split(":")[1].strip() for problem in problems] == [
         "/etc/a.env sets LD_AUDIT", "/etc/a.env sets PYTHONPATH", "/etc/b.env sets FORWARDED_ALLOW_IPS"]
+
+
+# --- credentials in URLs: refused where they reach pip's command line, kept out of messages elsewhere --------------
+
+@pytest.mark.parametrize("name, value, refused", [
+    ("vllm_source_url", "git+https://github.com/vllm-project/vllm@v0.11.0", False),
+    ("vllm_source_url", "git+ssh://git@github.com/vllm-project/vllm@v0.11.0", False),
+    ("vllm_source_url", "/opt/src/vllm", False),
+    ("vllm_source_url", "", False),
+    ("vllm_source_url", "git+https://ci:TOKEN-not-shown@github.com/x/vllm@v1", True),
+    ("vllm_source_url", "git+https://TOKEN-not-shown@github.com/x/vllm@v1", True),
+    ("vllm_source_url", "https://ci:TOKEN-not-shown@mirror.internal/vllm-0.11.0.tar.gz", True),
+    ("vllm_source_url", "git+ssh://git:TOKEN-not-shown@github.com/x/vllm", True),
+    ("vllm_extra_packages", ["llguidance>=0.7", "git+https://TOKEN-not-shown@github.com/x/y@v1"], True),
+    ("vllm_extra_packages", ["git+https://github.com/x/y@v1"], False),
+])
+def test_pip_sources_carry_no_credentials(name, value, refused):
+    problems = _check("vllm", name, value)
+    assert bool(problems) == refused, problems
+    for problem in problems:
+        assert problem.startswith(name) and "netrc" in problem and "TOKEN-not-shown" not in problem
+
+
+@pytest.mark.parametrize("value", [
+    "https://ci:Pa55-not-shown@models.internal/smol.zip",
+    "https://ci:Pa55-not-shown@models internal/smol.tar.gz",
+])
+def test_a_refused_model_url_is_shown_without_its_credentials(value):
+    problems = _check("vllm", "vllm_model_src", value, vllm_model_source="url", vllm_model_sha256="a" * 64)
+    assert problems and problems[0].startswith("vllm_model_src:"), problems
+    assert "Pa55-not-shown" not in problems[0] and "ci:" not in problems[0]
+
+
+def test_a_model_url_with_credentials_is_usable():
+    assert _check("vllm", "vllm_model_src", "https://ci:Pa55@models.internal/smol.tar.gz", vllm_model_source="url",
+                  vllm_model_sha256="a" * 64) == []
