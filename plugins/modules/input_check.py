@@ -38,6 +38,16 @@ options:
     description: Variable name -> value for the secret variables (API key, tokens); never logged.
     type: dict
     default: {}
+  environment_files:
+    description:
+      - Path -> text of the files of the vllm role's C(vllm_environment_files) (as read on the node). The unit and
+        the launcher load them after the role's own environment file, so each variable they set is held to the rules
+        of C(vllm_environment) (no C(VLLM_SERVER_DEV_MODE), C(LD_AUDIT), C(PYTHONPATH),
+        C(KUNPENG_VLLM_METRICS_SOURCES), ..., single addresses in C(FORWARDED_ALLOW_IPS)); each problem names the
+        file and the variable. Never logged (a file may hold secrets).
+    type: dict
+    default: {}
+    version_added: 0.3.0
   where:
     description:
       - Where this run checks that the paths the variables name exist - C(node) (the managed host) or
@@ -102,6 +112,7 @@ def main():
             role=dict(type="str", required=True),
             values=dict(type="dict", default={}),
             secrets=dict(type="dict", default={}, no_log=True),
+            environment_files=dict(type="dict", default={}, no_log=True),
             where=dict(type="str", default="node", choices=["node", "controller"]),
             memory_mb=dict(type="int", default=0),
         ),
@@ -115,6 +126,7 @@ def main():
     problems = []
     if p["where"] == "node":
         problems += input_check.check_values(p["role"], values, memory_mb=p["memory_mb"])
+        problems += input_check.environment_file_problems(p["environment_files"])
     paths = input_check.paths_to_check(p["role"], values, p["where"])
     problems += input_check.missing_paths(paths, where=p["where"])
     result = dict(changed=False, problems=problems, paths=paths, msg=input_check.summary(problems))

@@ -30,7 +30,7 @@ set -uo pipefail
 
 : "${WH:=/root/wh}" "${RESULTS:=/root/res}" "${HOST_PYTHON:=/opt/torch/.venv/bin/python3}"
 : "${MODEL:=/srv/models/deepseek-v2-lite}" "${BENCH_RUNS:=3}" "${DEFAULT:=1}" "${DEADLINE:=$(( $(date +%s) + 580 ))}"
-: "${NUM_PROMPTS:=256}" "${HAND:=1}" "${CONCURRENCY:=16}" "${API_KEY:=h200-bench-key}"
+: "${NUM_PROMPTS:=256}" "${HAND:=1}" "${CONCURRENCY:=16}" "${API_KEY:=h200-bench-key-0001}"
 REPO=$WH/repo
 COLLECTIONS=/root/collections
 COLL=$COLLECTIONS/ansible_collections/kunpeng/vllm

@@ -52,7 +52,7 @@ cat >"$play" <<YML
     vllm_model_source: local
     vllm_model_src: $MODEL
     vllm_model_name: smollm2
-    vllm_api_key: h200-bench-key
+    vllm_api_key: h200-bench-key-0001
   roles:
     - role: kunpeng.vllm.vllm
 YML
@@ -74,7 +74,7 @@ echo "role full run rc=$?" | tee -a "$RESULTS/role-full.log"
 t=$(date +%s)
 setsid /etc/vllm/smollm2.launch.sh >"$RESULTS/deployed-serve.log" 2>&1 </dev/null &
 ansible localhost -i localhost, -c local -m kunpeng.vllm.vllm_ready \
-  -a "url=http://127.0.0.1:8000 model=smollm2 api_key=h200-bench-key timeout=400" >"$RESULTS/vllm-ready.log" 2>&1
+  -a "url=http://127.0.0.1:8000 model=smollm2 api_key=h200-bench-key-0001 timeout=400" >"$RESULTS/vllm-ready.log" 2>&1
 echo "vllm_ready rc=$? seconds_since_launch=$(( $(date +%s) - t ))" >>"$RESULTS/vllm-ready.log"
 { nvidia-smi; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv
   ps -eo pid,user,rss,args | grep -E "[v]llm serve|[E]ngineCore"; } >"$RESULTS/nvidia-smi-serving.txt" 2>&1

@@ -59,6 +59,8 @@ MAX_WEIGHT = 256
 # which came with HAProxy 2.5 (Debian 12 has 2.6, Ubuntu 24.04 2.8; Ubuntu
 # 22.04 and EL 9 have 2.4).
 MIN_HAPROXY = (2, 5)
+# The shortest API key the collection accepts, the gateway's keys and vLLM's alike (plan/input_check.py).
+API_KEY_MIN_LENGTH = 16
 _HAPROXY_VERSION = re.compile(r"HA-?Proxy version ([0-9]+)\.([0-9]+)(\S*)")
 
 # Names that end up in haproxy.cfg unquoted (server and backend names: HAProxy
@@ -651,8 +653,8 @@ def validate_settings(settings):
                             "Authorization header to the backends unchecked).")
         else:
             for i, key in enumerate(keys):
-                if not isinstance(key, str) or len(key) < 16 or not re.match(r"^[\x21-\x7e]+$", key):
-                    problems.append(f"gateway_api_keys[{i}] is not a usable key: a key is at least 16 printable "
+                if not isinstance(key, str) or len(key) < API_KEY_MIN_LENGTH or not re.match(r"^[\x21-\x7e]+$", key):
+                    problems.append(f"gateway_api_keys[{i}] is not a usable key: a key is at least {API_KEY_MIN_LENGTH} printable "
                                     "ASCII characters without spaces (the value is not shown).")
     cert, key = settings.get("gateway_tls_certificate"), settings.get("gateway_tls_key")
     if bool(cert) != bool(key):

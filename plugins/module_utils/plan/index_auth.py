@@ -30,6 +30,24 @@ def has_credentials(url: Any) -> bool:
     return "@" in urlsplit(text).netloc
 
 
+def credentials(url: Any) -> Dict[str, str]:
+    """``url`` without its credentials (``url``), and the ``username`` and ``password`` it carried (unquoted; both
+    empty for a URL without them, the password empty for a token alone).  Any scheme: ``git+https://``, ``ftp://``."""
+    text = str(url or "")
+    if not has_credentials(text):
+        return {"url": text, "username": "", "password": ""}
+    parts = urlsplit(text)
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    login, _sep, password = userinfo.partition(":")
+    return {"url": urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)),
+            "username": unquote(login), "password": unquote(password)}
+
+
+def without_credentials(url: Any) -> str:
+    """``url`` without ``user[:password]@`` or ``token@``, for what is printed or stored (a marker file, a fact)."""
+    return credentials(url)["url"]
+
+
 def split(url: Any) -> Tuple[str, Dict[str, str]]:
     """``url`` without its credentials, and the netrc entry they become (empty for a URL without them).
 

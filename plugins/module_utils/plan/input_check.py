@@ -28,12 +28,13 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
+import ipaddress
 import os
 import re
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import engine_artifact, safe_extract
-from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, container, engine_args
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster, container, engine_args, env_file, gateway, index_auth
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Instance, model and file names: they name units, paths and directories.
@@ -164,6 +165,46 @@ def _env_value(pattern=None, what=None, secret=False):
     return rule
 
 
+def _api_key(rule):
+    """``rule``, then at least gateway.API_KEY_MIN_LENGTH characters (empty stays empty: the role then generates a
+    key, or the variable is off).  The value is never shown."""
+    def checked(name, value, ctx):
+        problem = rule(name, value, ctx)
+        if problem or value is None or value == "":
+            return problem
+        if len(str(value)) < gateway.API_KEY_MIN_LENGTH:
+            return (f"{name}: the value is shorter than {gateway.API_KEY_MIN_LENGTH} characters, short enough to "
+                    f"guess; set a key of at least {gateway.API_KEY_MIN_LENGTH} characters (openssl rand -hex 24)")
+        return None
+    checked.kind = rule.kind
+    return checked
+
+
+def _url_secret(value):
+    """Whether the URL ``value`` carries a secret: a password, or over http(s) a user part alone (a token); an ssh
+    URL's user (git+ssh://git@host/...) is a name, its key is elsewhere."""
+    try:
+        found = index_auth.credentials(value)
+    except ValueError:  # not a URL urlsplit reads: the requirement rule says so
+        return False
+    transport = str(value).split("://", 1)[0].rsplit("+", 1)[-1].lower()
+    return bool(found["password"]) or (bool(found["username"]) and transport in ("http", "https"))
+
+
+def _no_credentials(rule):
+    """``rule``, then no ``user:password@`` or ``token@`` in a URL: pip's requirement and source URLs reach its command
+    line, the plan and its fact (the index credentials go to a netrc, plan/index_auth.py)."""
+    def checked(name, value, ctx):
+        if _url_secret(value):
+            return (f"{name}: the URL holds credentials (user:password@ or token@), which would reach pip's command line, "
+                    "the plan and its fact; give the URL without them, and the credentials through a netrc: the role "
+                    "writes one for pip from those of vllm_pip_index_url and vllm_pip_extra_index_urls (same host), "
+                    "git reads root's ~/.netrc or its credential helper")
+        return rule(name, value, ctx)
+    checked.kind = rule.kind
+    return checked
+
+
 def _list_of(item_rule):
     def rule(name, value, ctx):
         if value is None:
@@ -281,8 +322,9 @@ def _model_src(name, value, ctx):
             try:
                 safe_extract.needs_zstd(text)
             except ValueError as error:
-                return f"{name}: {error}; publish the model as a tar archive"
-        return problem
+                problem = f"{name}: {error}; publish the model as a tar archive"
+        # The URL's credentials (get_url takes them apart, url_password) are never shown.
+        return problem and problem.replace(text, index_auth.without_credentials(text))
     return _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$"),
                   "an absolute path, an http(s):// URL or a repository id such as org/model")(name, text, ctx)
 
@@ -351,9 +393,30 @@ REFUSED_ENVIRONMENT = {
     "KUNPENG_VLLM_METRICS_SOURCES": "the role sets it from vllm_metrics_sources; set that variable instead",
 }
 # uvicorn takes the client address from X-Forwarded-For when the peer is in
-# FORWARDED_ALLOW_IPS (uvicorn's settings, --forwarded-allow-ips): "*" or an
-# every-address network lets any client claim a metrics source's address.
-_OPEN_FORWARDED = ("*", "0.0.0.0/0", "::/0")
+# FORWARDED_ALLOW_IPS (uvicorn's settings, --forwarded-allow-ips; its
+# proxy_headers._TrustedHosts): "*" trusts every peer, an entry with '/' is a
+# network (0.0.0.0/1,128.0.0.0/1, 0.0.0.0/00 or 0.0.0.0/0.0.0.0 cover every
+# address), any other entry an address or, when it is none, a literal compared
+# with the peer's text (a name is not resolved).  A client that a trusted peer
+# is may claim a metrics source's address, so only single proxy addresses pass.
+
+
+def forwarded_allow_ips_problem(value):
+    """Why a FORWARDED_ALLOW_IPS value trusts more than named proxies, or None: each comma-separated entry must be
+    one address (a /32 or /128 network is one too); '*', any wider network and a name are refused."""
+    for entry in (item.strip() for item in str(value).split(",")):
+        if not entry:
+            continue
+        if entry == "*":
+            return "'*' trusts every peer"
+        try:
+            network = ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            return f"{entry!r} is not an address (uvicorn does not resolve names)"
+        if network.num_addresses != 1:
+            return f"{entry!r} is a network of {network.num_addresses} addresses, each of them trusted"
+    return None
+
 # LD_PRELOAD only names system libraries (jemalloc or tcmalloc, which the
 # vLLM CPU and vllm-ascend guides preload): directories only root writes.
 PRELOAD_DIRS = ("/usr/lib/", "/usr/lib64/", "/lib/", "/lib64/")
@@ -362,9 +425,11 @@ PRELOAD_DIRS = ("/usr/lib/", "/usr/lib64/", "/lib/", "/lib64/")
 def _env_privilege_problem(name, key, value):
     if key in REFUSED_ENVIRONMENT:
         return f"{name}: {REFUSED_ENVIRONMENT[key]}"
-    if key == "FORWARDED_ALLOW_IPS" and any(entry.strip() in _OPEN_FORWARDED for entry in value.split(",")):
-        return (f"{name}: trusting X-Forwarded-For from every address lets any client pass as a metrics source; "
-                "name the proxies' addresses only")
+    forwarded = forwarded_allow_ips_problem(value) if key == "FORWARDED_ALLOW_IPS" else None
+    if forwarded:
+        return (f"{name}: {forwarded}; uvicorn takes the client address from X-Forwarded-For for every trusted peer, "
+                "so any client behind one could pass as a metrics source; name each reverse proxy by its address "
+                "(10.0.0.5,10.0.0.6)")
     # The route guard's switch for keyless /metrics from loopback (off behind a proxy on the node); it stops the
     # engine at start on any other value, so that is refused here, before any change.
     if key == "KUNPENG_VLLM_METRICS_LOOPBACK" and value.strip().lower() not in ("on", "off"):
@@ -376,6 +441,18 @@ def _env_privilege_problem(name, key, value):
                 return (f"{name}: {entry!r} is not a library under {', '.join(PRELOAD_DIRS)}; preload only a "
                         "system library (for example /usr/lib/x86_64-linux-gnu/libjemalloc.so.2) or remove it")
     return None
+
+
+def environment_file_problems(files):
+    """A message for each variable of ``files`` (path -> text of a vllm_environment_files file) that vllm_environment
+    would refuse: the unit and the launcher load those files after the role's own, so they hold the same rules."""
+    problems = []
+    for path, text in files.items():
+        for key, value in env_file.parse(text).items():
+            problem = _env_privilege_problem(f"vllm_environment_files: {path} sets {key}", key, value)
+            if problem:
+                problems.append(problem)
+    return problems
 
 
 # Ports of a multi-node instance: the names the planner knows.
@@ -487,7 +564,46 @@ _nofile_or_memlock.kind = "out_of_range"
 # CPU lists per rank, ranks separated by '|' (VLLM_CPU_OMP_THREADS_BIND).
 _SOURCE = re.compile(r"^[0-9A-Fa-f.:]+(/[0-9]{1,3})?$")
 # vllm_metrics_sources: an address, a network or a host name (the route guard resolves names when the engine starts).
-_metrics_source = _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$"), "an IP address, a CIDR network or a host name")
+_metrics_source_text = _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$"),
+                              "an IP address, a CIDR network or a host name")
+# The widest network that may read /metrics without the key: an IPv4 /8 (10.0.0.0/8) or an IPv6 /32 (a site's
+# allocation).  An IPv6 network reaches IPv4 clients too through their mapped addresses (::ffff:a.b.c.d, what a
+# dual-stack listener on '::' sees), so its part of ::ffff:0:0/96 counts as the IPv4 network it is.
+METRICS_SOURCE_MIN_PREFIX = {4: 8, 6: 32}
+_IPV4_MAPPED = ipaddress.ip_network("::ffff:0:0/96")
+
+
+def metrics_source_problem(entry):
+    """Why ``entry`` (of vllm_metrics_sources) opens /metrics to too many addresses, or None.
+
+    Parsed as the route guard parses it (``ipaddress.ip_network(entry, strict=False)``: 10.0.0.5/8 is 10.0.0.0/8);
+    a host name is not a network and passes."""
+    try:
+        network = ipaddress.ip_network(str(entry).strip(), strict=False)
+    except ValueError:
+        return None
+    widest = METRICS_SOURCE_MIN_PREFIX
+    if network.version == 6 and network.overlaps(_IPV4_MAPPED) and network.prefixlen - 96 < widest[4]:
+        return (f"{str(entry)!r} ({network}) covers an IPv4 network wider than /{widest[4]} through its mapped "
+                "addresses (::ffff:a.b.c.d, the IPv4 clients of a dual-stack listener)")
+    if network.prefixlen < widest[network.version]:
+        return f"{str(entry)!r} ({network}) is wider than /{widest[network.version]}"
+    return None
+
+
+def _metrics_source(name, value, ctx):
+    problem = _metrics_source_text(name, value, ctx)
+    if problem:
+        return problem
+    wide = metrics_source_problem(value)
+    if wide:
+        return (f"{name}: {wide}, and every address in it would read /metrics without the API key; name the "
+                f"Prometheus servers, or networks no wider than /{METRICS_SOURCE_MIN_PREFIX[4]} (IPv4) or "
+                f"/{METRICS_SOURCE_MIN_PREFIX[6]} (IPv6)")
+    return None
+
+
+_metrics_source.kind = "characters"
 _firewall_source = _regex(_SOURCE, "an IPv4/IPv6 address or CIDR network (e.g. 10.0.0.0/8)")
 _PORT_RANGE = re.compile(r"^[0-9]{1,5}(-[0-9]{1,5})?$")
 
@@ -542,9 +658,30 @@ def _backend(name, value, ctx):
 _backend.kind = "choice"
 _backend.choices = backends.CHOICES_WITH_AUTO
 
-# Variables whose values are never repeated in a message (argument_specs no_log).
+# Variables whose values are never repeated in a message (argument_specs no_log): their rules in RULES mask them
+# in whatever they say (_masked, below the table).  Index URLs and find-links locations may carry user:password@.
 SECRETS = ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token", "gateway_api_keys", "vllm_pip_index_url",
-           "vllm_pip_extra_index_urls", "wheelhouse_index_url", "monitoring_grafana_admin_password")
+           "vllm_pip_extra_index_urls", "wheelhouse_index_url", "base_pip_index_url", "base_pip_extra_index_urls",
+           "base_pip_find_links", "monitoring_grafana_admin_password")
+
+
+def _texts(value):
+    if isinstance(value, dict):
+        return [text for key, item in value.items() for text in _texts(key) + _texts(item)]
+    if isinstance(value, (list, tuple)):
+        return [text for item in value for text in _texts(item)]
+    return [] if value is None or isinstance(value, bool) else [str(value)]
+
+
+def without_secret(problem, value):
+    """``problem`` with each text of the secret ``value`` (a string, or the strings of a list or mapping) replaced
+    by 'the value', quoted or bare (a bare text of fewer than 8 characters is left: it would garble the message)."""
+    for text in sorted(set(_texts(value)), key=len, reverse=True):
+        if text:
+            problem = problem.replace(repr(text), "the value")
+            if len(text) >= 8:
+                problem = problem.replace(text, "the value")
+    return problem
 
 # role -> variable -> rule.  A variable that argument validation fully covers
 # (a bool, or a str with choices) has the rule None.
@@ -565,9 +702,9 @@ RULES = {
         "vllm_container_read_only": None,
         # Its size against the host's memory is plan/container.py memory_limit_mib's (the container plan).
         "vllm_container_memory_limit": _regex(container.MEMORY_LIMIT, "auto, none, or a size such as 64g or 65536m"),
-        "vllm_source_url": _opt_requirement,
+        "vllm_source_url": _no_credentials(_opt_requirement),
         "vllm_cpu_remove_packages": _list_of(_requirement),
-        "vllm_extra_packages": _list_of(_requirement),
+        "vllm_extra_packages": _list_of(_no_credentials(_requirement)),
         "vllm_install_dir": _path,
         "vllm_python": _path,
         "vllm_install_os_packages": None,
@@ -627,8 +764,8 @@ RULES = {
         "vllm_host": _host,
         "vllm_port": _int_range(1, 65535),
         # Written unquoted (clients and playbooks/benchmark.yml read it back as is).
-        "vllm_api_key": _env_value(_API_KEY, "a key of letters, digits and . _ + / = - (base64, hex or a UUID)",
-                                   secret=True),
+        "vllm_api_key": _api_key(_env_value(_API_KEY, "a key of letters, digits and . _ + / = - (base64, hex or a "
+                                              "UUID)", secret=True)),
         "vllm_engine_args": _engine_args,
         "vllm_visible_devices": _env_value(_DEVICES, "device indices or UUIDs separated by ',' (for example 0,1)"),
         "vllm_environment": _environment,
@@ -765,7 +902,7 @@ RULES = {
         "gateway_tls_certificate": _opt_controller_path,
         "gateway_tls_key": _opt_controller_path,
         "gateway_tls_port": _port,
-        "gateway_api_keys": _list_of(_regex(_API_KEY, "a key of letters, digits and . _ + / = -", secret=True)),
+        "gateway_api_keys": _list_of(_api_key(_regex(_API_KEY, "a key of letters, digits and . _ + / = -", secret=True))),
         "gateway_timeout_connect": _int_range(1, 86400),
         "gateway_timeout_client": _int_range(1, 86400),
         "gateway_timeout_server": _int_range(1, 86400),
@@ -820,6 +957,24 @@ def _declared_rule(spec):
 
 RULES.update({instance.record["driver"]["role"].split(".")[-1]: {name: _declared_rule(spec) for name, spec in instance.driver_rules.items()}
               for instance in backends.INSTANCES.values() if instance.record.get("driver")})
+
+
+
+def _masked(rule):
+    """``rule``, its message with the value masked (without_secret): the rule of a variable of SECRETS."""
+    def checked(name, value, ctx):
+        problem = rule(name, value, ctx)
+        return without_secret(problem, value) if problem else problem
+    for attribute in ("kind", "bounds", "choices"):
+        if hasattr(rule, attribute):
+            setattr(checked, attribute, getattr(rule, attribute))
+    return checked
+
+
+for _rules in RULES.values():
+    for _name in SECRETS:
+        if _rules.get(_name) is not None:
+            _rules[_name] = _masked(_rules[_name])
 
 # role -> variable -> where the path it names must exist: 'node' or
 # 'controller' (a condition on the other values may turn the check off).

@@ -33,6 +33,8 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import index_auth
+
 CHOICES = ("auto", "pip", "uv")
 # Options of a step uv takes as they are.  uv pip install --help (uv 0.13.9):
 # --no-deps, --no-index, --offline, --no-config, --find-links, --compile-bytecode
@@ -97,15 +99,6 @@ def uv_argv(uv, venv, step, find_links):
 _INDEX_OPTIONS = ("--index-url", "--extra-index-url", "--find-links", "-i", "-f")
 
 
-def _without_credentials(location):
-    """``https://user:token@host/simple`` as ``https://host/simple``: the source is printed in progress lines."""
-    scheme, sep, rest = location.partition("://")
-    if not sep:
-        return location
-    host, slash, path = rest.partition("/")
-    return f"{scheme}://{host.rpartition('@')[2]}{slash}{path}"
-
-
 def install_source(tool, pip_args, step_args, no_index, find_links):
     """Where a step's packages come from, as a progress line or a stall failure names it (no credentials).
 
@@ -122,7 +115,7 @@ def install_source(tool, pip_args, step_args, no_index, find_links):
             value = args[i + 1]
         elif name not in _INDEX_OPTIONS or not eq:
             continue
-        location = _without_credentials(value)
+        location = index_auth.without_credentials(value)
         if location not in locations:
             locations.append(location)
     if not no_index and not any(arg.partition("=")[0] in ("--index-url", "-i") for arg in args):

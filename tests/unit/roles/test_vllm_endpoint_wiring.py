@@ -87,7 +87,7 @@ def test_defaults_generate_a_key_the_service_requires_and_the_gate_sends(tmp_pat
 
 
 @pytest.mark.parametrize("overrides, env_key", [
-    ({"vllm_api_key": "given-key"}, "given-key"),
+    ({"vllm_api_key": "given-key-0123456789"}, "given-key-0123456789"),
     ({"vllm_host": "127.0.0.1"}, None),
     ({"vllm_allow_unauthenticated": True}, None),
 ])

@@ -25,6 +25,7 @@ from task_files import load, trusted
 from vllm_plans import plan, single
 
 from ansible_collections.kunpeng.vllm.plugins.filter.vllm_service import vllm_service
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import env_file
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.endpoint_security import private_users
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -151,6 +152,7 @@ def test_an_environment_file_is_data_and_reaches_the_engine_only(tmp_path):
         f"; a comment\ntouch {tmp_path}/ran-a-line\nSUB=$(touch {tmp_path}/ran-a-substitution)\n"
         f"LD_PRELOAD={tmp_path}/evil.so\n  FOO = \"override\"  \nexport BAR=1\n9X=1\n"
         'ASCEND="/usr/local/Ascend \\"x\\" \\\\ $HOME"\nLAST=no-newline')
+    operator = (tmp_path / "operator.env").read_text()
     text = render("vllm-launch.sh.j2", __vllm_env_file=str(tmp_path / "role.env"), vllm_cache_dir=str(tmp_path / "cache"),
                   vllm_environment_files=[str(tmp_path / "operator.env"), str(tmp_path / "missing.env")],
                   __vllm_current_link=str(link))
@@ -168,3 +170,7 @@ def test_an_environment_file_is_data_and_reaches_the_engine_only(tmp_path):
     assert engine["ASCEND"] == '/usr/local/Ascend "x" \\ $HOME'  # the ascend role's escapes, no expansion
     assert (tmp_path / "engine.args").read_text().splitlines() == [
         "serve", "/srv/models/smollm2", "--config", "/etc/vllm/smollm2.yaml", "--port", "8001"]
+    # The Python reading preflight holds to vllm_environment's rules (plan/env_file.py) is the launcher's.
+    parsed = env_file.parse(operator)
+    assert parsed and {key: engine[key] for key in parsed} == parsed
+    assert "BAR" not in parsed and "9X" not in parsed

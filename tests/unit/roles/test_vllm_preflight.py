@@ -128,3 +128,19 @@ def test_weightless_model_with_dummy_is_a_rehearsal(collections_path, tmp_path, 
     assert plan["engine_args"]["skip_tokenizer_init"] is True
     assert plan["engine_config"]["load-format"] == "dummy"
     assert plan["engine_config"]["skip-tokenizer-init"] is True
+
+
+def test_an_extra_environment_file_is_held_to_vllm_environments_rules(collections_path, tmp_path):
+    """The unit loads vllm_environment_files after the role's file: what one sets passes the same rules, read on the
+    node before any change; a missing file is skipped as EnvironmentFile=- skips it."""
+    extra = tmp_path / "operator.env"
+    extra.write_text("HCCL_BUFFSIZE=200\nTOKEN=not-for-the-log-0123\n  FORWARDED_ALLOW_IPS = \"0.0.0.0/1,128.0.0.0/1\"\n")
+    proc, dummy = preflight(collections_path, tmp_path, "smollm2-135m.json",
+                            vllm_environment_files=[str(tmp_path / "missing.env"), str(extra)])
+    assert proc.returncode != 0
+    failed = proc.stdout.split("fatal: [localhost]")[0].rsplit("TASK [", 1)[1]
+    assert failed.startswith("kunpeng.vllm.vllm : Check the extra environment files against vllm_environment's rules"), \
+        proc.stdout[-3000:]
+    assert f"vllm_environment_files: {extra} sets FORWARDED_ALLOW_IPS: '0.0.0.0/1' is a network" in proc.stdout
+    assert "not-for-the-log-0123" not in proc.stdout
+    assert "changed=0" in proc.stdout and "failed=1" in proc.stdout

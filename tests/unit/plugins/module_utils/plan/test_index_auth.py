@@ -70,3 +70,20 @@ def test_a_plan_from_credentialed_index_urls_holds_no_credential():
     assert not any("@" in arg for arg in argv)
     assert auth["netrc"] == ("machine mirror.example login ci password s3cr/t-pw\n"
                              "machine download.example login 0123456789abcdef\n")
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("https://models.internal/smol.tar.zst", {"url": "https://models.internal/smol.tar.zst", "username": "", "password": ""}),
+    ("https://ci:s3cret@models.internal/smol.tar.zst?sig=x",
+     {"url": "https://models.internal/smol.tar.zst?sig=x", "username": "ci", "password": "s3cret"}),
+    ("https://TOKEN@models.internal:8443/m.tgz", {"url": "https://models.internal:8443/m.tgz", "username": "TOKEN", "password": ""}),
+    ("https://ci:p%40ss%3Aw@host/x", {"url": "https://host/x", "username": "ci", "password": "p@ss:w"}),
+    ("git+https://ci:TOKEN@github.com/x/vllm@v1", {"url": "git+https://github.com/x/vllm@v1", "username": "ci", "password": "TOKEN"}),
+    ("/srv/models/smol", {"url": "/srv/models/smol", "username": "", "password": ""}),
+    ("org/model", {"url": "org/model", "username": "", "password": ""}),
+    ("", {"url": "", "username": "", "password": ""}),
+])
+def test_credentials_come_off_a_url(url, expected):
+    assert index_auth.credentials(url) == expected
+    assert index_auth.without_credentials(url) == expected["url"]
+    assert not index_auth.has_credentials(expected["url"])

@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""An environment file as systemd's ``EnvironmentFile=`` and the role's launcher read it, as data.
+
+The engine's unit loads ``vllm_environment_files`` after the role's own file
+(``vllm.service.j2``), and the ``vllm_service_manager: none`` launcher
+(``vllm-launch.sh.j2``) reads them the same way: ``KEY=VALUE`` lines, white
+space around the key and the value dropped, ``#`` and ``;`` comment lines,
+one pair of double or single quotes around a value removed (inside double
+quotes ``\\"``, ``\\\\``, ``\\``` and ``\\$`` stand for the character), a line
+whose key is not a variable name (``export BAR=1``, ``9X=1``) ignored, a later
+line winning.  ``parse`` is that reading in Python, so preflight can hold the
+files to the rules ``vllm_environment`` is held to (plan/input_check.py
+``environment_file_problems``); tests/unit/roles/test_vllm_launcher.py runs the
+launcher on the same file and compares.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import re
+from typing import Dict
+
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ESCAPE = re.compile(r"\\([\\\"`$])")
+
+
+def parse(text: str) -> Dict[str, str]:
+    """Variable -> value of an environment file's ``text`` (a later line of a variable wins)."""
+    result: Dict[str, str] = {}
+    for line in (text or "").splitlines():
+        line = line.lstrip()
+        if not line or line[0] in "#;" or "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        key = key.rstrip()
+        if not _KEY.match(key):
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = _ESCAPE.sub(r"\1", value[1:-1])
+        elif len(value) >= 2 and value[0] == value[-1] == "'":
+            value = value[1:-1]
+        result[key] = value
+    return result
