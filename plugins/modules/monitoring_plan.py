@@ -298,7 +298,7 @@ grafana_install:
 grafana_settings:
   description:
     - The environment of a Grafana the role installs (empty otherwise), set in a drop-in of C(grafana-server) with the
-      admin password: it binds the monitoring address on O(grafana_port), with anonymous access, sign-up, gravatar
+      admin password. It binds the monitoring address on O(grafana_port), with anonymous access, sign-up, gravatar
       and usage reporting off.
   returned: when scope is server
   type: dict
