@@ -51,7 +51,8 @@ def test_recursive_ownership_does_not_follow_links(path, name):
 # the facts that hold them in the playbooks.
 SECRETS = ("vllm_api_key", "vllm_hf_token", "vllm_modelscope_token", "gateway_api_keys", "__bench_api_key",
            "kunpeng_vllm_deployed_api_key", "api_key", "vllm_pip_index_url", "vllm_pip_extra_index_urls",
-           "wheelhouse_index_url", "base_pip_index_url", "base_pip_extra_index_urls", "base_pip_find_links")
+           "wheelhouse_index_url", "base_pip_index_url", "base_pip_extra_index_urls", "base_pip_find_links",
+           "monitoring_grafana_admin_password")
 
 
 def test_the_secret_list_holds_every_hidden_variable():
