@@ -1,0 +1,182 @@
+# -*- coding: utf-8 -*-  # noqa: UP009
+# Copyright: kunpeng.vllm contributors
+# Apache License 2.0 (see LICENSE)
+"""Where root may write a model tree, and how it takes one over.
+
+Root writes model trees (the controller copy, downloads, archive unpacks) into
+``<model>.partial`` and renames them into place.  Whoever can write a
+directory on the way there can rename root's staging directory away or plant
+``<model>.partial`` as a symlink, and root's writes, chown and chmod then land
+where that account chose (``/etc``).  So:
+
+- every directory from ``/`` down to the model directory's parent must be
+  writable by root (or the account running the module) only:
+  :func:`unsafe_ancestors`;
+- the staging directory and the model directory are refused when they are
+  symlinks: :func:`link_problem`;
+- a tree an earlier release gave to the service account is taken over for
+  root and the service group, walking directory descriptors and never
+  following a symlink (:func:`take_tree`); the engine only reads its weights.
+"""
+
+from __future__ import absolute_import, division, print_function  # noqa: UP010
+
+__metaclass__ = type  # noqa: UP001
+
+import os
+import stat
+
+# Directories of a model tree: the owner's, and read/enter for the service group.
+DIR_MODE = 0o750
+# Group/other write, and every bit for other.
+_FILE_MASK = 0o7027
+# Where the walk of ancestors stops (tests stop it at their own temporary directory).
+TOP = "/"
+
+
+def file_mode(mode):
+    """A file's permission bits in a taken tree: the owner's, the group's without write, nothing for other."""
+    return stat.S_IMODE(mode) & ~_FILE_MASK
+
+
+def writable_by_others(st, uid):
+    """Why an account other than root and ``uid`` can rename or create entries in the directory ``st`` (None: none can).
+
+    A sticky bit does not help: another account can still create ``<model>.partial`` first.
+    """
+    if st.st_uid not in (0, uid):
+        return f"it belongs to uid {st.st_uid}"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"its mode {stat.S_IMODE(st.st_mode):04o} lets its group or others write it"
+    return None
+
+
+def ancestors(path, top=None):
+    """The existing directories from ``path``'s parent up to ``top`` (:data:`TOP`), nearest first (made absolute)."""
+    path, top = os.path.abspath(path), os.path.abspath(top or TOP)
+    found = []
+    while path != top:
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+        if os.path.lexists(path):
+            found.append(path)
+    return found
+
+
+def unsafe_ancestors(path, uid=None, lstat=os.lstat, top=None):
+    """``[(directory, why)]`` for the directories above ``path`` that another account could rewrite ([] when none).
+
+    A symlink on the way counts: its target is where the writes go, and whoever wrote the link chose it.
+    """
+    uid = os.geteuid() if uid is None else uid
+    found = []
+    for directory in ancestors(path, top):
+        st = lstat(directory)
+        if stat.S_ISLNK(st.st_mode):
+            # The system's own links (/var/run -> /run, a merged /usr) belong to root: follow them only then.
+            if st.st_uid not in (0, uid):
+                found.append((directory, f"it is a symlink that uid {st.st_uid} owns"))
+            continue
+        why = writable_by_others(st, uid)
+        if why:
+            found.append((directory, why))
+    return found
+
+
+def ancestors_message(variable, path, unsafe):
+    shown = "; ".join(f"{directory}: {why}" for directory, why in unsafe)
+    return (f"{variable}: root writes the model below {os.path.dirname(os.path.abspath(path))}, but another account "
+            f"can rename or plant entries on the way ({shown}); it could redirect root's writes (a "
+            f"'{os.path.basename(path)}.partial' symlink). Nothing was changed. Make those directories root's and "
+            "not writable by group or others (the base role does so for base_model_dir and base_service_home), or "
+            f"point {variable} elsewhere.")
+
+
+def link_problem(path, what, lstat=os.lstat):
+    """Why ``path`` may not be written through (a symlink); None when it is absent or no symlink."""
+    try:
+        st = lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return (f"{what} {path} is a symlink (to {os.readlink(path)!r}): root does not write through it. Nothing was "
+                "changed. Remove it (an account that could write its parent left it) and run again.")
+    return None
+
+
+def take_tree(path, gid, drop_links=False, uid=0):
+    """Give the tree ``path`` to ``uid`` (root) and group ``gid``: directories 0750, files :func:`file_mode`.
+
+    Walks directory descriptors from the top, each directory taken before it
+    is listed, so an account that could write it before loses that right
+    before its entries are read; a symlink is changed itself (lchown), never
+    followed, and with ``drop_links`` removed (a download writes into the tree
+    by path and would follow it; it fetches that file again).  A fifo or
+    device node (no model holds one) is removed, never opened.  ``path``
+    itself must not be a symlink (ELOOP).  Returns ``(changed, dropped)``:
+    how many entries changed, and the removed entries (relative paths).
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    top = os.open(path, flags)
+    try:
+        return _take_dir(top, "", (uid, gid), drop_links, flags)
+    finally:
+        os.close(top)
+
+
+def linked_elsewhere(st):
+    """Is the file ``st`` root's and hard-linked (it may be a system file linked into the tree)?  It is left as it is.
+
+    A hard-linked file of another account is taken: with ``fs.protected_hardlinks`` (on by default on every
+    supported system) an account links only files it owns or may write.
+    """
+    return st.st_nlink > 1 and st.st_uid == 0
+
+
+def _take(fd, mode, owner):
+    st = os.fstat(fd)
+    changed = 0
+    if (st.st_uid, st.st_gid) != owner:
+        os.fchown(fd, *owner)
+        changed = 1
+    if stat.S_IMODE(st.st_mode) != mode:
+        os.fchmod(fd, mode)
+        changed = 1
+    return changed
+
+
+def _take_dir(fd, rel, owner, drop_links, flags):
+    changed, dropped = _take(fd, DIR_MODE, owner), []
+    for name in sorted(os.listdir(fd)):
+        st = os.lstat(name, dir_fd=fd)
+        child = f"{rel}/{name}" if rel else name
+        if stat.S_ISLNK(st.st_mode):
+            if drop_links:
+                os.unlink(name, dir_fd=fd)
+                dropped.append(child)
+                changed += 1
+            elif (st.st_uid, st.st_gid) != owner:
+                os.chown(name, *owner, dir_fd=fd, follow_symlinks=False)
+                changed += 1
+        elif stat.S_ISDIR(st.st_mode):
+            sub = os.open(name, flags, dir_fd=fd)
+            try:
+                more, links = _take_dir(sub, child, owner, drop_links, flags)
+            finally:
+                os.close(sub)
+            changed, dropped = changed + more, dropped + links
+        elif stat.S_ISREG(st.st_mode):
+            sub = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), dir_fd=fd)
+            try:
+                st = os.fstat(sub)  # the entry opened is the entry changed
+                if stat.S_ISREG(st.st_mode) and not linked_elsewhere(st):
+                    changed += _take(sub, file_mode(st.st_mode), owner)
+            finally:
+                os.close(sub)
+        else:
+            os.unlink(name, dir_fd=fd)
+            dropped.append(child)
+            changed += 1
+    return changed, dropped
