@@ -30,8 +30,6 @@ import stat
 DIR_MODE = 0o750
 # Group/other write, and every bit for other.
 _FILE_MASK = 0o7027
-# Where the walk of ancestors stops (tests stop it at their own temporary directory).
-TOP = "/"
 
 
 def file_mode(mode):
@@ -39,21 +37,24 @@ def file_mode(mode):
     return stat.S_IMODE(mode) & ~_FILE_MASK
 
 
-def writable_by_others(st, uid):
+def writable_by_others(st, uid, sticky_ok=False):
     """Why an account other than root and ``uid`` can rename or create entries in the directory ``st`` (None: none can).
 
-    A sticky bit does not help: another account can still create ``<model>.partial`` first.
+    ``sticky_ok``: a sticky directory (``/tmp``) above the parent is safe, as
+    no other account can rename or remove the root-owned entry below it (it
+    is checked in turn); the parent itself must not be, as another account
+    could create ``<model>.partial`` there first.
     """
     if st.st_uid not in (0, uid):
         return f"it belongs to uid {st.st_uid}"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (sticky_ok and st.st_mode & stat.S_ISVTX):
         return f"its mode {stat.S_IMODE(st.st_mode):04o} lets its group or others write it"
     return None
 
 
-def ancestors(path, top=None):
-    """The existing directories from ``path``'s parent up to ``top`` (:data:`TOP`), nearest first (made absolute)."""
-    path, top = os.path.abspath(path), os.path.abspath(top or TOP)
+def ancestors(path, top="/"):
+    """The existing directories from ``path``'s parent up to ``top``, nearest first (``path`` made absolute)."""
+    path, top = os.path.abspath(path), os.path.abspath(top)
     found = []
     while path != top:
         parent = os.path.dirname(path)
@@ -65,13 +66,23 @@ def ancestors(path, top=None):
     return found
 
 
-def unsafe_ancestors(path, uid=None, lstat=os.lstat, top=None):
+def unsafe_ancestors(path, uid=None, lstat=os.lstat, top="/"):
     """``[(directory, why)]`` for the directories above ``path`` that another account could rewrite ([] when none).
 
-    A symlink on the way counts: its target is where the writes go, and whoever wrote the link chose it.
+    A symlink on the way counts when another account owns it: its target is where the writes go.
     """
     uid = os.geteuid() if uid is None else uid
+    found = _unsafe_on_the_way(path, uid, lstat, top)
+    # Where root's links on the way lead (base_model_dir -> /data/models): those directories count too.
+    resolved = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+    if resolved != os.path.abspath(path) and not found:
+        found = _unsafe_on_the_way(resolved, uid, lstat, top)
+    return found
+
+
+def _unsafe_on_the_way(path, uid, lstat, top):
     found = []
+    parent = os.path.dirname(os.path.abspath(path))
     for directory in ancestors(path, top):
         st = lstat(directory)
         if stat.S_ISLNK(st.st_mode):
@@ -79,7 +90,7 @@ def unsafe_ancestors(path, uid=None, lstat=os.lstat, top=None):
             if st.st_uid not in (0, uid):
                 found.append((directory, f"it is a symlink that uid {st.st_uid} owns"))
             continue
-        why = writable_by_others(st, uid)
+        why = writable_by_others(st, uid, sticky_ok=directory != parent)
         if why:
             found.append((directory, why))
     return found

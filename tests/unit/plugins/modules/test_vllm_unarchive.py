@@ -15,16 +15,9 @@ import tarfile
 
 import pytest
 
-from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import model_tree
 from ansible_collections.kunpeng.vllm.plugins.modules import vllm_unarchive
 
 from module_runner import run_main
-
-
-@pytest.fixture(autouse=True)
-def _ancestors_below_tmp_path(tmp_path, monkeypatch):
-    """The unpack refuses a parent another account can write; /tmp is one (1777): the walk stops at tmp_path."""
-    monkeypatch.setattr(model_tree, "TOP", str(tmp_path))
 
 
 def _info(name, kind=tarfile.REGTYPE, data=b"", mode=0o644, linkname=""):

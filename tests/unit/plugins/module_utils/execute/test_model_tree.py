@@ -16,17 +16,19 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import model_
 ROOT, ME, OTHER = 0, 1000, 65534
 
 
-@pytest.mark.parametrize("uid, mode, why", [
-    (ROOT, 0o40750, None),
-    (ROOT, 0o40755, None),
-    (ME, 0o40700, None),
-    (OTHER, 0o40750, "belongs to uid 65534"),
-    (ROOT, 0o40770, "lets its group or others write"),
-    (ROOT, 0o41777, "lets its group or others write"),  # /tmp: another account creates <model>.partial first
-    (ROOT, 0o40757, "lets its group or others write"),
+@pytest.mark.parametrize("uid, mode, sticky_ok, why", [
+    (ROOT, 0o40750, False, None),
+    (ROOT, 0o40755, False, None),
+    (ME, 0o40700, False, None),
+    (OTHER, 0o40750, False, "belongs to uid 65534"),
+    (OTHER, 0o40750, True, "belongs to uid 65534"),
+    (ROOT, 0o40770, False, "lets its group or others write"),
+    (ROOT, 0o40757, True, "lets its group or others write"),  # not sticky: others rename what is below
+    (ROOT, 0o41777, False, "lets its group or others write"),  # the parent: another account creates .partial first
+    (ROOT, 0o41777, True, None),  # /tmp above the parent: our root-owned entry cannot be renamed
 ])
-def test_writable_by_others(uid, mode, why):
-    found = model_tree.writable_by_others(SimpleNamespace(st_uid=uid, st_mode=mode), ME)
+def test_writable_by_others(uid, mode, sticky_ok, why):
+    found = model_tree.writable_by_others(SimpleNamespace(st_uid=uid, st_mode=mode), ME, sticky_ok)
     assert (found is None) if why is None else (why in found), found
 
 
@@ -52,9 +54,15 @@ def _fake_lstat(tree):
       "/var": (ROOT, 0o40755), "/": (ROOT, 0o40755)}, []),
     ({"/var/lib/vllm/models": (OTHER, 0o120777), "/var/lib/vllm": (ROOT, 0o40750), "/var/lib": (ROOT, 0o40755),
       "/var": (ROOT, 0o40755), "/": (ROOT, 0o40755)}, ["/var/lib/vllm/models"]),
+    # A sticky, world-writable directory above a root-owned one is safe; as the parent it is not.
+    ({"/var/lib/vllm/models": (ROOT, 0o40750), "/var/lib/vllm": (ROOT, 0o41777), "/var/lib": (ROOT, 0o40755),
+      "/var": (ROOT, 0o40755), "/": (ROOT, 0o40755)}, []),
+    ({"/var/lib/vllm/models": (ROOT, 0o41777), "/var/lib/vllm": (ROOT, 0o40750), "/var/lib": (ROOT, 0o40755),
+      "/var": (ROOT, 0o40755), "/": (ROOT, 0o40755)}, ["/var/lib/vllm/models"]),
 ])
 def test_unsafe_ancestors(tree, unsafe, monkeypatch):
     monkeypatch.setattr(model_tree.os.path, "lexists", lambda path: path in tree)
+    monkeypatch.setattr(model_tree.os.path, "realpath", lambda path: path)
     found = model_tree.unsafe_ancestors("/var/lib/vllm/models/m", uid=ROOT, lstat=_fake_lstat(tree), top="/")
     assert [where for where, _why in found] == unsafe
 
@@ -65,14 +73,29 @@ def test_the_refusal_names_the_variable_the_directory_and_the_fix():
     assert "'x.partial' symlink" in message and "Nothing was changed" in message and "base_model_dir" in message
 
 
-def test_a_real_world_writable_parent_is_found(tmp_path):
+def test_a_real_world_writable_parent_is_found_also_behind_a_link(tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o1777)
     found = model_tree.unsafe_ancestors(str(shared / "m"), top=str(tmp_path))
     assert [where for where, _why in found] == [str(shared)]
+    models = tmp_path / "models"
+    models.symlink_to(shared)  # base_model_dir -> a shared directory: where the writes go counts
+    found = model_tree.unsafe_ancestors(str(models / "m"), top=str(tmp_path))
+    assert [where for where, _why in found] == [str(shared)]
     shared.chmod(0o755)
     assert model_tree.unsafe_ancestors(str(shared / "m"), top=str(tmp_path)) == []
+    assert model_tree.unsafe_ancestors(str(models / "m"), top=str(tmp_path)) == []
+
+
+def test_the_whole_way_from_root_is_walked(tmp_path):
+    """pytest's own directory below the sticky /tmp is safe; a world-writable one below it is not."""
+    assert model_tree.unsafe_ancestors(str(tmp_path / "m")) == []
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o777)
+    (tmp_path / "open" / "models").mkdir()
+    found = model_tree.unsafe_ancestors(str(tmp_path / "open" / "models" / "m"))
+    assert [where for where, _why in found] == [str(tmp_path / "open")]
 
 
 def test_a_symlinked_staging_directory_is_refused_naming_it(tmp_path):
