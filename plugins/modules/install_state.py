@@ -96,9 +96,10 @@ options:
             rewrite (every directory from C(/) to the parent must be root's and not writable by group or others;
             root writes the model there).
           - Then it gives the model directory and the staging directory, where they exist, to root and this group
-            (directories 0750, files without group write or other bits), walking directory descriptors and never
+            (directories 0750, files 0640, or 0750 when executable), walking directory descriptors and never
             following a symlink. A symlink in the staging directory or in an incomplete model directory (root
-            writes into both by path) is removed; a download fetches that file again. This takes over a tree an
+            writes into both by path) that leads out of its tree, or to nothing, is removed; a download fetches that
+            file again. This takes over a tree an
             earlier release gave to the service account. Check mode changes nothing.
         type: str
         version_added: 0.3.0

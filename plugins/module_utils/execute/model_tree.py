@@ -14,9 +14,10 @@ where that account chose (``/etc``).  So:
   :func:`unsafe_ancestors`;
 - the staging directory and the model directory are refused when they are
   symlinks: :func:`link_problem`;
-- a tree an earlier release gave to the service account is taken over for
-  root and the service group, walking directory descriptors and never
-  following a symlink (:func:`take_tree`); the engine only reads its weights.
+- a tree an earlier release gave to the service account, and a download, is
+  given to root and the service group, walking directory descriptors and
+  never following a symlink (:func:`take_tree`); the engine only reads its
+  weights.
 """
 
 from __future__ import absolute_import, division, print_function  # noqa: UP010
@@ -28,13 +29,12 @@ import stat
 
 # Directories of a model tree: the owner's, and read/enter for the service group.
 DIR_MODE = 0o750
-# Group/other write, and every bit for other.
-_FILE_MASK = 0o7027
 
 
 def file_mode(mode):
-    """A file's permission bits in a taken tree: the owner's, the group's without write, nothing for other."""
-    return stat.S_IMODE(mode) & ~_FILE_MASK
+    """A file's permission bits in a taken tree: the owner's, read (and execute where set) for the group, none for
+    other, no setuid, setgid or sticky bit."""
+    return (stat.S_IMODE(mode) & 0o710) | 0o040
 
 
 def writable_by_others(st, uid, sticky_ok=False):
@@ -123,18 +123,20 @@ def take_tree(path, gid, drop_links=False, uid=0):
     Walks directory descriptors from the top, each directory taken before it
     is listed, so an account that could write it before loses that right
     before its entries are read; a symlink is changed itself (lchown), never
-    followed, and with ``drop_links`` removed (a download writes into the tree
-    by path and would follow it; it fetches that file again).  A fifo or
+    followed, and with ``drop_links`` removed when it leads out of the tree or
+    to nothing (a download writes into the tree by path and would follow it;
+    it fetches that file again).  A link inside the tree (an archive's
+    ``tokenizer.json -> blobs/tok``) stays.  A fifo or
     device node (no model holds one) is removed, never opened.  ``path``
     itself must not be a symlink (ELOOP).  Returns ``(changed, dropped)``:
     how many entries changed, and the removed entries (relative paths).
     """
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    top = os.open(path, flags)
+    fd = os.open(path, flags)
     try:
-        return _take_dir(top, "", (uid, gid), drop_links, flags)
+        return _take_dir(fd, "", (uid, gid), drop_links, flags, path)
     finally:
-        os.close(top)
+        os.close(fd)
 
 
 def linked_elsewhere(st):
@@ -158,13 +160,23 @@ def _take(fd, mode, owner):
     return changed
 
 
-def _take_dir(fd, rel, owner, drop_links, flags):
-    changed, dropped = _take(fd, DIR_MODE, owner), []
+def leads_out(top, rel):
+    """Does the symlink ``rel`` of the tree ``top`` lead out of it (or to nothing inside it)?
+
+    Resolved by path: by now every directory of the tree and above it is root's.
+    """
+    root = os.path.realpath(top)
+    target = os.path.realpath(os.path.join(root, rel))
+    return os.path.commonpath([root, target]) != root or not os.path.lexists(target)
+
+
+def _take_dir(fd, rel, owner, drop_links, flags, top):
+    changed, dropped = _take(fd, DIR_MODE, owner), []  # before its entries are read
     for name in sorted(os.listdir(fd)):
         st = os.lstat(name, dir_fd=fd)
         child = f"{rel}/{name}" if rel else name
         if stat.S_ISLNK(st.st_mode):
-            if drop_links:
+            if drop_links and leads_out(top, child):
                 os.unlink(name, dir_fd=fd)
                 dropped.append(child)
                 changed += 1
@@ -174,7 +186,7 @@ def _take_dir(fd, rel, owner, drop_links, flags):
         elif stat.S_ISDIR(st.st_mode):
             sub = os.open(name, flags, dir_fd=fd)
             try:
-                more, links = _take_dir(sub, child, owner, drop_links, flags)
+                more, links = _take_dir(sub, child, owner, drop_links, flags, top)
             finally:
                 os.close(sub)
             changed, dropped = changed + more, dropped + links

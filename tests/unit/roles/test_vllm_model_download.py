@@ -40,6 +40,12 @@ def test_an_interrupted_download_is_never_taken_as_complete(collections_path, tm
     assert (model_dir / "model.safetensors").read_text() == "complete"
     assert json.loads((model_dir / MARKER).read_text())["src"] == "org/model"
     assert not (tmp_path / "models" / "m.partial").exists()
+    # Root's and readable by the service group; the next run changes nothing.
+    info = os.stat(model_dir / "config.json")
+    assert (info.st_uid, info.st_gid, info.st_mode & 0o7777) == (0, os.getgid(), 0o640)
+    assert os.stat(model_dir).st_mode & 0o7777 == 0o750
+    proc = _run(collections_path, model_dir, False, "complete")
+    assert proc.returncode == 0 and " changed=0 " in proc.stdout, proc.stdout[-3000:]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the role sets root ownership on the staging directory")

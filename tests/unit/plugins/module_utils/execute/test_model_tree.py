@@ -112,7 +112,8 @@ def test_a_symlinked_staging_directory_is_refused_naming_it(tmp_path):
 
 
 @pytest.mark.parametrize("mode, kept", [
-    (0o644, 0o640), (0o666, 0o640), (0o600, 0o600), (0o755, 0o750), (0o4775, 0o750), (0o777, 0o750), (0o400, 0o400),
+    (0o644, 0o640), (0o666, 0o640), (0o640, 0o640), (0o600, 0o640), (0o755, 0o750), (0o750, 0o750),
+    (0o4775, 0o750), (0o2755, 0o750), (0o777, 0o750), (0o400, 0o440), (0o000, 0o040),
 ])
 def test_file_mode(mode, kept):
     assert model_tree.file_mode(mode) == kept
@@ -140,6 +141,9 @@ def planted(tmp_path):
     (tree / "1_Pooling").chmod(0o777)
     (tree / "secret").symlink_to(secret)
     (tree / "1_Pooling" / "etc").symlink_to(outside)
+    (tree / "1_Pooling" / "up").symlink_to("../../outside")
+    (tree / "1_Pooling" / "gone").symlink_to("nothing")
+    (tree / "tokenizer.json").symlink_to("1_Pooling/config.json")  # inside the tree: kept
     return tree, outside, secret
 
 
@@ -153,6 +157,7 @@ def test_taking_a_tree_changes_links_themselves_never_their_targets(planted):
     assert changed and dropped == []
     assert _modes(outside, secret) == [0o700, 0o600]
     assert _modes(tree, tree / "1_Pooling", tree / "config.json") == [0o750, 0o750, 0o640]
+    assert _modes(tree / "1_Pooling" / "config.json") == [0o640]
     assert (tree / "secret").is_symlink()
     assert model_tree.take_tree(str(tree), os.getegid(), uid=os.geteuid()) == (0, [])  # idempotent
 
@@ -160,8 +165,9 @@ def test_taking_a_tree_changes_links_themselves_never_their_targets(planted):
 def test_a_tree_root_writes_into_loses_its_links(planted):
     tree, outside, secret = planted
     _changed, dropped = model_tree.take_tree(str(tree), os.getegid(), drop_links=True, uid=os.geteuid())
-    assert sorted(dropped) == ["1_Pooling/etc", "secret"]
+    assert sorted(dropped) == ["1_Pooling/etc", "1_Pooling/gone", "1_Pooling/up", "secret"]
     assert not os.path.lexists(tree / "secret") and not os.path.lexists(tree / "1_Pooling" / "etc")
+    assert (tree / "tokenizer.json").read_text() == "{}\n"
     assert secret.read_text() == "hunter2\n" and _modes(outside, secret) == [0o700, 0o600]
 
 
