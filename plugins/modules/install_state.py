@@ -27,8 +27,9 @@ description:
     not hold the model. It returns the manifest to store after a copy.
   - With O(source) (run on the controller), it lists the model's files with their sizes and modification times, the
     O(model.source_files) of the node's call.
-  - The decisions are plain functions of C(plugins/module_utils/execute/install_state.py). Changes nothing, except
-    with O(engine.remove_incomplete) when the virtualenv is to be recreated.
+  - The decisions are plain functions of C(plugins/module_utils/execute/install_state.py) and
+    C(plugins/module_utils/execute/model_tree.py). Changes nothing, except with O(engine.remove_incomplete) when the
+    virtualenv is to be recreated, and with O(model.group) (the model and staging trees are given to root).
 author:
   - kunpeng.vllm maintainers (@kunpeng-vllm)
 options:
@@ -88,6 +89,20 @@ options:
         description: Compare every file by checksum even when the manifest matches.
         type: bool
         default: false
+      group:
+        description:
+          - The service group (C(vllm_group)). Given, the module first refuses, before any change, a model directory
+            or staging directory that is a symlink, and a model directory below a directory another account can
+            rewrite (every directory from C(/) to the parent must be root's and not writable by group or others;
+            root writes the model there).
+          - Then it gives the model directory and the staging directory, where they exist, to root and this group
+            (directories 0750, files 0640, or 0750 when executable), walking directory descriptors and never
+            following a symlink. A symlink in the staging directory or in an incomplete model directory (root
+            writes into both by path) that leads out of its tree, or to nothing, is removed; a download fetches that
+            file again. This takes over a tree an
+            earlier release gave to the service account. Check mode changes nothing.
+        type: str
+        version_added: 0.3.0
   source:
     description: The model directory on the controller to list.
     type: dict
@@ -153,6 +168,17 @@ marker:
   returned: with O(engine) or O(model)
   type: str
   sample: /opt/vllm/0.32.0-cpu/.kunpeng-vllm-complete
+taken:
+  description: How many entries of the model and staging directories were given to root and O(model.group).
+  returned: with O(model.group)
+  type: int
+  version_added: 0.3.0
+dropped:
+  description: The symlinks (and special files) removed from the staging or incomplete model directory.
+  returned: with O(model.group)
+  type: list
+  elements: str
+  version_added: 0.3.0
 staging_dir:
   description: Where a staged model copy goes (a sibling of O(model.model_dir)).
   returned: with O(model)
@@ -186,6 +212,7 @@ bytes:
   type: int
 """
 
+import grp  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 
@@ -193,6 +220,7 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import install_state as state  # noqa: E402
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import model_state  # noqa: E402
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import model_tree  # noqa: E402
 
 
 def read_manifest(path):
@@ -201,6 +229,37 @@ def read_manifest(path):
             return json.load(handle)
     except (OSError, ValueError):
         return None
+
+
+def group_id(module, group):
+    try:
+        return int(group) if group.isdigit() else grp.getgrnam(group).gr_gid
+    except KeyError:
+        module.fail_json(msg=f"model.group: no group {group!r} on this host (vllm_group; the base role creates it)")
+
+
+def take_model(module, target, staging, marker, group):
+    """Refuse links and a rewritable parent, then give the model and staging trees to root and ``group``."""
+    gid = group_id(module, group)
+    for path, what in ((target, "vllm_model_dir"), (staging, "the model's staging directory")):
+        problem = model_tree.link_problem(path, what)
+        if problem:
+            module.fail_json(msg=problem)
+    unsafe = model_tree.unsafe_ancestors(target)
+    if unsafe:
+        module.fail_json(msg=model_tree.ancestors_message("vllm_model_dir", target, unsafe))
+    taken, dropped = 0, []
+    if not module.check_mode:
+        complete = os.path.isdir(target) and os.path.exists(marker)
+        for path, drop in ((target, not complete), (staging, True)):
+            if os.path.isdir(path):
+                try:
+                    count, links = model_tree.take_tree(path, gid, drop_links=drop)
+                except OSError as exc:
+                    module.fail_json(msg=f"could not give {path} to root and group {group}: {exc}")
+                taken += count
+                dropped += [os.path.join(path, link) for link in links]
+    return dict(taken=taken, dropped=dropped)
 
 
 def main():
@@ -219,6 +278,7 @@ def main():
                 model_bytes=dict(type="int", required=True),
                 source_files=dict(type="dict"),
                 verify=dict(type="bool", default=False),
+                group=dict(type="str"),
             )),
             source=dict(type="dict", options=dict(
                 path=dict(type="path", required=True),
@@ -258,6 +318,9 @@ def main():
     target = model["model_dir"].rstrip("/")
     marker = os.path.join(target, state.MODEL_MARKER)
     staging = target + state.STAGING_SUFFIX
+    taken = {}
+    if model["group"]:
+        taken = take_model(module, target, staging, marker, model["group"])
     manifest_path = os.path.join(target, model_state.MANIFEST)
     complete = state.model_copy_action(os.path.isdir(target), os.path.exists(marker)) == "sync"
     source_files = model["source_files"]
@@ -271,7 +334,8 @@ def main():
     staged = state.tree_bytes(staging)
     result = dict(changed=False, action=action, reason=reason, marker=marker, staging_dir=staging, free_bytes=free,
                   staged_bytes=staged, manifest_path=manifest_path,
-                  manifest=model_state.manifest(source_files or {}, target_files))
+                  manifest=model_state.manifest(source_files or {}, target_files), **taken)
+    result["changed"] = bool(taken.get("taken"))
     if action != model_state.STAGE:
         module.exit_json(**result)
     fits, _needed = state.model_fits(model["model_bytes"], free, staged)

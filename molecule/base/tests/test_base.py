@@ -32,8 +32,9 @@ def test_service_account_is_a_system_account_without_login(host):
     [
         ("/opt/vllm", "root", "root", 0o755),
         ("/etc/vllm", "root", "vllm", 0o750),
-        ("/var/lib/vllm", "vllm", "vllm", 0o750),
-        ("/var/lib/vllm/models", "vllm", "vllm", 0o750),
+        # Root's, readable by the service group: root writes the models there (no .partial the account plants).
+        ("/var/lib/vllm", "root", "vllm", 0o750),
+        ("/var/lib/vllm/models", "root", "vllm", 0o750),
         ("/var/cache/vllm", "vllm", "vllm", 0o750),
     ],
 )
@@ -43,10 +44,12 @@ def test_directory_owner_and_mode(host, path, owner, group, mode):
     assert (directory.user, directory.group, directory.mode) == (owner, group, mode)
 
 
-def test_service_account_can_write_models_and_cache_but_not_the_venvs(host):
-    assert host.run("su -s /bin/sh -c 'touch /var/lib/vllm/models/.w /var/cache/vllm/.w' vllm").rc == 0
-    host.run("rm -f /var/lib/vllm/models/.w /var/cache/vllm/.w")
-    assert host.run("su -s /bin/sh -c 'touch /opt/vllm/.w' vllm").rc != 0
+def test_service_account_can_write_the_cache_but_not_the_models_or_the_venvs(host):
+    assert host.run("su -s /bin/sh -c 'touch /var/cache/vllm/.w' vllm").rc == 0
+    host.run("rm -f /var/cache/vllm/.w")
+    assert host.run("su -s /bin/sh -c 'ls /var/lib/vllm/models' vllm").rc == 0
+    for path in ("/var/lib/vllm/models/.w", "/var/lib/vllm/.w", "/opt/vllm/.w"):
+        assert host.run(f"su -s /bin/sh -c 'touch {path}' vllm").rc != 0, path
 
 
 @pytest.mark.parametrize("package", ["gcc", "g++", "make", "cmake", "git", "python3-dev", "python3-venv", "libnuma1", "numactl", "pciutils", "curl"])

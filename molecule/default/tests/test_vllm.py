@@ -98,7 +98,10 @@ def test_engine_config_rendered(host):
 def test_model_outside_venv_readable_by_service(host):
     cfg = host.file("/var/lib/vllm/models/smollm2/config.json")
     assert cfg.exists
-    assert cfg.user == "vllm"
+    # Root's and readable by the service group; the service account cannot change it.
+    assert (cfg.user, cfg.group) == ("root", "vllm") and cfg.mode & 0o022 == 0
+    assert host.run("su -s /bin/sh -c 'cat /var/lib/vllm/models/smollm2/config.json' vllm").rc == 0
+    assert host.run("su -s /bin/sh -c 'touch /var/lib/vllm/models/smollm2.partial' vllm").rc != 0
 
 
 def test_chat_completion_knows_paris(client):

@@ -39,7 +39,10 @@ import shutil
 import stat
 import subprocess
 import tarfile
+import tempfile
 import threading
+
+from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import model_tree
 
 CHUNK = 1 << 20
 _INTERPRETER_LINK = re.compile(r"^bin/python[0-9.]*$")
@@ -259,10 +262,26 @@ def extract(stream, dest, interpreter_links=False, compressed=False, budget=None
                 raise Refused(f"{member.name!r} is a {_kind(member)}, which an engine virtualenv never holds")
             count += 1
     # Directory modes and times last: a 0555 directory must not stop the writes below it.
+    # Through the directory's own descriptor, opened without following a symlink: a directory swapped for a link
+    # after it was written is refused, never the link's target changed.
     for path, (mode, mtime) in sorted(dirs.items(), reverse=True):
-        os.chmod(path, mode | stat.S_IRUSR | stat.S_IXUSR)
-        os.utime(path, (mtime, mtime))
+        set_dir_mode(path, mode | stat.S_IRUSR | stat.S_IXUSR, mtime)
     return count
+
+
+def set_dir_mode(path, mode, mtime=None):
+    """chmod (and utime) the directory ``path`` itself: Refused when it is no longer a directory (a symlink now)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise Refused(f"{path!r} is no longer the directory the archive made ({error.strerror}); it was changed "
+                      "during the extraction") from None
+    try:
+        os.fchmod(fd, mode)
+        if mtime is not None:
+            os.utime(fd, (mtime, mtime))
+    finally:
+        os.close(fd)
 
 
 def _kind(member):
@@ -354,15 +373,20 @@ def unpack_tree(archive, dest, sha256, zstd=None, budget=None):
     ``budget``: see :func:`extract_checked`.  Returns the number of members.
     """
     parent = os.path.dirname(dest.rstrip("/")) or "/"
-    staging = os.path.join(parent, f".{os.path.basename(dest.rstrip('/'))}.unpack")
-    shutil.rmtree(staging, ignore_errors=True)
-    os.mkdir(staging, 0o700)
+    # The staging directory's name is random and its parent (and every directory above) writable by this account
+    # only: another account could otherwise rename it away and put its own in its place, and the writes, chmods and
+    # the rename below would follow its links.
+    unsafe = model_tree.unsafe_ancestors(os.path.join(parent, "x"))
+    if unsafe:
+        raise Refused(f"{dest} is not unpacked: another account can rewrite the directories above it (" +
+                      "; ".join(f"{where}: {why}" for where, why in unsafe) + ")")
+    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(dest.rstrip('/'))}.", suffix=".unpack", dir=parent)
     try:
         with open(archive, "rb") as handle:
             found, count = extract_checked(handle, staging, zstd, compressed=zstd is None, budget=budget)
         if found != sha256:
             raise Refused(f"{archive} has sha256 {found}, not {sha256}: it changed after it was checked")
-        os.chmod(staging, 0o750)
+        set_dir_mode(staging, 0o750)
         if os.path.lexists(dest):
             if os.path.isdir(dest) and not os.path.islink(dest):
                 shutil.rmtree(dest)

@@ -39,12 +39,31 @@ def test_the_walk_sees_the_model_tasks():
     assert "Start the model download into the staging directory" in names
 
 
-@pytest.mark.parametrize("path, name", [(path, task.get("name")) for path, task in _all_tasks()
-                                        if (_module_args(task, "ansible.builtin.file") or {}).get("recurse")])
-def test_recursive_ownership_does_not_follow_links(path, name):
+def _follow_matters(path, args):
+    """A recursive change, a model's staging directory, or base's directories (a link planted in their place)."""
+    return bool(args.get("recurse") or "__vllm_model_state.staging_dir" in str(args.get("path", ""))
+                or path.endswith("roles/base/tasks/directories.yml"))
+
+
+_FOLLOW_TASKS = [(path, task.get("name")) for path, task in _all_tasks()
+                 if _follow_matters(path, _module_args(task, "ansible.builtin.file") or {})]
+
+
+def test_the_walk_sees_the_staging_and_base_directory_tasks():
+    assert ("roles/vllm/tasks/model_controller.yml", "Create the staging directory beside the model directory") \
+        in _FOLLOW_TASKS
+    assert ("roles/vllm/tasks/model_download.yml", "Create the staging directory beside the model directory") \
+        in _FOLLOW_TASKS
+    assert ("roles/base/tasks/directories.yml", "Create the vLLM directories with their owners and modes") \
+        in _FOLLOW_TASKS
+
+
+@pytest.mark.parametrize("path, name", _FOLLOW_TASKS)
+def test_ownership_changes_do_not_follow_links(path, name):
+    """Review finding M1: the staging task followed a planted <model>.partial -> /etc and gave /etc away."""
     (task,) = [t for p, t in _all_tasks() if p == path and t.get("name") == name]
     args = _module_args(task, "ansible.builtin.file")
-    assert args.get("follow") is False, f"{path}: {name!r} recurses with follow (a link to /etc would be chowned)"
+    assert args.get("follow") is False, f"{path}: {name!r} follows a link (a link to /etc would be chowned)"
 
 
 # The secret variables: those argument_specs hides (input_check.SECRETS) and

@@ -101,7 +101,19 @@ def test_an_archive_that_is_not_the_checked_one_is_not_unpacked(tmp_path):
     src, _sha = _archive(tmp_path, _model())
     failed, result = _unarchive(src, tmp_path / "m.partial", "0" * 64)
     assert failed and "changed after it was checked" in result["msg"]
-    assert not (tmp_path / "m.partial").exists() and not (tmp_path / ".m.partial.unpack").exists()
+    assert not (tmp_path / "m.partial").exists() and not [name for name in os.listdir(tmp_path) if "unpack" in name]
+
+
+def test_a_parent_another_account_can_write_is_refused_before_anything_is_written(tmp_path):
+    """Review finding M2: in a directory the service account could write, it renamed root's staging directory
+    away and put its own there; the unpack now refuses such a parent, naming it."""
+    src, sha = _archive(tmp_path, _model())
+    models = tmp_path / "models"
+    models.mkdir()
+    models.chmod(0o1777)
+    failed, result = _unarchive(src, models / "m.partial", sha)
+    assert failed and "another account can rewrite" in result["msg"] and str(models) in result["msg"], result
+    assert os.listdir(models) == []
 
 
 def test_a_zip_is_refused_and_check_mode_writes_nothing(tmp_path):

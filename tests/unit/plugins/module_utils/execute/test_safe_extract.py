@@ -17,6 +17,7 @@ import pytest
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import safe_extract as extract
 
 
+
 def _member(name, kind=tarfile.REGTYPE, data=b"", mode=0o644, linkname="", uid=0, mtime=1700000000):
     info = tarfile.TarInfo(name)
     info.type, info.mode, info.linkname, info.uid, info.gid, info.mtime = kind, mode, linkname, uid, uid, mtime
@@ -308,3 +309,83 @@ def test_a_long_name_of_a_real_tree_is_still_read(tmp_path):
         dest = tmp_path / f"tree-{fmt}"
         _extract(buffer.getvalue(), dest, interpreter_links=False)
         assert (dest / deep).read_bytes() == b"w"
+
+
+def _model_archive(tmp_path, *members):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for info, data in members:
+            archive.addfile(info, data)
+    path = tmp_path / "model.tar"
+    path.write_bytes(buffer.getvalue())
+    return str(path), hashlib.sha256(buffer.getvalue()).hexdigest()
+
+
+def test_the_staging_directory_has_a_random_name_beside_the_destination(tmp_path, monkeypatch):
+    src, sha = _model_archive(tmp_path, _member("config.json", data=b"{}"))
+    models = tmp_path / "models"
+    models.mkdir()
+    seen = []
+    real = extract.extract_checked
+
+    def spy(handle, dest, *args, **kwargs):
+        seen.append(dest)
+        return real(handle, dest, *args, **kwargs)
+
+    monkeypatch.setattr(extract, "extract_checked", spy)
+    extract.unpack_tree(src, str(models / "m.partial"), sha)
+    extract.unpack_tree(src, str(models / "m.partial"), sha)
+    assert len(set(seen)) == 2 and all(os.path.dirname(path) == str(models) for path in seen)
+    assert all(os.path.basename(path).startswith(".m.partial.") for path in seen)
+    assert sorted(os.listdir(models)) == ["m.partial"]
+
+
+@pytest.mark.parametrize("owner, mode, refused", [
+    (None, 0o755, False),
+    (None, 0o775, True),  # the service group could write it
+    (None, 0o1777, True),
+    (65534, 0o750, True),  # the layout before: base_model_dir was the service account's
+])
+def test_a_parent_another_account_can_rewrite_is_refused(tmp_path, owner, mode, refused):
+    if owner is not None and os.geteuid() != 0:
+        pytest.skip("chown to another account needs root")
+    src, sha = _model_archive(tmp_path, _member("config.json", data=b"{}"))
+    models = tmp_path / "models"
+    models.mkdir()
+    models.chmod(mode)
+    if owner is not None:
+        os.chown(models, owner, owner)
+    if refused:
+        with pytest.raises(extract.Refused, match="another account can rewrite"):
+            extract.unpack_tree(src, str(models / "m.partial"), sha)
+        assert os.listdir(models) == []
+    else:
+        assert extract.unpack_tree(src, str(models / "m.partial"), sha) == 1
+
+
+def test_a_directory_swapped_for_a_symlink_before_its_chmod_is_refused_and_the_target_keeps_its_mode(
+        tmp_path, outside, monkeypatch):
+    """Review finding M2: between writing a directory member and the closing chmod/utime of the directories, the
+    account swapped it for a symlink to a file of root's; the chmod followed it.  Now nothing is changed through
+    the link."""
+    outside.chmod(0o700)
+    secret = outside / "secret"
+    secret.write_text("hunter2\n")
+    secret.chmod(0o600)
+    src, sha = _model_archive(tmp_path, _member("1_Pooling", tarfile.DIRTYPE, mode=0o755),
+                              _member("1_Pooling/config.json", data=b"{}"), _member("z", data=b"last"))
+    real = extract._open_new
+
+    def swap_then_open(path, mode):  # what the other account does while "z" is written
+        if path.endswith("/z"):
+            pooling = os.path.join(os.path.dirname(path), "1_Pooling")
+            os.rename(pooling, pooling + ".old")
+            os.symlink(str(secret), pooling)
+        return real(path, mode)
+
+    monkeypatch.setattr(extract, "_open_new", swap_then_open)
+    with pytest.raises(extract.Refused, match="no longer the directory"):
+        extract.unpack_tree(src, str(tmp_path / "m.partial"), sha)
+    assert stat.S_IMODE(os.stat(secret).st_mode) == 0o600 and secret.read_text() == "hunter2\n"
+    assert not (tmp_path / "m.partial").exists()
+    assert not [name for name in os.listdir(tmp_path) if "unpack" in name]
