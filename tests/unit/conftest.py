@@ -76,3 +76,17 @@ def pytest_collection_modifyitems(items):
 def collections_path():
     """A directory whose ansible_collections/kunpeng/vllm is this checkout (for ansible-playbook runs)."""
     return _tree
+
+
+#: What a root-owned file outside a tree holds, for the tests that plant a link to it (the store, the model tree).
+VICTIM_TEXT = b"root:x:0:0:root:/root:/bin/bash\n"
+
+
+@pytest.fixture
+def victim(tmp_path):
+    """A file outside the tree under test, mode 0600, that a planted link points at."""
+    path = tmp_path / "outside" / "passwd"
+    path.parent.mkdir()
+    path.write_bytes(VICTIM_TEXT)
+    path.chmod(0o600)
+    return path

@@ -1,5 +1,8 @@
 """kunpeng.vllm.gateway_plan: the role's two calls (backends first, then the full plan) and its refusals."""
 
+import os
+import sys
+
 import pytest
 from ansible_collections.kunpeng.vllm.plugins.modules import gateway_plan
 from module_runner import run_main
@@ -69,15 +72,11 @@ def test_haproxy_older_than_2_5_is_refused(version, fails):
         assert result["hosts"] == ["a", "b"]
 
 
-# The backends as roles/gateway/tasks/main.yml collects them: whether vllm_api_key is set, never the key.
-KEYED = {"ansible_host": "10.0.0.1", "vllm_host": None, "vllm_api_key_set": True,
-         "vllm_allow_unauthenticated": False, "vllm_engine_args": {}}
-LOOPBACK = {"ansible_host": "127.0.0.1", "vllm_host": "127.0.0.1", "vllm_api_key_set": False,
-            "vllm_allow_unauthenticated": False, "vllm_engine_args": {}}
-OPTED_OUT = {"ansible_host": "10.0.0.2", "vllm_host": "0.0.0.0", "vllm_api_key_set": False,
-             "vllm_allow_unauthenticated": True, "vllm_engine_args": {}}
-GENERATED = {"ansible_host": "10.0.0.2", "vllm_host": None, "vllm_api_key_set": False,
-             "vllm_allow_unauthenticated": False, "vllm_engine_args": {}}
+# The backends as roles/gateway/tasks/main.yml collects them (whether vllm_api_key is set, never the key): the plan's
+# tables (tests/unit/plugins/module_utils/plan/test_gateway.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils", "plan"))
+from test_gateway import GENERATED, KEYED, LOOPBACK, OPTED_OUT  # noqa: E402
+
 ON_THE_NETWORK = dict(SETTINGS, gateway_bind_address="0.0.0.0")
 
 

@@ -13,7 +13,7 @@ from ansible_collections.kunpeng.vllm.plugins.modules import vllm_artifact
 from module_runner import run_main
 from venv_builder import make_venv, tiny_wheel
 
-SECRET = b"root:x:0:0:root:/root:/bin/bash\n"
+from conftest import VICTIM_TEXT as SECRET
 # Every name in the store that pack or index writes now, or wrote before the
 # store's files were created new (the fixed .partial and exit-status files).
 NAMES = {
@@ -48,15 +48,6 @@ def venv(tmp_path_factory):
 def _pack(venv, identity, store):
     return run_main(vllm_artifact.main, {"action": "pack", "venv": venv, "identity": identity, "dest": str(store),
                                          "compression": "none"})
-
-
-@pytest.fixture
-def victim(tmp_path):
-    path = tmp_path / "outside" / "passwd"
-    path.parent.mkdir()
-    path.write_bytes(SECRET)
-    path.chmod(0o600)
-    return path
 
 
 def _plant(kind, at, victim):

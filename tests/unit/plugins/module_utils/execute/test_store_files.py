@@ -11,17 +11,7 @@ import pytest
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import store_files as files
 
-SECRET = b"root:x:0:0:root:/root:/bin/bash\n"
-
-
-@pytest.fixture
-def victim(tmp_path):
-    """A file outside the store, mode 0600, that a planted link points at."""
-    path = tmp_path / "outside" / "passwd"
-    path.parent.mkdir()
-    path.write_bytes(SECRET)
-    path.chmod(0o600)
-    return path
+from conftest import VICTIM_TEXT as SECRET  # noqa: E402  (the fixture victim, tests/unit/conftest.py, holds it)
 
 
 @pytest.fixture
