@@ -231,9 +231,10 @@ firewall:
   description:
     - With O(firewall). C(firewall), C(active), C(default_deny) (active, and inbound connections no rule admits are
       refused - ufw's default C(deny (incoming)), firewalld's default zone not C(trusted) with target C(default),
-      C(DROP) or C(REJECT) - and no rule admits anyone past a few single ports: not C(allow from any), a TCP port
+      C(DROP) or C(REJECT) - and no rule admits anyone past a few single ports, such as C(allow from any), a TCP port
       range from anywhere, a rule to every port from a network wider than a LAN, firewalld's C(trusted) zone bound
-      to a wide source or a rich C(accept) without a narrow source), C(ports) (first port of each opened rule; empty when not active),
+      to a wide source or a rich C(accept) without a narrow source), C(ports) (first port of each opened rule; empty
+      when not active),
       C(rules) (to allow, each C(port), C(proto), C(source), C(family), C(ufw_port), C(rich_rule)),
       C(close) (each managed C(port), C(proto), C(ufw_port) whose allow-from-anywhere rule is removed) and C(note).
     - C(rules) and C(close) are empty when the firewall is not active.

@@ -25,15 +25,15 @@ def test_a_server_left_in_maintenance_fires_the_alert_and_clears_when_ready():
     for pool in POOLS:
         runtime(f"disable server {pool}/{VLLM}")
     try:
-        maint, _ = wait_for(lambda: query('haproxy_server_status{job="gateway", state="MAINT"} == 1'), 3 * SCRAPE_S + 5)
+        maint, _waited = wait_for(lambda: query('haproxy_server_status{job="gateway", state="MAINT"} == 1'), 3 * SCRAPE_S + 5)
         assert sorted((row["metric"]["proxy"], row["metric"]["server"]) for row in maint) == sorted((pool, VLLM) for pool in POOLS)
         bound = GATEWAY_MAINTENANCE_FOR_S + SCRAPE_S + EVALUATION_S + 10
-        firing, _ = wait_for(lambda: query(FIRING), bound, step=0.5)
+        firing, _waited = wait_for(lambda: query(FIRING), bound, step=0.5)
         assert firing, f"GatewayServerInMaintenance did not fire within {bound} s"
         assert sorted(alert["metric"]["proxy"] for alert in firing) == sorted(POOLS)
         assert {alert["metric"]["server"] for alert in firing} == {VLLM}
     finally:
         for pool in POOLS:
             runtime(f"enable server {pool}/{VLLM}")
-    cleared, _ = wait_for(lambda: query(FIRING) == [], 3 * SCRAPE_S + 3 * EVALUATION_S + 10)
+    cleared, _waited = wait_for(lambda: query(FIRING) == [], 3 * SCRAPE_S + 3 * EVALUATION_S + 10)
     assert cleared

@@ -163,9 +163,9 @@ def ufw_open_rules(text: str, guarded: Optional[List[Span]] = None) -> List[str]
             in_rules = True
             continue
         rule = _ufw_rule(line) if in_rules else None
-        if not rule or rule[1] not in ("ALLOW", "ALLOW IN", "LIMIT", "LIMIT IN"):
+        if rule is None or rule[1] not in ("ALLOW", "ALLOW IN", "LIMIT", "LIMIT IN"):
             continue
-        to, _action, src = rule
+        to, src = rule[0], rule[2]
         to = re.sub(r"\s+on\s+\S+", "", to)
         words = to.split()
         spans: Optional[List[Span]] = []

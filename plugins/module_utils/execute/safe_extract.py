@@ -80,11 +80,11 @@ class _BoundedTarInfo(tarfile.TarInfo):
     one, which tarfile would read into memory whole (as root, before a digest is compared).
     """
 
-    def _proc_member(self, tarfile_):
+    def _proc_member(self, tarfile):  # pylint: disable=redefined-outer-name  # (the name of the method it overrides)
         if self.type in _NAME_HEADERS and self.size > MAX_HEADER_BYTES:
             raise Refused(f"a tar extension header claims {self.size} bytes, past {MAX_HEADER_BYTES} (a name or PAX "
                           "header is a few KiB); nothing more was written")
-        return super()._proc_member(tarfile_)
+        return super()._proc_member(tarfile)
 
 
 class Budget:

@@ -417,6 +417,7 @@ def forwarded_allow_ips_problem(value):
             return f"{entry!r} is a network of {network.num_addresses} addresses, each of them trusted"
     return None
 
+
 # LD_PRELOAD only names system libraries (jemalloc or tcmalloc, which the
 # vLLM CPU and vllm-ascend guides preload): directories only root writes.
 PRELOAD_DIRS = ("/usr/lib/", "/usr/lib64/", "/lib/", "/lib64/")
@@ -683,6 +684,7 @@ def without_secret(problem, value):
                 problem = problem.replace(text, "the value")
     return problem
 
+
 # role -> variable -> rule.  A variable that argument validation fully covers
 # (a bool, or a str with choices) has the rule None.
 RULES = {
@@ -764,8 +766,8 @@ RULES = {
         "vllm_host": _host,
         "vllm_port": _int_range(1, 65535),
         # Written unquoted (clients and playbooks/benchmark.yml read it back as is).
-        "vllm_api_key": _api_key(_env_value(_API_KEY, "a key of letters, digits and . _ + / = - (base64, hex or a "
-                                              "UUID)", secret=True)),
+        "vllm_api_key": _api_key(_env_value(_API_KEY, "a key of letters, digits and . _ + / = - (base64, hex or a UUID)",
+                                            secret=True)),
         "vllm_engine_args": _engine_args,
         "vllm_visible_devices": _env_value(_DEVICES, "device indices or UUIDs separated by ',' (for example 0,1)"),
         "vllm_environment": _environment,
@@ -957,7 +959,6 @@ def _declared_rule(spec):
 
 RULES.update({instance.record["driver"]["role"].split(".")[-1]: {name: _declared_rule(spec) for name, spec in instance.driver_rules.items()}
               for instance in backends.INSTANCES.values() if instance.record.get("driver")})
-
 
 
 def _masked(rule):

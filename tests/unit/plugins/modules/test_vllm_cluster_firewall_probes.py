@@ -72,4 +72,5 @@ def test_an_open_firewall_read_now_refuses_the_dp_layout(what, probes):
 
 def test_the_probes_win_over_a_recorded_verdict():
     members, params, host = _run(_firewalld(ZONES.replace("  ports: 8000/tcp\n", "  ports: 1-65535/tcp\n")))
-    assert "the dp layout" in fails(members, host, **dict(params, firewall_default_deny=True))
+    params["firewall_default_deny"] = True  # a recorded verdict that the firewall denies by default
+    assert "the dp layout" in fails(members, host, **params)  # pylint: disable=repeated-keyword

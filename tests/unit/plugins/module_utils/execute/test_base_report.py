@@ -373,8 +373,8 @@ def test_the_reasons_name_the_rule():
     ([{"name": "ufw", "rc": 0, "stdout": UFW}, {"name": "firewalld", "rc": 2, "stdout": ""}], True, "ufw"),
     ([{"name": "ufw", "rc": 0, "stdout": "Status: inactive\n"}, {"name": "firewalld", "rc": 0, "stdout": "",
                                                                  "zones_stdout": ZONES}], True, "firewalld"),
-    ([{"name": "ufw", "rc": 2, "stdout": ""}, {"name": "firewalld", "rc": 0, "stdout": "",
-                                                "zones_stdout": _trusted("0.0.0.0/0")}], False, "firewalld"),
+    ([{"name": "ufw", "rc": 2, "stdout": ""},
+      {"name": "firewalld", "rc": 0, "stdout": "", "zones_stdout": _trusted("0.0.0.0/0")}], False, "firewalld"),
     # both active: each must be closed
     ([{"name": "ufw", "rc": 0, "stdout": UFW}, {"name": "firewalld", "rc": 0, "stdout": "",
                                                 "zones_stdout": _trusted("0.0.0.0/0")}], False, "ufw, firewalld"),

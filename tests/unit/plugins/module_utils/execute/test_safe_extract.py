@@ -17,7 +17,6 @@ import pytest
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute import safe_extract as extract
 
 
-
 def _member(name, kind=tarfile.REGTYPE, data=b"", mode=0o644, linkname="", uid=0, mtime=1700000000):
     info = tarfile.TarInfo(name)
     info.type, info.mode, info.linkname, info.uid, info.gid, info.mtime = kind, mode, linkname, uid, uid, mtime

@@ -87,8 +87,8 @@ def test_a_commands_output_is_written_new_and_hashed(kind, store, victim):
     final = store / "x.tar"
     _plant(kind, final, victim)
     payload = b"tar bytes " * 300000  # more than one read
-    sha, size = files.write_output_of([sys.executable, "-c", "import sys; sys.stdout.buffer.write(b'tar bytes ' * 300000)"],
-                                str(final), 0o644)
+    script = "import sys; sys.stdout.buffer.write(b'tar bytes ' * 300000)"
+    sha, size = files.write_output_of([sys.executable, "-c", script], str(final), 0o644)
     assert (sha, size) == (hashlib.sha256(payload).hexdigest(), len(payload)) and final.read_bytes() == payload
     assert stat.S_IMODE(os.lstat(final).st_mode) == 0o644 and not os.path.islink(final)
     assert os.listdir(store) == ["x.tar"]
@@ -99,8 +99,8 @@ def test_a_failing_command_is_refused_with_its_error_and_the_old_file_kept(store
     final = store / "x.tar"
     final.write_bytes(b"old")
     with pytest.raises(files.Refused, match=r"exited 2: tar: venv: Cannot stat"):
-        files.write_output_of([sys.executable, "-c", "import sys; sys.stdout.write('part'); "
-                               "sys.stderr.write('tar: venv: Cannot stat'); sys.exit(2)"], str(final))
+        script = "import sys; sys.stdout.write('part'); sys.stderr.write('tar: venv: Cannot stat'); sys.exit(2)"
+        files.write_output_of([sys.executable, "-c", script], str(final))
     assert final.read_bytes() == b"old" and os.listdir(store) == ["x.tar"]
 
 

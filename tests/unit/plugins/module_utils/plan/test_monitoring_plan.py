@@ -299,8 +299,7 @@ def test_the_role_defaults_cap_the_tsdb_size():
     ("", "", "server", "10.0.0.5", 3000, {}),
     ("grafana", "", "targets_only", "10.0.0.5", 3000, {}),
 ])
-def test_grafana_binds_the_monitoring_address_without_anonymous_access(package, repository, mode, listen, port,
-                                                                        settings):
+def test_grafana_binds_the_monitoring_address_without_anonymous_access(package, repository, mode, listen, port, settings):
     """Issue 37 review (low): a packaged Grafana listens on every interface with admin/admin until someone logs in."""
     plan = mp.server_plan([node([])], "15s", "15s", "15d", "", 9090, package, repository, listen=listen, mode=mode,
                           targets_dir="/etc/prometheus", grafana_port=port)
