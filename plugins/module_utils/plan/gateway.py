@@ -51,6 +51,7 @@ import re
 from math import ceil, gcd
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import endpoint_security
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.engine_args import canonical_name
 
 # HAProxy's runtime and configuration accept weights 0..256 (configuration
 # manual, "weight <weight>").
@@ -443,6 +444,15 @@ def _servers(pool, host_vars, backup=False):
     return servers, effective
 
 
+def engine_arg(engine_args, name):
+    """The value of option ``name`` (dash spelling) in a backend's vllm_engine_args, in any spelling the vllm role
+    reads (``host``, ``--host``, ``HOST``; ``served_model_name``, ``servedModelName``: engine_args.canonical_name)."""
+    if not isinstance(engine_args, dict):
+        return None
+    values = [value for key, value in engine_args.items() if canonical_name(key) == name]
+    return values[-1] if values else None
+
+
 def served_names(host_vars):
     """The model names a backend's vLLM serves, from its inventory variables (empty when unknown).
 
@@ -452,9 +462,7 @@ def served_names(host_vars):
     """
     host_vars = host_vars or {}
     engine_args = host_vars.get("vllm_engine_args") or {}
-    value = None
-    if isinstance(engine_args, dict):
-        value = engine_args.get("served_model_name") or engine_args.get("served-model-name")
+    value = engine_arg(engine_args, "served-model-name")
     if value in (None, "", []):
         value = host_vars.get("vllm_model_name")
     if value in (None, "", []):
@@ -542,8 +550,7 @@ def backend_bind(host_vars):
     vllm role's default.  Returns ``(address, variable)``.
     """
     host_vars = host_vars or {}
-    engine_args = host_vars.get("vllm_engine_args") or {}
-    host = engine_args.get("host") if isinstance(engine_args, dict) else None
+    host = engine_arg(host_vars.get("vllm_engine_args") or {}, "host")
     if host not in (None, ""):
         return str(host), "vllm_engine_args.host"
     host = host_vars.get("vllm_host")

@@ -358,6 +358,11 @@ NO_KEYS = {"gateway_api_keys": [], "gateway_bind_address": "0.0.0.0"}
     # vllm_engine_args' host wins over vllm_host, as in the engine config.
     (dict(GENERATED, vllm_host="0.0.0.0", vllm_engine_args={"host": "127.0.0.1"}), "loopback", False),
     (dict(LOOPBACK, vllm_engine_args={"host": "0.0.0.0"}), "generate", True),
+    # ... in every spelling the vllm role reads (engine_args.canonical_name): round 2 of the review slipped
+    # {"--host": 127.0.0.1} past the refusal, which read only "host"
+    (dict(GENERATED, vllm_engine_args={"--host": "127.0.0.1"}), "loopback", False),
+    (dict(GENERATED, vllm_engine_args={"HOST": "127.0.0.1"}), "loopback", False),
+    (dict(GENERATED, vllm_engine_args={"Host": "::1"}), "loopback", False),
     (OPTED_OUT, "open", False),
     # Inventory booleans come as strings too.
     (dict(OPTED_OUT, vllm_allow_unauthenticated="yes"), "open", False),
@@ -440,3 +445,25 @@ def test_the_scenarios_pass_the_key_rule(scenario, backends, group_files):
     assert keyless_backend_problem(backends, collected, {"gateway_api_keys": values["gateway_api_keys"]}) is None
     # Their backends have keys of their own, so even a keyless gateway would pass.
     assert keyless_backend_problem(backends, collected, NO_KEYS) is None
+
+
+@pytest.mark.parametrize("key, passed", [
+    ("host", True), ("--host", True), ("HOST", True), ("Host", True), ("served_model_name", True),
+    ("served-model-name", True), ("servedModelName", True), ("--served-model-name", True),
+    # nothing else of a backend's engine arguments reaches the gateway's plan (a key above all)
+    ("api_key", False), ("api-key", False), ("hostname", False), ("port", False), ("max_model_len", False),
+])
+def test_the_role_passes_every_spelling_of_the_options_the_plan_reads(key, passed):
+    """roles/gateway/tasks/main.yml keeps the engine arguments whose name matches __gateway_engine_arg_names
+    (Jinja's match test: re.match), and the plan canonicalises them."""
+    import os
+    import re
+
+    import yaml
+    from conftest import ROOT
+    with open(os.path.join(ROOT, "roles", "gateway", "vars", "main.yml")) as handle:
+        pattern = yaml.safe_load(handle)["__gateway_engine_arg_names"]
+    assert bool(re.match(pattern, key)) is passed
+    if passed:
+        from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.gateway import engine_arg
+        assert engine_arg({key: "x"}, "host") == "x" or engine_arg({key: "x"}, "served-model-name") == "x"
