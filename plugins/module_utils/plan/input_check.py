@@ -191,15 +191,19 @@ def _url_secret(value):
     return bool(found["password"]) or (bool(found["username"]) and transport in ("http", "https"))
 
 
-def _no_credentials(rule):
+_PIP_CREDENTIALS = ("pip's command line, the plan and its fact", "the credentials through a netrc: the role writes one for pip "
+                    "from those of vllm_pip_index_url and vllm_pip_extra_index_urls (same host), git reads root's "
+                    "~/.netrc or its credential helper")
+
+
+def _no_credentials(rule, reaches=_PIP_CREDENTIALS[0], instead=_PIP_CREDENTIALS[1]):
     """``rule``, then no ``user:password@`` or ``token@`` in a URL: pip's requirement and source URLs reach its command
-    line, the plan and its fact (the index credentials go to a netrc, plan/index_auth.py)."""
+    line, the plan and its fact (the index credentials go to a netrc, plan/index_auth.py); ``reaches`` and
+    ``instead`` say where else such a URL goes and what to do for another variable."""
     def checked(name, value, ctx):
         if _url_secret(value):
-            return (f"{name}: the URL holds credentials (user:password@ or token@), which would reach pip's command line, "
-                    "the plan and its fact; give the URL without them, and the credentials through a netrc: the role "
-                    "writes one for pip from those of vllm_pip_index_url and vllm_pip_extra_index_urls (same host), "
-                    "git reads root's ~/.netrc or its credential helper")
+            return (f"{name}: the URL holds credentials (user:password@ or token@), which would reach {reaches}; give "
+                    f"the URL without them, and {instead}")
         return rule(name, value, ctx)
     checked.kind = rule.kind
     return checked
@@ -713,7 +717,7 @@ RULES = {
         "vllm_wheelhouse_src": _opt_controller_path,
         "vllm_pip_index_url": _url,
         "vllm_pip_extra_index_urls": _list_of(_regex(_URL, "an http(s):// URL without white space or shell characters")),
-        "vllm_pip_find_links": _list_of(_path_or_url),
+        "vllm_pip_find_links": _list_of(_no_credentials(_path_or_url)),
         "vllm_pip_no_index": None,
         "vllm_pip_timeout": _int_range(1, 86400),
         "vllm_wheelhouse_requirements": _opt_name,
@@ -726,7 +730,9 @@ RULES = {
         "vllm_engine_artifact_dir": _opt_controller_path,
         # https only (http with vllm_engine_artifact_allow_http): a shared
         # mount is vllm_engine_artifact_mode shared.
-        "vllm_engine_artifact_url": _artifact_url,
+        "vllm_engine_artifact_url": _no_credentials(
+            _artifact_url, "the download's arguments and the plan's messages",
+            "serve the artifact from a location the nodes reach without them (its sha256 pin is what is trusted)"),
         "vllm_engine_artifact_sha256": _list_of(_regex(_SHA256, "64 hexadecimal digits (the sha256 the builder's "
                                                                 "publish step printed)")),
         "vllm_engine_artifact_unpinned": None,
@@ -755,7 +761,9 @@ RULES = {
         "vllm_model_revision": _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$"), "a branch, tag or commit", empty=True),
         "vllm_model_dir": _path,
         "vllm_model_name": _name,
-        "vllm_hf_endpoint": _url,
+        "vllm_hf_endpoint": _no_credentials(
+            _url, "the download's environment and its progress messages",
+            "the token through vllm_hf_token, which the role hands to the download in a file only root reads"),
         "vllm_hf_token": _env_value(re.compile(r"^\S+$"), "a token without white space", secret=True),
         "vllm_modelscope_token": _env_value(re.compile(r"^\S+$"), "a token without white space", secret=True),
         # Progress at least every 30 s (AWX and a terminal show each poll); 0 never stops a quiet step.

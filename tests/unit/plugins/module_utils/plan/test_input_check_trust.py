@@ -185,12 +185,32 @@ def test_every_file_and_variable_is_named():
     ("vllm_source_url", "git+ssh://git:TOKEN-not-shown@github.com/x/vllm", True),
     ("vllm_extra_packages", ["llguidance>=0.7", "git+https://TOKEN-not-shown@github.com/x/y@v1"], True),
     ("vllm_extra_packages", ["git+https://github.com/x/y@v1"], False),
+    # review round 2: find-links reached pip's argv, the plan and its fact
+    ("vllm_pip_find_links", ["https://ci:TOKEN-not-shown@wheels.internal/simple/"], True),
+    ("vllm_pip_find_links", ["https://wheels.internal/simple/", "/srv/wheels"], False),
 ])
 def test_pip_sources_carry_no_credentials(name, value, refused):
     problems = _check("vllm", name, value)
     assert bool(problems) == refused, problems
     for problem in problems:
         assert problem.startswith(name) and "netrc" in problem and "TOKEN-not-shown" not in problem
+
+
+@pytest.mark.parametrize("name, value, refused, instead", [
+    # review round 2: the endpoint reached the download's environment and every progress message
+    ("vllm_hf_endpoint", "https://ci:TOKEN-not-shown@hf-mirror.internal", True, "vllm_hf_token"),
+    ("vllm_hf_endpoint", "https://TOKEN-not-shown@hf-mirror.internal", True, "vllm_hf_token"),
+    ("vllm_hf_endpoint", "https://hf-mirror.internal", False, ""),
+    # ... and the artifact URL the refusal of an http:// URL repeated, password included
+    ("vllm_engine_artifact_url", "http://ci:TOKEN-not-shown@artifacts.internal/vllm", True, "sha256 pin"),
+    ("vllm_engine_artifact_url", "https://ci:TOKEN-not-shown@artifacts.internal/vllm", True, "sha256 pin"),
+    ("vllm_engine_artifact_url", "https://artifacts.internal/vllm", False, ""),
+])
+def test_download_urls_carry_no_credentials(name, value, refused, instead):
+    problems = _check("vllm", name, value)
+    assert bool(problems) == refused, problems
+    for problem in problems:
+        assert problem.startswith(name) and instead in problem and "TOKEN-not-shown" not in problem
 
 
 @pytest.mark.parametrize("value", [
