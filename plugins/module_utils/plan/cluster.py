@@ -47,6 +47,7 @@ import ipaddress
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.engine_args import canonical_name
 from ansible_collections.kunpeng.vllm.plugins.module_utils.execute.instance_lifecycle import (
     AF_UNIX_PATH_MAX,
     ray_socket_path,
@@ -580,6 +581,9 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     backend = head["backend"]
     net = shared_network(members, network, interface)
     shape = layout(backend, engine_args, len(members), head["device_count"], executor, moe)
+    problem = requested_ray_problem(engine_args, shape["mode"])
+    if problem:
+        raise ClusterError(problem)
     cluster_ports_exposure(shape["mode"], host, firewall_default_deny, expose_unauthenticated_ports)
     rank = names.index(host)
     me = members[rank]
@@ -648,24 +652,35 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     }
 
 
-def single_host(engine_args: Dict[str, Any]) -> Dict[str, Any]:
-    """The cluster fact of a host that serves alone (:func:`disabled`); refuses Ray as its executor.
+def requested_ray_problem(engine_args: Dict[str, Any], mode: Optional[str]) -> Optional[str]:
+    """Why ``distributed-executor-backend: ray`` in vllm_engine_args is refused (None when it is not asked for).
 
-    ``vllm_engine_args: {distributed_executor_backend: ray}`` on one host makes
-    vLLM start a Ray cluster of its own (ray.init), with no token: its GCS and
-    workers then accept any local user of the host, and whoever reaches its
-    ports from the network, who run code as the service account.  One host
-    needs no Ray (vLLM's multiprocessing executor spans its devices); a Ray
-    over several hosts is a cluster group, behind the token.
+    Ray as executor outside the cluster plan's own ``ray`` layout (``mode``;
+    None for a host that serves alone) makes vLLM start a Ray of its own
+    (ray.init), with no token: its GCS and workers then accept any local user
+    of the host, and whoever reaches its ports, who run code as the service
+    account.  One host needs no Ray (vLLM's multiprocessing executor spans its
+    devices); a data parallel replica runs on one member; a Ray over several
+    hosts is the ``ray`` layout, behind the cluster's token.  Any spelling the
+    engine config reads counts (engine_args.canonical_name).
     """
     for key, value in (engine_args or {}).items():
-        if str(key).lstrip("-").replace("_", "-").lower() == "distributed-executor-backend" and str(value) == "ray":
-            raise ClusterError(
-                f"vllm_engine_args sets {key}: ray on a host that serves alone: vLLM would start a Ray of its own "
-                "without token authentication, whose ports run code as the service account for any local user (and "
-                "anyone who reaches them). Remove it (one host runs vLLM's multiprocessing executor, mp), or serve over "
-                "several hosts with vllm_cluster_group and vllm_cluster_executor: ray, where Ray runs behind the "
-                "cluster's token")
+        if canonical_name(key) == "distributed-executor-backend" and str(value).strip().lower() == "ray" and mode != "ray":
+            where = "on a host that serves alone" if mode is None else f"in the {mode} layout of a multi-node instance"
+            return (f"vllm_engine_args sets {key}: ray {where}: vLLM would start a Ray of its own without token "
+                    "authentication, whose ports run code as the service account for any local user (and anyone who "
+                    "reaches them). Remove it (one host runs vLLM's multiprocessing executor, mp), or serve over several "
+                    "hosts with vllm_cluster_group and vllm_cluster_executor: ray, where Ray runs behind the cluster's "
+                    "token")
+    return None
+
+
+def single_host(engine_args: Dict[str, Any]) -> Dict[str, Any]:
+    """The cluster fact of a host that serves alone (:func:`disabled`); refuses Ray as its executor
+    (:func:`requested_ray_problem`)."""
+    problem = requested_ray_problem(engine_args, None)
+    if problem:
+        raise ClusterError(problem)
     return disabled()
 
 

@@ -500,6 +500,9 @@ def test_ray_goes_into_a_virtualenv_of_its_own_with_the_engine(ray_units, expect
     ({"distributed_executor_backend": "ray"}, True),
     ({"distributed-executor-backend": "ray"}, True),
     ({"--distributed-executor-backend": "ray"}, True),
+    # review round 2: spellings the engine config reads too
+    ({"distributedExecutorBackend": "ray"}, True),
+    ({"DistributedExecutorBackend": "Ray"}, True),
     ({"distributed_executor_backend": "mp"}, False),
     ({"tensor_parallel_size": 8}, False),
     ({}, False),
@@ -512,3 +515,21 @@ def test_a_host_that_serves_alone_runs_no_ray_of_its_own(engine_args, refused):
         assert "without token authentication" in result["msg"] and "vllm_cluster_group" in result["msg"]
     else:
         assert result["ansible_facts"]["kunpeng_vllm_cluster"] == cluster.disabled()
+
+
+@pytest.mark.parametrize("executor, requested, refused", [
+    # a data parallel layout keeps the user's engine arguments: a Ray asked for there would start without a token
+    ("dp", {"distributed_executor_backend": "ray"}, True),
+    ("dp", {"distributedExecutorBackend": "ray"}, True),
+    ("dp", {"distributed_executor_backend": "mp"}, False),
+    ("dp", {}, False),
+])
+def test_a_ray_the_cluster_does_not_run_is_refused_in_every_layout(executor, requested, refused):
+    """Review round 2: a dp layout with distributed_executor_backend: ray planned no Ray unit and no token."""
+    members, plan = cpu_pair()
+    engine_args = dict(plan["engine_args"], **requested)
+    failed, result = run(members, "node-0", engine_args=engine_args, executor=executor,
+                         expose_unauthenticated_ports=True)
+    assert failed is refused, result.get("msg")
+    if refused:
+        assert "in the dp layout of a multi-node instance" in result["msg"] and "without token" in result["msg"]
