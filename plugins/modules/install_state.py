@@ -238,7 +238,7 @@ def group_id(module, group):
         module.fail_json(msg=f"model.group: no group {group!r} on this host (vllm_group; the base role creates it)")
 
 
-def take_model(module, target, staging, marker, group):
+def take_model(module, target, staging, group):
     """Refuse links and a rewritable parent, then give the model and staging trees to root and ``group``."""
     gid = group_id(module, group)
     for path, what in ((target, "vllm_model_dir"), (staging, "the model's staging directory")):
@@ -250,11 +250,12 @@ def take_model(module, target, staging, marker, group):
         module.fail_json(msg=model_tree.ancestors_message("vllm_model_dir", target, unsafe))
     taken, dropped = 0, []
     if not module.check_mode:
-        complete = os.path.isdir(target) and os.path.exists(marker)
-        for path, drop in ((target, not complete), (staging, True)):
+        # Links that lead out of a tree root writes into go, a complete tree's too: a sync copy (a marker the
+        # service account deleted, a manifest it changed) writes the model's files by path (review round 2).
+        for path in (target, staging):
             if os.path.isdir(path):
                 try:
-                    count, links = model_tree.take_tree(path, gid, drop_links=drop)
+                    count, links = model_tree.take_tree(path, gid, drop_links=True)
                 except OSError as exc:
                     module.fail_json(msg=f"could not give {path} to root and group {group}: {exc}")
                 taken += count
@@ -320,7 +321,7 @@ def main():
     staging = target + state.STAGING_SUFFIX
     taken = {}
     if model["group"]:
-        taken = take_model(module, target, staging, marker, model["group"])
+        taken = take_model(module, target, staging, model["group"])
     manifest_path = os.path.join(target, model_state.MANIFEST)
     complete = state.model_copy_action(os.path.isdir(target), os.path.exists(marker)) == "sync"
     source_files = model["source_files"]
