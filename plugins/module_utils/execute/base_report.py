@@ -357,12 +357,12 @@ def firewalld_open_rules(probe_stdout: str, interface: str = "", zones_stdout: s
     """What in firewalld admits anyone to this host past a few single ports (empty: the firewall is closed).
 
     Every zone that takes connections from other machines counts, not only the zone of ``interface`` (the NIC that
-    carries the cluster's traffic): the cluster's sockets (torch's TCPStore, Ray) listen on every address, so a
-    second NIC in ``trusted`` admits its whole network to them.  These are the default zone (``--list-all``,
-    ``probe_stdout``, or the zone marked ``default`` in ``--list-all-zones``: it takes every NIC no zone lists),
-    every zone that holds an interface (Docker's own bridges in its ``docker`` zone aside, see
+    carries the cluster's traffic, whose zone is named first): the cluster's sockets (torch's TCPStore, Ray) listen
+    on every address, so a second NIC in ``trusted`` admits its whole network to them.  These are the default zone
+    (``--list-all``, ``probe_stdout``, or the zone marked ``default`` in ``--list-all-zones``: it takes every NIC
+    that no zone lists), every zone that holds an interface (Docker's own bridges in its ``docker`` zone aside, see
     :func:`_zone_interfaces`), and every zone bound to a wide source (source bindings come first: ``0.0.0.0/0`` in
-    ``trusted``); a zone bound to a host or a LAN only admits those, the operator's choice.
+    ``trusted``); a zone bound to a host or a LAN admits only those, the operator's choice.
     """
     guarded = list(guarded or [])
     zones = firewalld_zones(zones_stdout)
@@ -374,7 +374,9 @@ def firewalld_open_rules(probe_stdout: str, interface: str = "", zones_stdout: s
     if default is None and not zones:
         return ["no zone in firewall-cmd's output"]
     found: List[str] = []
-    for zone in ([default] if default is not None and all(z is not default for z in zones) else []) + zones:
+    zones = ([default] if default is not None and all(z is not default for z in zones) else []) + zones
+    zones.sort(key=lambda zone: interface not in zone["fields"].get("interfaces", "").split())
+    for zone in zones:
         sources = [source for source in zone["fields"].get("sources", "").split() if _wide(source)]
         nics = _zone_interfaces(zone)
         if sources:
@@ -413,8 +415,12 @@ def firewall_open_rules(firewall: str, probe_rc: Optional[int], probe_stdout: st
     ``firewall-cmd --list-all`` the default zone (``public (active)``, ``target: default``, its ports and rich rules);
     ``nft list ruleset`` holds ``type filter hook input priority ...; policy drop;`` for a closed input chain (its
     rules are not read: an nftables host is refused unless every input chain drops).
-    With firewalld, the zone of ``interface`` (the NIC that carries the cluster's traffic) counts when
-    ``firewall-cmd --list-all-zones`` (``zones_stdout``) lists it, and so does every zone bound to a wide source.
+    With firewalld, every zone that takes connections from other machines counts (:func:`firewalld_open_rules`):
+    the default zone, every zone that holds an interface (``interface``, the NIC that carries the cluster's traffic,
+    among them; Docker's own bridges aside) and every zone bound to a wide source, as ``firewall-cmd --list-all-zones``
+    (``zones_stdout``) lists them.  Services and application profiles are read by name (the outputs do not show their
+    ports): a short list of well-known ones with a few single ports (:data:`_UFW_PROFILES`,
+    :data:`_FIREWALLD_SERVICES`) keeps the firewall closed, any other counts as every port.
     """
     if probe_rc != 0:
         return [f"{firewall or 'the firewall'} did not answer (exit status {probe_rc})"]
