@@ -104,14 +104,16 @@ options:
       interface:
         description:
           - The NIC that carries a multi-node instance's traffic (C(kunpeng_vllm_cluster.interface)); empty for none.
-            With firewalld, C(default_deny) is that NIC's zone's when O(firewall.zones_stdout) lists it in one (a NIC in
-            C(trusted) admits everyone), else the default zone's.
+            With firewalld, C(default_deny) reads every zone that takes connections from other machines, this NIC's
+            among them (the default zone, every zone that holds an interface, Docker's own bridges in its C(docker)
+            zone aside; a NIC in C(trusted) admits everyone).
         type: str
         default: ""
       zones_stdout:
         description:
           - What C(firewall-cmd --list-all-zones) printed (firewalld). A zone bound to a wide source (C(trusted)
-            bound to C(0.0.0.0/0)) takes connections before the NIC's zone, so it counts too.
+            bound to C(0.0.0.0/0)) takes connections before the NIC's zone, so it counts too. A zone's services count
+            as open unless each is one whose ports are a few known single ports (C(ssh), C(https), C(cockpit), ...).
         type: str
         default: ""
   tuning:

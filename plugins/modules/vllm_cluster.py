@@ -158,8 +158,9 @@ options:
     description:
       - This host's firewalls as they are now, read by the vllm role's preflight (C(ufw status verbose),
         C(firewall-cmd --list-all) and C(firewall-cmd --list-all-zones)), one entry per firewall. When given, they
-        decide instead of O(firewall_default_deny), for this member's interface on the cluster's network (its
-        firewalld zone) and the cluster's ports (a rule from anywhere to one of them opens the firewall), through
+        decide instead of O(firewall_default_deny), for every firewalld zone that takes connections from other
+        machines (the cluster's sockets listen on every address, so a second NIC in C(trusted) counts too) and the
+        cluster's ports (a rule from anywhere to one of them opens the firewall), through
         the same reading as the base role's C(kunpeng.vllm.base_report). The active ones must each deny by default
         and admit anyone to no more than a few single ports; none active is not a closed firewall.
     type: list

@@ -88,6 +88,21 @@ _PORT_SPEC = re.compile(r"^\d+(?:[:-]\d+)?(?:,\d+(?:[:-]\d+)?)*(?:/\w+)?$")
 
 Span = Tuple[int, int, str]
 
+#: firewalld services whose ports are a few single ports (firewalld's ``/usr/lib/firewalld/services``), so that a
+#: zone's ``services:`` can be read: ``firewall-cmd --list-all`` prints a service's name, not its ports, and any other
+#: service counts as every port (``redis`` holds Ray's 6379, ``samba-dc`` the range 49152-65535/tcp).  A listed
+#: service still counts when its port is one of the cluster's.
+_FIREWALLD_SERVICES = {
+    "ssh": "22/tcp", "http": "80/tcp", "https": "443/tcp", "http3": "443/udp", "cockpit": "9090/tcp",
+    "prometheus": "9090/tcp", "dhcp": "67/udp", "dhcpv6": "547/udp", "dhcpv6-client": "546/udp", "mdns": "5353/udp",
+    "ntp": "123/udp", "dns": "53/tcp 53/udp", "tftp": "69/udp", "samba-client": "137/udp 138/udp",
+    "ipp-client": "631/udp",
+}
+
+#: The bridges Docker creates and puts in the ``docker`` zone (``docker0``, ``br-`` and a network's 12-digit id):
+#: what enters them comes from this host's containers.
+_DOCKER_BRIDGE = re.compile(r"^(?:docker0|br-[0-9a-f]{12})$")
+
 
 def _wide(source: str) -> bool:
     """Whether ``source`` (ufw's ``Anywhere``, an address or CIDR, a firewalld ``ipset:``) admits anyone.
@@ -148,12 +163,61 @@ def _ufw_rule(line: str) -> Optional[Tuple[str, str, str]]:
     return to, match.group("action"), src
 
 
+#: ufw application profiles whose ports are a few single ports (Ubuntu's ``/etc/ufw/applications.d``: openssh-server,
+#: nginx, apache2, avahi).  ``ufw status`` prints only the profile's name, not its ports, and a profile file can say
+#: anything (``ports=1:65535/tcp``), so any other name counts as every port.
+_UFW_PROFILES = {
+    "OpenSSH": "22/tcp", "Nginx HTTP": "80/tcp", "Nginx HTTPS": "443/tcp", "Nginx Full": "80,443/tcp",
+    "Apache": "80/tcp", "Apache Secure": "443/tcp", "Apache Full": "80,443/tcp", "mDNS": "5353/udp",
+}
+
+#: The protocol ufw writes after an address with no port (``Anywhere/tcp``, ``172.18.0.2/tcp``, ``10.0.0.0/8/udp``).
+_UFW_PROTO = re.compile(r"^(?P<address>.+?)/(?P<proto>tcp|udp|ah|esp|gre|ipv6|igmp)$", re.IGNORECASE)
+
+
+def _ufw_address(word: str) -> Optional[Tuple[str, str]]:
+    """``Anywhere``, an address or a network, with or without ufw's ``/proto``: (address, protocol); else None."""
+    match = _UFW_PROTO.match(word)
+    address, proto = (match.group("address"), match.group("proto").lower()) if match else (word, "")
+    if address.lower() == "anywhere" or _is_address(address):
+        return address, proto
+    return None
+
+
+def _ufw_to_spans(to: str) -> Optional[List[Span]]:
+    """The ports a ufw ``To`` column admits: None for every port (of its protocol: UDP alone is not the cluster's).
+
+    ``22/tcp`` and ``80,443/tcp`` are ports; ``Anywhere``, ``10.0.0.4`` every port, ``Anywhere/tcp``,
+    ``172.18.0.2/tcp`` every TCP port (``ufw allow proto tcp [to ADDRESS]``: ufw writes the protocol after an
+    address); ``10.0.0.4 22/tcp`` the port of that address; an application profile of :data:`_UFW_PROFILES` its
+    ports.  Any other word (another profile, a spelling this reading does not know) counts as every port.
+    """
+    to = re.sub(r"\s+on\s+\S+", "", to).strip()
+    spans: List[Span] = []
+    for name, ports in _UFW_PROFILES.items():
+        if to == name or to.endswith(" " + name):
+            to, spans = to[:-len(name)].strip(), _spans(ports)
+            break
+    address_proto = ""
+    for word in to.split():
+        address = _ufw_address(word)
+        if _PORT_SPEC.match(word):
+            spans += _spans(word)
+        elif address is None:
+            return None
+        else:
+            address_proto = address[1]
+    if spans:
+        return spans
+    return None if address_proto in ("", "tcp") else [(1, 65535, address_proto)]
+
+
 def ufw_open_rules(text: str, guarded: Optional[List[Span]] = None) -> List[str]:
     """The rules of ``ufw status verbose`` that admit anyone past a few single ports (see :func:`_admits_anyone`).
 
-    ``To`` is a port spec (``22/tcp``), an application profile (``OpenSSH``: a few named ports), an address
-    (``Anywhere``, ``10.0.0.1``: every port unless a port follows), and ``on eth0`` for one interface; ``From`` is
-    ``Anywhere`` or an address, a port after it being a source port, which the client picks (every port).
+    ``To`` is read by :func:`_ufw_to_spans` (``on eth0``, one interface, changes nothing: the cluster's NIC may be
+    that one); ``From`` is ``Anywhere`` or an address, with ufw's ``/proto`` after it, a port or an application
+    profile after it being a source port, which the client picks (every port).
     """
     found: List[str] = []
     guarded = list(guarded or [])
@@ -166,21 +230,12 @@ def ufw_open_rules(text: str, guarded: Optional[List[Span]] = None) -> List[str]
         if rule is None or rule[1] not in ("ALLOW", "ALLOW IN", "LIMIT", "LIMIT IN"):
             continue
         to, src = rule[0], rule[2]
-        to = re.sub(r"\s+on\s+\S+", "", to)
-        words = to.split()
-        spans: Optional[List[Span]] = []
-        app = False
-        for word in words:
-            if _PORT_SPEC.match(word):
-                spans += _spans(word)
-            elif not (word.lower() == "anywhere" or _is_address(word)):
-                app = True
+        spans = _ufw_to_spans(to)
         from_words = src.split()
-        if not spans and not app:
-            spans = None
-        if len(from_words) > 1 and not app:
-            spans = None  # a source port: any destination port from a port the client chooses
-        if from_words and _wide(from_words[0]) and _admits_anyone(spans, guarded):
+        source = _ufw_address(from_words[0]) if from_words else None
+        if len(from_words) > 1:
+            spans = None  # a source port or profile: any destination port from a port the client chooses
+        if (source is None or _wide(source[0])) and _admits_anyone(spans, guarded):
             found.append(line.strip())
     return found
 
@@ -236,17 +291,41 @@ def _rich_admits_anyone(rule: str, guarded: List[Span]) -> bool:
     port = re.search(r'\sport\s+port="([^"]+)"\s+protocol="(\w+)"', rule)
     if port:
         return _admits_anyone(_spans(port.group(1), port.group(2)), guarded)
-    if re.search(r"\sservice\s+name=", rule):
-        return False
+    service = re.search(r'\sservice\s+name="([^"]*)"', rule)
+    if service:
+        return _service_admits_anyone(service.group(1), guarded)
     return True
 
 
+def _service_admits_anyone(name: str, guarded: List[Span]) -> bool:
+    """A firewalld service open to anyone: one of :data:`_FIREWALLD_SERVICES` on the cluster's ports, or any other."""
+    ports = _FIREWALLD_SERVICES.get(name)
+    if ports is None:
+        return True
+    return any(_admits_anyone(_spans(spec), guarded) for spec in ports.split())
+
+
+def _catch_all_deny(rule: str) -> bool:
+    """A rich rule that rejects or drops whatever reaches it (``rule priority="32767" reject``, libvirt's zone)."""
+    return re.fullmatch(r'rule(?:\s+priority="-?\d+")?\s+(?:reject(?:\s+type="[^"]*")?|drop)', rule) is not None
+
+
 def _zone_open(zone: Dict[str, Any], guarded: List[Span]) -> List[str]:
-    """What in a firewalld zone admits anyone it applies to past a few single ports (empty: nothing)."""
+    """What in a firewalld zone admits anyone it applies to past a few single ports (empty: nothing).
+
+    A target other than ``default``, ``DROP`` or ``REJECT`` (``trusted``: ACCEPT) admits everyone unless a rich rule
+    rejects whatever reaches it (libvirt's zone: target ACCEPT, ``rule priority="32767" reject``); a service counts
+    as :func:`_service_admits_anyone` reads it.
+    """
     fields = zone["fields"]
     found = []
-    if zone["name"] == "trusted" or fields.get("target", "default") not in _FIREWALLD_DENY_TARGETS:
+    denies = fields.get("target", "default") in _FIREWALLD_DENY_TARGETS or any(map(_catch_all_deny, zone["rich"]))
+    if zone["name"] == "trusted" or not denies:
         found.append(f"target {fields.get('target', 'ACCEPT')}")
+    for name in fields.get("services", "").split():
+        if _service_admits_anyone(name, guarded):
+            known = "its ports include the cluster's" if name in _FIREWALLD_SERVICES else "its ports are not read"
+            found.append(f"service {name} ({known})")
     for spec in fields.get("ports", "").split():
         if _PORT_SPEC.match(spec) and _admits_anyone(_spans(spec), guarded):
             found.append(f"port {spec}")
@@ -260,28 +339,55 @@ def _zone_open(zone: Dict[str, Any], guarded: List[Span]) -> List[str]:
     return found
 
 
+def _zone_interfaces(zone: Dict[str, Any]) -> List[str]:
+    """The interfaces of a zone that may take a connection from another machine: all but Docker's own bridges.
+
+    Docker puts the bridges it creates (``docker0``, ``br-<network id>``) in its zone ``docker`` (target ACCEPT);
+    what enters them comes from this host's containers.  Only that pair counts as Docker's: another interface in the
+    ``docker`` zone, or a Docker bridge moved to another zone, is read like any NIC.
+    """
+    names = zone["fields"].get("interfaces", "").split()
+    if zone["name"] == "docker":
+        return [name for name in names if not _DOCKER_BRIDGE.match(name)]
+    return names
+
+
 def firewalld_open_rules(probe_stdout: str, interface: str = "", zones_stdout: str = "",
                          guarded: Optional[List[Span]] = None) -> List[str]:
-    """What in firewalld admits anyone to ``interface`` past a few single ports (empty: the firewall is closed).
+    """What in firewalld admits anyone to this host past a few single ports (empty: the firewall is closed).
 
-    Two kinds of zone take a connection that reaches the NIC: a zone bound to its source address (source bindings
-    come first) and otherwise the NIC's zone, the default zone when no zone lists it (``--list-all``,
-    ``probe_stdout``, or the zone marked ``default`` in ``--list-all-zones``).  The NIC's zone applies to anyone;
-    a source-bound zone to its sources, so it counts when one of them is wide (``0.0.0.0/0`` in ``trusted``).
-    Zones that hold other interfaces only (``docker0`` in ``docker``) take no connection from the NIC.
+    Every zone that takes connections from other machines counts, not only the zone of ``interface`` (the NIC that
+    carries the cluster's traffic, whose zone is named first): the cluster's sockets (torch's TCPStore, Ray) listen
+    on every address, so a second NIC in ``trusted`` admits its whole network to them.  These are the default zone
+    (``--list-all``, ``probe_stdout``, or the zone marked ``default`` in ``--list-all-zones``: it takes every NIC
+    that no zone lists), every zone that holds an interface (Docker's own bridges in its ``docker`` zone aside, see
+    :func:`_zone_interfaces`), and every zone bound to a wide source (source bindings come first: ``0.0.0.0/0`` in
+    ``trusted``); a zone bound to a host or a LAN admits only those, the operator's choice.
     """
     guarded = list(guarded or [])
     zones = firewalld_zones(zones_stdout)
-    default = firewalld_zones(probe_stdout)
-    nic = next((z for z in zones if interface and interface in z["fields"].get("interfaces", "").split()), None)
-    nic = nic or next((z for z in zones if "default" in z["flags"]), None) or (default[0] if default else None)
-    if nic is None:
+    default = next((z for z in zones if "default" in z["flags"]), None)
+    if default is None:
+        listed = firewalld_zones(probe_stdout)
+        default = next((z for z in zones if listed and z["name"] == listed[0]["name"]), None)
+        default = default or (listed[0] if listed else None)
+    if default is None and not zones:
         return ["no zone in firewall-cmd's output"]
-    found = [f"zone {nic['name']}: {what}" for what in _zone_open(nic, guarded)]
+    found: List[str] = []
+    zones = ([default] if default is not None and all(z is not default for z in zones) else []) + zones
+    zones.sort(key=lambda zone: interface not in zone["fields"].get("interfaces", "").split())
     for zone in zones:
-        sources = zone["fields"].get("sources", "").split()
-        if zone is not nic and any(_wide(source) for source in sources):
-            found += [f"zone {zone['name']} (sources {' '.join(sources)}): {what}" for what in _zone_open(zone, guarded)]
+        sources = [source for source in zone["fields"].get("sources", "").split() if _wide(source)]
+        nics = _zone_interfaces(zone)
+        if sources:
+            label = f"zone {zone['name']} (sources {' '.join(sources)})"
+        elif nics:
+            label = f"zone {zone['name']} (interfaces {' '.join(nics)})"
+        elif zone is default:
+            label = f"zone {zone['name']} (the default zone)"
+        else:
+            continue
+        found += [f"{label}: {what}" for what in _zone_open(zone, guarded)]
     return found
 
 
@@ -309,8 +415,12 @@ def firewall_open_rules(firewall: str, probe_rc: Optional[int], probe_stdout: st
     ``firewall-cmd --list-all`` the default zone (``public (active)``, ``target: default``, its ports and rich rules);
     ``nft list ruleset`` holds ``type filter hook input priority ...; policy drop;`` for a closed input chain (its
     rules are not read: an nftables host is refused unless every input chain drops).
-    With firewalld, the zone of ``interface`` (the NIC that carries the cluster's traffic) counts when
-    ``firewall-cmd --list-all-zones`` (``zones_stdout``) lists it, and so does every zone bound to a wide source.
+    With firewalld, every zone that takes connections from other machines counts (:func:`firewalld_open_rules`):
+    the default zone, every zone that holds an interface (``interface``, the NIC that carries the cluster's traffic,
+    among them; Docker's own bridges aside) and every zone bound to a wide source, as ``firewall-cmd --list-all-zones``
+    (``zones_stdout``) lists them.  Services and application profiles are read by name (the outputs do not show their
+    ports): a short list of well-known ones with a few single ports (:data:`_UFW_PROFILES`,
+    :data:`_FIREWALLD_SERVICES`) keeps the firewall closed, any other counts as every port.
     """
     if probe_rc != 0:
         return [f"{firewall or 'the firewall'} did not answer (exit status {probe_rc})"]

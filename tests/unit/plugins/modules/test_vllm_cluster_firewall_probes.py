@@ -48,8 +48,10 @@ def _nic():
     return ok(members, "node-0", engine_args=plan["engine_args"])["interface"]
 
 
-def test_the_nic_that_is_not_the_clusters_does_not_decide():
-    members, params, host = _run(_firewalld(_nic_in_trusted(ZONES, "docker9")))
+def test_dockers_own_bridge_does_not_decide():
+    """docker0 in Docker's zone docker (target ACCEPT): what enters it comes from this host's containers."""
+    zones = ZONES.replace("  interfaces: docker0\n", "  interfaces: br-0123456789ab docker0\n")
+    members, params, host = _run(_firewalld(zones))
     assert ok(members, host, **params)["layout"]["mode"] == "dp"
 
 
@@ -62,6 +64,17 @@ def test_the_nic_that_is_not_the_clusters_does_not_decide():
         UFW_RULE, UFW_RULE + "13345/tcp                  ALLOW IN    Anywhere\n")}, NOT_RUN]),
     # the cluster NIC in trusted while the default zone denies: the NIC's zone decides
     ("the cluster NIC in trusted", "nic-in-trusted"),
+    # review round 2: another NIC in trusted (the cluster's sockets listen on every address), a service whose ports
+    # are not a few known single ports, every TCP port in ufw's spelling of a protocol-only rule
+    ("another NIC in trusted", _firewalld(ZONES.replace("trusted\n  target: ACCEPT\n  ingress-priority: 0\n"
+                                                        "  egress-priority: 0\n  icmp-block-inversion: no\n  interfaces: \n",
+                                                        "trusted (active)\n  target: ACCEPT\n  ingress-priority: 0\n"
+                                                        "  egress-priority: 0\n  icmp-block-inversion: no\n"
+                                                        "  interfaces: eth9\n"))),
+    ("firewalld service redis", _firewalld(ZONES.replace("  services: dhcpv6-client ssh\n  ports: 8000/tcp\n",
+                                                         "  services: dhcpv6-client redis ssh\n  ports: 8000/tcp\n"))),
+    ("ufw allow proto tcp from any", [{"name": "ufw", "rc": 0, "stdout": UFW.replace(
+        UFW_RULE, UFW_RULE + "Anywhere/tcp               ALLOW IN    Anywhere/tcp\n")}, NOT_RUN]),
 ])
 def test_an_open_firewall_read_now_refuses_the_dp_layout(what, probes):
     if probes == "nic-in-trusted":

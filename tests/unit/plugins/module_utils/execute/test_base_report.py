@@ -228,21 +228,28 @@ FIREWALLD_ZONES = (FIREWALLD_DROP.replace("interfaces: eth0", "interfaces:") + "
 
 
 @pytest.mark.parametrize("interface, zones, closed", [
-    # no cluster NIC, or no zone listing: the default zone (the --list-all probe) decides
-    ("", FIREWALLD_ZONES, True),
+    # no zone listing: the default zone (the --list-all probe) decides
     ("eth1", "", True),
-    # the attack: the default zone denies, but the NIC carrying the cluster's traffic is in trusted
+    # the attack: the default zone denies, but a NIC is in trusted; the cluster's sockets listen on every address,
+    # so it does not matter whether that NIC carries the cluster's traffic (review round 2)
+    ("", FIREWALLD_ZONES, False),
     ("eth1", FIREWALLD_ZONES, False),
     ("ib0", FIREWALLD_ZONES, False),
-    # the NIC in the default zone, or in no zone (the default zone applies)
-    ("eth0", FIREWALLD_ZONES, True),
-    ("eth9", FIREWALLD_ZONES, True),
-    # a NIC in drop is closed even when the default zone is trusted
-    ("eth5", FIREWALLD_ZONES.replace("drop (active)\n  target: DROP\n  icmp-block-inversion: no\n  interfaces:",
-                                     "drop (active)\n  target: DROP\n  icmp-block-inversion: no\n  interfaces: eth5"), True),
+    ("eth0", FIREWALLD_ZONES, False),
+    ("eth9", FIREWALLD_ZONES, False),
+    # every NIC in the default zone or in drop
+    ("eth0", FIREWALLD_ZONES.replace("interfaces: eth1 ib0", "interfaces:"), True),
+    ("eth5", FIREWALLD_ZONES.replace("interfaces: eth1 ib0", "interfaces:")
+     .replace("drop (active)\n  target: DROP\n  icmp-block-inversion: no\n  interfaces:",
+              "drop (active)\n  target: DROP\n  icmp-block-inversion: no\n  interfaces: eth5"), True),
+    # a NIC in drop while the default zone is trusted: the default zone takes every NIC that no zone lists
+    ("eth5", FIREWALLD_ZONES.replace("interfaces: eth1 ib0", "interfaces:")
+     .replace("drop (active)\n  target: DROP\n  icmp-block-inversion: no\n  interfaces:",
+              "drop (active)\n  target: DROP\n  icmp-block-inversion: no\n  interfaces: eth5")
+     .replace("trusted\n", "trusted (default)\n"), False),
 ])
 def test_firewalld_reads_the_zone_of_the_cluster_nic(interface, zones, closed):
-    default = FIREWALLD_PUBLIC if interface != "eth5" else FIREWALLD_TRUSTED
+    default = FIREWALLD_PUBLIC
     assert base_report.firewall_default_deny("firewalld", 0, default, interface, zones) is closed
     assert base_report.firewall(True, "firewalld", 0, default, [8000], [], [], interface, zones)["default_deny"] is closed
 
@@ -263,6 +270,14 @@ UFW = (FIXTURES / "ufw-status-verbose.txt").read_text()
 ZONES = (FIXTURES / "firewalld-list-all-zones.txt").read_text()
 UFW_RULE = "60000:61000/udp            ALLOW IN    Anywhere                   # mosh\n"
 PUBLIC_PORTS = "  ports: 8000/tcp\n"
+PUBLIC_SERVICES = "  services: dhcpv6-client ssh\n"
+# libvirt's zone (libvirt's src/network/libvirt.zone): target ACCEPT, a few services, and a last rich rule that
+# rejects the rest
+LIBVIRT_REJECT = '\trule priority="32767" reject\n'
+LIBVIRT = ("libvirt (active)\n  target: ACCEPT\n  ingress-priority: 0\n  egress-priority: 0\n  icmp-block-inversion: no\n"
+           "  interfaces: virbr0\n  sources: \n  services: dhcp dhcpv6 dns ssh tftp\n  ports: \n"
+           "  protocols: icmp ipv6-icmp\n  forward: no\n  masquerade: no\n  forward-ports: \n  source-ports: \n"
+           "  icmp-blocks: \n  rich rules: \n" + LIBVIRT_REJECT)
 PUBLIC_RICH = '\trule family="ipv4" source address="203.0.113.9" reject\n'
 TRUSTED_SOURCES = "trusted\n  target: ACCEPT\n  ingress-priority: 0\n  egress-priority: 0\n  icmp-block-inversion: no\n" \
                   "  interfaces: \n  sources: \n"
@@ -290,12 +305,35 @@ def _trusted(sources):
     ("ufw allow from any port 53 (a source port the client picks)",
      UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW IN    Anywhere 53\n"), False),
     ("ufw limit from any", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   LIMIT IN    Anywhere\n"), False),
+    # review round 2: ufw writes a rule's protocol after an address with no port (ufw's get_status, its tests'
+    # "Anywhere/tcp (v6)"): every TCP port, not an application profile
+    ("ufw allow proto tcp from any", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere/tcp               ALLOW IN    Anywhere/tcp\n"
+                                                 "Anywhere/tcp (v6)          ALLOW IN    Anywhere/tcp (v6)\n"), False),
+    ("ufw allow proto tcp from any to 172.18.0.2",
+     UFW.replace(UFW_RULE, UFW_RULE + "172.18.0.2/tcp             ALLOW IN    Anywhere\n"), False),
+    ("ufw allow in on eth0 proto tcp",
+     UFW.replace(UFW_RULE, UFW_RULE + "Anywhere/tcp on eth0       ALLOW IN    Anywhere/tcp\n"), False),
+    ("ufw allow proto tcp from 10.0.0.0/8",
+     UFW.replace(UFW_RULE, UFW_RULE + "Anywhere/tcp               ALLOW IN    10.0.0.0/8/tcp\n"), False),
+    # an application profile whose ports this reading does not know counts as every port
+    ("ufw allow Samba", UFW.replace(UFW_RULE, UFW_RULE + "Samba                      ALLOW IN    Anywhere\n"), False),
+    ("ufw allow from any app OpenSSH (a source profile)",
+     UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW IN    Anywhere OpenSSH\n"), False),
     # narrow enough: one host or one LAN to every port, a single port from anywhere, a denied or outgoing rule
     ("ufw allow from 192.0.2.7", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW IN    192.0.2.7\n"), True),
     ("ufw allow from 192.168.10.0/24",
      UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW IN    192.168.10.0/24\n"), True),
     ("ufw allow 443/tcp", UFW.replace(UFW_RULE, UFW_RULE + "443/tcp                    ALLOW IN    Anywhere\n"), True),
     ("ufw allow 80,443/tcp", UFW.replace(UFW_RULE, UFW_RULE + "80,443/tcp                 ALLOW IN    Anywhere\n"), True),
+    ("ufw allow proto udp from any", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere/udp               ALLOW IN    Anywhere/udp\n"),
+     True),
+    ("ufw allow proto tcp from 192.0.2.7",
+     UFW.replace(UFW_RULE, UFW_RULE + "Anywhere/tcp               ALLOW IN    192.0.2.7/tcp\n"), True),
+    ("ufw allow 'Apache Full'", UFW.replace(UFW_RULE, UFW_RULE + "Apache Full                ALLOW IN    Anywhere\n"), True),
+    ("ufw allow 'Nginx HTTPS' (v6)",
+     UFW.replace(UFW_RULE, UFW_RULE + "Nginx HTTPS (v6)           ALLOW IN    Anywhere (v6)\n"), True),
+    ("ufw allow to 172.18.0.2 app OpenSSH",
+     UFW.replace(UFW_RULE, UFW_RULE + "172.18.0.2 OpenSSH         ALLOW IN    Anywhere\n"), True),
     ("ufw deny from any", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   DENY IN     Anywhere\n"), True),
     ("ufw route allow", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW FWD   Anywhere\n"), True),
     ("ufw allow out", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW OUT   Anywhere\n"), True),
@@ -331,6 +369,18 @@ def test_ufw_rules_that_admit_anyone_open_the_firewall(what, out, closed):
      "eth1", False),
     ("the cluster NIC in trusted", ZONES.replace("  interfaces: eth0 eth1\n", "  interfaces: eth0\n")
      .replace(TRUSTED_SOURCES, TRUSTED_SOURCES.replace("  interfaces: \n", "  interfaces: eth1\n")), "eth1", False),
+    # review round 2: a service's ports are not in firewall-cmd's output; one not known to be a few single ports
+    # counts as open (redis: Ray's 6379; samba-dc: 49152-65535/tcp)
+    ("service redis", ZONES.replace(PUBLIC_SERVICES, "  services: dhcpv6-client redis ssh\n"), "eth1", False),
+    ("service samba-dc", ZONES.replace(PUBLIC_SERVICES, "  services: dhcpv6-client samba-dc ssh\n"), "eth1", False),
+    ("rich rule accept redis from anyone",
+     ZONES.replace(PUBLIC_RICH, PUBLIC_RICH + '\trule family="ipv4" service name="redis" accept\n'), "eth1", False),
+    # every zone that holds a NIC counts: the cluster's sockets listen on every address
+    ("another NIC in trusted", ZONES.replace(TRUSTED_SOURCES, TRUSTED_SOURCES.replace("  interfaces: \n",
+                                                                                     "  interfaces: eth9\n")), "eth1", False),
+    ("another NIC in the docker zone", ZONES.replace("  interfaces: docker0\n", "  interfaces: docker0 eth9\n"), "eth1",
+     False),
+    ("a libvirt-like zone without its final reject", ZONES + "\n" + LIBVIRT.replace(LIBVIRT_REJECT, ""), "eth1", False),
     # narrow enough: trusted bound to one host or one LAN, a single port or a service from anyone
     ("trusted bound to 192.0.2.7", _trusted("192.0.2.7"), "eth1", True),
     ("trusted bound to 192.168.10.0/24", _trusted("192.168.10.0/24"), "eth1", True),
@@ -339,6 +389,11 @@ def test_ufw_rules_that_admit_anyone_open_the_firewall(what, out, closed):
     ("rich rule accept a service from anyone",
      ZONES.replace(PUBLIC_RICH, PUBLIC_RICH + '\trule family="ipv4" service name="https" accept\n'), "eth1", True),
     ("the NIC of docker0 (ACCEPT) is not the cluster's", ZONES, "eth0", True),
+    ("services https and cockpit", ZONES.replace(PUBLIC_SERVICES, "  services: cockpit dhcpv6-client https ssh\n"), "eth1",
+     True),
+    ("a Docker network's bridge in the docker zone",
+     ZONES.replace("  interfaces: docker0\n", "  interfaces: br-0123456789ab docker0\n"), "eth1", True),
+    ("libvirt's zone: target ACCEPT, a few services, then reject", ZONES + "\n" + LIBVIRT, "eth1", True),
 ])
 def test_firewalld_rules_that_admit_anyone_open_the_firewall(what, zones, interface, closed):
     default = "public (active)\n" + zones.split("public (default, active)\n", 1)[1].split("\n\n", 1)[0] + "\n"
@@ -360,11 +415,21 @@ def test_a_single_port_from_anywhere_is_open_when_it_is_the_clusters(rule, close
     assert base_report.firewall_default_deny("ufw", 0, out) is True
 
 
+def test_a_known_service_is_open_when_its_port_is_the_clusters():
+    zones = ZONES.replace(PUBLIC_SERVICES, "  services: cockpit dhcpv6-client ssh\n")
+    assert base_report.firewall_open_rules("firewalld", 0, "", "eth1", zones, base_report.guarded_spans([9090])) == [
+        "zone public (interfaces eth0 eth1): service cockpit (its ports include the cluster's)"]
+    assert base_report.firewall_open_rules("firewalld", 0, "", "eth1", zones, base_report.guarded_spans([6379])) == []
+
+
 def test_the_reasons_name_the_rule():
     out = UFW.replace(UFW_RULE, UFW_RULE + "1:65535/tcp                ALLOW IN    Anywhere\n")
     assert base_report.firewall_open_rules("ufw", 0, out) == ["1:65535/tcp                ALLOW IN    Anywhere"]
     assert base_report.firewall_open_rules("firewalld", 0, "", "eth1", _trusted("0.0.0.0/0")) == [
         "zone trusted (sources 0.0.0.0/0): target ACCEPT"]
+    zones = ZONES.replace(PUBLIC_SERVICES, "  services: dhcpv6-client redis ssh\n")
+    assert base_report.firewall_open_rules("firewalld", 0, "", "eth1", zones) == [
+        "zone public (interfaces eth0 eth1): service redis (its ports are not read)"]
 
 
 @pytest.mark.parametrize("probes, deny, name", [
