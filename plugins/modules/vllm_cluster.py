@@ -457,8 +457,9 @@ def firewall_default_deny(members, params: Dict[str, Any], ports: Dict[str, int]
         where = cluster.shared_network(members, params["network"], params["interface"])["members"].get(params["host"], {})
     except (cluster.ClusterError, IndexError):
         where = {}  # the plan refuses these members itself, with its own message
-    guarded = base_report.guarded_spans(list(dict(cluster.DEFAULT_PORTS, **ports).values())
-                                        + [cluster.RAY_WORKER_PORTS, cluster.EPHEMERAL_PORTS])
+    spans = list(dict(cluster.DEFAULT_PORTS, **ports).values())
+    spans.extend([cluster.RAY_WORKER_PORTS, cluster.EPHEMERAL_PORTS])
+    guarded = base_report.guarded_spans(spans)
     return base_report.firewall_probes_default_deny(params["firewall_probes"], where.get("interface", ""),
                                                     guarded)["default_deny"]
 

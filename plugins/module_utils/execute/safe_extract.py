@@ -378,8 +378,8 @@ def unpack_tree(archive, dest, sha256, zstd=None, budget=None):
     # the rename below would follow its links.
     unsafe = model_tree.unsafe_ancestors(os.path.join(parent, "x"))
     if unsafe:
-        raise Refused(f"{dest} is not unpacked: another account can rewrite the directories above it (" +
-                      "; ".join(f"{where}: {why}" for where, why in unsafe) + ")")
+        reasons = "; ".join(f"{where}: {why}" for where, why in unsafe)
+        raise Refused(f"{dest} is not unpacked: another account can rewrite the directories above it ({reasons})")
     staging = tempfile.mkdtemp(prefix=f".{os.path.basename(dest.rstrip('/'))}.", suffix=".unpack", dir=parent)
     try:
         with open(archive, "rb") as handle:
