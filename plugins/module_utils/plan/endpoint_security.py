@@ -117,6 +117,24 @@ METRICS_SOURCES_VARIABLE = "KUNPENG_VLLM_METRICS_SOURCES"
 _SOURCE = re.compile(r"^[A-Za-z0-9_.:\-/]+$")
 
 
+def unguarded_server_problem(engine_config: Dict[str, Any], variable: str = "vllm_engine_args") -> Optional[str]:
+    """Why an engine config would serve a listener the key does not guard (None when it serves none).
+
+    ``grpc: true`` makes ``vllm serve`` start a gRPC server instead of the
+    OpenAI HTTP server (vLLM's serve docs; vllm/entrypoints/cli/serve.py
+    calls serve_grpc), bound to the same host and port with an insecure
+    port and no API-key check: neither vLLM's --api-key nor the route guard
+    (middleware of the HTTP app) ever sees a request.  Any spelling counts.
+    """
+    for key, value in (engine_config or {}).items():
+        name = str(key).strip().lstrip("-").replace("_", "-").lower()
+        if name in ("grpc", "grpc-port") and value not in (None, False, "", 0, "false", "False"):
+            return (f"{variable} sets {key}: vLLM then serves gRPC instead of the HTTP API, with no API-key check "
+                    "(neither vLLM's own nor the route guard sees its requests); remove it, or serve without a key "
+                    "only on loopback")
+    return None
+
+
 def route_guard(source: str, engine_config: Dict[str, Any], metrics_sources: List[str]) -> Dict[str, Any]:
     """The engine config with the route guard when the instance has a key, and the guard's environment.
 
@@ -131,6 +149,9 @@ def route_guard(source: str, engine_config: Dict[str, Any], metrics_sources: Lis
     config = dict(engine_config or {})
     if source not in KEYED:
         return {"engine_config": config, "enabled": False, "environment": {}}
+    unguarded = unguarded_server_problem(config)
+    if unguarded:
+        raise EndpointError(unguarded)
     if config.get("middleware") not in (None, [], "", ROUTE_GUARD, [ROUTE_GUARD]):
         raise EndpointError("vllm_engine_args sets middleware, but the instance's API key needs vLLM's single "
                             f"middleware slot for {ROUTE_GUARD} (the key on every route); remove it")

@@ -36,6 +36,8 @@ import shlex
 
 from ansible_collections.kunpeng.vllm.plugins.module_utils.backends import registry as backends
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import cluster
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import endpoint_security
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import gateway as gateway_plan
 from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import engine_args as engine_options
 
 # The extended resource and node labels per accelerator are the backends' (k8s_resource in backends/<backend>.py).
@@ -213,6 +215,9 @@ def engine_config(plan: Mapping[str, Any], port: int, guard: bool = False) -> Di
     _refuse_api_key(config)
     config.pop("middleware", None)
     if guard:
+        unguarded = endpoint_security.unguarded_server_problem(config, "the plan's engine config (vllm_engine_args)")
+        if unguarded:
+            raise ExportError(unguarded)
         config["middleware"] = GUARD_CLASS
     # The model is the positional argument, as in the role's unit (vllm serve <model> --config <file>).
     config.update(host="0.0.0.0", port=int(port))  # nosec B104 - the pod's own network namespace
@@ -398,6 +403,10 @@ def _base(plan: Mapping[str, Any], opts: Dict[str, Any], config: Dict[str, Any])
     api_key, key_secret = str(opts["api_key"] or ""), str(opts["api_key_secret"] or "")
     if api_key and key_secret:
         raise ExportError("set vllm_k8s_api_key (a Secret is rendered) or vllm_k8s_api_key_secret (an existing Secret), not both")
+    if api_key and (len(api_key) < gateway_plan.API_KEY_MIN_LENGTH or not re.match(r"^[\x21-\x7e]+$", api_key)):
+        raise ExportError(f"vllm_k8s_api_key is not a usable key: a key is at least {gateway_plan.API_KEY_MIN_LENGTH} "
+                          "printable characters without white space, as the vllm role's vllm_api_key (openssl rand "
+                          "-hex 32 makes one)")
     if not api_key and not key_secret and not opts["allow_unauthenticated"]:
         raise ExportError("the Service serves the API on the cluster network without a key: set vllm_k8s_api_key, or "
                           "vllm_k8s_api_key_secret (an existing Secret with the key under 'api-key'); "

@@ -118,3 +118,24 @@ def test_route_guard(source, extra, sources, enabled, environment):
 def test_route_guard_refuses(source, extra, sources, words):
     with pytest.raises(es.EndpointError, match=words):
         es.route_guard(source, dict(CONFIG, **extra), sources)
+
+
+@pytest.mark.parametrize("config, refused", [
+    ({"grpc": True}, True),
+    ({"--grpc": True}, True),
+    ({"GRPC": "true"}, True),
+    ({"grpc_port": 50051}, True),
+    ({"grpc": False}, False),
+    ({"port": 8000}, False),
+])
+def test_a_grpc_listener_the_key_does_not_guard_is_refused(config, refused):
+    """Review round 2: vllm serve --grpc serves gRPC instead of the HTTP API, with an insecure port and no API-key
+    check (vLLM's serve docs; vllm/entrypoints/cli/serve.py serve_grpc): the route guard never sees it."""
+    engine_config = dict({"host": "0.0.0.0", "port": 8000}, **config)
+    if refused:
+        with pytest.raises(es.EndpointError, match="no API-key check"):
+            es.route_guard(es.GIVEN, engine_config, [])
+    else:
+        assert es.route_guard(es.GIVEN, engine_config, [])["enabled"]
+    # without a key (loopback, or the explicit opt-out) there is nothing to guard: its own decision
+    assert not es.route_guard(es.LOOPBACK, engine_config, [])["enabled"]

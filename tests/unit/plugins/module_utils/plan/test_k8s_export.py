@@ -202,6 +202,9 @@ def test_check_resources(requests, limits, fragment):
     ({"name": "Bad_Name"}, "vllm_k8s_name 'Bad_Name' is not a Kubernetes name"),
     ({"namespace": "Prod"}, "vllm_k8s_namespace 'Prod'"),
     ({"replica": 2}, "unknown export settings replica"),
+    # review round 2: the export took any key ("a"); the vllm role's minimum and characters hold here too
+    ({"api_key": "a"}, "vllm_k8s_api_key is not a usable key: a key is at least 16"),
+    ({"api_key": "sixteen chars ok"}, "vllm_k8s_api_key is not a usable key"),
 ])
 def test_refusals(change, fragment):
     with pytest.raises(ExportError) as info:
@@ -486,3 +489,14 @@ def test_a_key_in_a_hand_written_plan_is_refused_in_any_spelling(spelling):
 ])
 def test_option_name(name, normalized):
     assert k8s_export.option_name(name) == normalized
+
+
+def test_a_grpc_listener_the_key_does_not_guard_is_refused():
+    """Review round 2: vllm serve with grpc serves gRPC instead of the HTTP API, with no API-key check, behind a
+    NetworkPolicy that opens the API port to everyone."""
+    grpc_plan = plan("cpu-x86")
+    grpc_plan["engine_config"] = dict(grpc_plan["engine_config"], grpc=True)
+    with pytest.raises(ExportError, match="no API-key check"):
+        k8s_export.render(grpc_plan, BASE)
+    # without a key (the explicit opt-out) the export makes no guard, and says nothing of it
+    assert k8s_export.render(grpc_plan, dict(BASE, api_key="", allow_unauthenticated=True))
