@@ -27,7 +27,7 @@ SECRET = "Apply the Secret"
 OTHERS = "Apply the ConfigMap, Deployment and Service"
 RESTART = "Restart the pods that read a changed Secret (the old key or token stops working)"
 IMAGE = "quay.io/ascend/vllm-ascend@sha256:" + "0123456789abcdef" * 4
-BASE = {"image": IMAGE, "api_key": "sk-old-key", "model_volume": {"type": "hostPath", "path": "/srv/m"}}
+BASE = {"image": IMAGE, "api_key": "sk-old-key-0123456789", "model_volume": {"type": "hostPath", "path": "/srv/m"}}
 
 
 def _files(**options):
