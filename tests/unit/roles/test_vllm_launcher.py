@@ -149,7 +149,8 @@ def _hostile_launcher(tmp_path, uid="0"):
     # setpriv: record the environment it runs with (root's, on a host), then run the command after its options.
     _executable(doubles / "setpriv", f"#!/bin/sh\nenv > {tmp_path}/setpriv.env\nprintf '%s\\n' \"$@\" > {tmp_path}/setpriv.args\n"
                                      "while [ \"${1#--}\" != \"$1\" ]; do shift; done\nexec \"$@\"\n")
-    _executable(link / "bin" / "vllm", f"#!/bin/sh\nenv > {tmp_path}/engine.env\nprintf '%s\\n' \"$@\" > {tmp_path}/engine.args\n")
+    _executable(link / "bin" / "vllm", f"#!/bin/sh\nenv > {tmp_path}/engine.env\nprintf '%s\\n' \"$@\" > {tmp_path}/engine.args\n"
+                                       f"[ ! -e /proc/self/fd/3 ] || touch {tmp_path}/engine.fd3\n")
     (tmp_path / "role.env").write_text(_ROLE_ENV)
     (tmp_path / "operator.env").write_text(
         f"; a comment\ntouch {tmp_path}/ran-a-line\nSUB=$(touch {tmp_path}/ran-a-substitution)\n"
@@ -206,6 +207,7 @@ def test_no_variable_of_a_file_is_an_argument_of_setpriv(tmp_path):
     assert "sk-0123456789abcdef" not in args
     assert not [key for key in _variables(tmp_path) if f"{key}=" in args], args
     assert _engine(tmp_path)["VLLM_API_KEY"] == "sk-0123456789abcdef"
+    assert not (tmp_path / "engine.fd3").exists(), "the engine inherited the descriptor of the variables"
 
 
 def _strace():
