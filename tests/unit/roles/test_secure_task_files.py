@@ -40,8 +40,11 @@ def test_the_walk_sees_the_model_tasks():
 
 
 def _follow_matters(path, args):
-    """A recursive change, a model's staging directory, or base's directories (a link planted in their place)."""
-    return bool(args.get("recurse") or "__vllm_model_state.staging_dir" in str(args.get("path", ""))
+    """A recursive change, a model's staging directory, base's directories, or a directory in the service account's
+    cache (review round 2: <cache>/<instance>/tmp -> /etc was chowned to the account): a link planted in their place."""
+    where = str(args.get("path", ""))
+    in_cache = args.get("state") == "directory" and ("vllm_cache_dir" in where or "ray.temp_dir" in where)
+    return bool(args.get("recurse") or "__vllm_model_state.staging_dir" in where or in_cache
                 or path.endswith("roles/base/tasks/directories.yml"))
 
 
@@ -56,6 +59,9 @@ def test_the_walk_sees_the_staging_and_base_directory_tasks():
         in _FOLLOW_TASKS
     assert ("roles/base/tasks/directories.yml", "Create the vLLM directories with their owners and modes") \
         in _FOLLOW_TASKS
+    assert ("roles/vllm/tasks/configure.yml", "Create the instance's cache and temporary directories") in _FOLLOW_TASKS
+    assert ("roles/vllm/tasks/configure.yml", "Create Ray's temporary directory of this member") in _FOLLOW_TASKS
+    assert ("roles/vllm/tasks/model_fetch_url.yml", "Create the directory the archive downloads into") in _FOLLOW_TASKS
 
 
 @pytest.mark.parametrize("path, name", _FOLLOW_TASKS)
