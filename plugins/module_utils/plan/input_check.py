@@ -327,6 +327,17 @@ def _model_src(name, value, ctx):
                 safe_extract.needs_zstd(text)
             except ValueError as error:
                 problem = f"{name}: {error}; publish the model as a tar archive"
+        if problem is None:
+            try:
+                found = index_auth.credentials(text)
+            except ValueError:
+                found = {"username": "", "password": ""}
+            if found["username"] and not found["password"]:
+                # get_url logs url_username on the node (only url_password is no_log): a token in the user part
+                # would reach its journal (review round 2).
+                problem = (f"{name}: the URL holds a token as its user (token@host), which get_url would log on the node; "
+                           "write it as user:token@host (for example oauth2:<token>@ for GitLab, <user>:<token>@ for "
+                           "Artifactory or Nexus): the password part goes where nothing logs it")
         # The URL's credentials (get_url takes them apart, url_password) are never shown.
         return problem and problem.replace(text, index_auth.without_credentials(text))
     return _regex(re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$"),

@@ -226,3 +226,16 @@ def test_a_refused_model_url_is_shown_without_its_credentials(value):
 def test_a_model_url_with_credentials_is_usable():
     assert _check("vllm", "vllm_model_src", "https://ci:Pa55@models.internal/smol.tar.gz", vllm_model_source="url",
                   vllm_model_sha256="a" * 64) == []
+
+
+@pytest.mark.parametrize("value, refused", [
+    ("https://glpat-TOKEN-not-shown@models.internal/m.tar.gz", True),
+    ("https://oauth2:TOKEN-not-shown@models.internal/m.tar.gz", False),
+    ("https://models.internal/m.tar.gz", False),
+])
+def test_a_model_url_has_no_token_in_its_user_part(value, refused):
+    """Review round 2: a token-only user part went to get_url's url_username, which get_url logs on the node."""
+    problems = _check("vllm", "vllm_model_src", value, vllm_model_source="url")
+    assert bool(problems) is refused, problems
+    for problem in problems:
+        assert "user:token@host" in problem and "TOKEN-not-shown" not in problem
