@@ -629,11 +629,15 @@ def check_api_port(port: int, ray_port: int) -> None:
     """Refuse an API port that is one of Ray's in the pods: the NetworkPolicy opens the API port to everyone, and
     Ray, which the pod starts first, would then listen there for anyone (without its token on an older Ray)."""
     low, high = (int(part) for part in cluster.RAY_WORKER_PORTS.split("-"))
+    first, last = (int(part) for part in cluster.EPHEMERAL_PORTS.split("-"))
     taken = {**RAY_FIXED_PORTS, int(ray_port): "Ray's GCS (vllm_k8s_ray_port)"}
     if port in taken:
         what = taken[port]
     elif low <= port <= high:
         what = f"in Ray's worker port range {cluster.RAY_WORKER_PORTS}"
+    elif first <= port <= last:
+        # Ray's object manager, raylet and workers' other ports, and torch.distributed's, are picked there at random
+        what = f"in the ephemeral range {cluster.EPHEMERAL_PORTS}, where Ray and torch.distributed pick their other ports"
     else:
         return
     raise ExportError(f"vllm_k8s_port {port} is {what}: the NetworkPolicy admits everyone to the API port, so Ray "

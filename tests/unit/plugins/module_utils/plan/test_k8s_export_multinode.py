@@ -222,6 +222,11 @@ def test_the_pods_user_reads_the_ray_token(settings, mode, fs_group):
     (10080, 6379, "worker port range"),
     (19999, 6379, "worker port range"),
     (20000, 6379, None),
+    # review round 2: Ray's other ports and torch.distributed's land in the ephemeral range at random
+    (32768, 6379, "ephemeral range"),
+    (40000, 6379, "ephemeral range"),
+    (60999, 6379, "ephemeral range"),
+    (61000, 6379, None),
 ])
 def test_check_api_port(port, ray_port, refused):
     if refused is None:
