@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 import ipaddress
+import json
 import re
 from typing import Any, Dict, List, Optional
 
@@ -117,6 +118,16 @@ METRICS_SOURCES_VARIABLE = "KUNPENG_VLLM_METRICS_SOURCES"
 _SOURCE = re.compile(r"^[A-Za-z0-9_.:\-/]+$")
 
 
+# Where a KV-events publisher may bind on an instance with a key: the host itself only (a Unix socket, loopback).
+_LOCAL_ENDPOINT = re.compile(r"^(ipc|inproc)://|^tcp://(127\.[0-9.]+|localhost|\[?::1\]?)(:[0-9]+)?$")
+
+
+def _option(key: Any) -> str:
+    """An engine option's dash name in any spelling (``grpcPort``, ``--grpc_port``): engine_args.canonical_name's rule."""
+    name = re.sub(r"(?<=[a-z0-9])([A-Z])", r"-\1", str(key).strip().lstrip("-"))
+    return name.replace("_", "-").lower()
+
+
 def unguarded_server_problem(engine_config: Dict[str, Any], variable: str = "vllm_engine_args") -> Optional[str]:
     """Why an engine config would serve a listener the key does not guard (None when it serves none).
 
@@ -124,14 +135,33 @@ def unguarded_server_problem(engine_config: Dict[str, Any], variable: str = "vll
     OpenAI HTTP server (vLLM's serve docs; vllm/entrypoints/cli/serve.py
     calls serve_grpc), bound to the same host and port with an insecure
     port and no API-key check: neither vLLM's --api-key nor the route guard
-    (middleware of the HTTP app) ever sees a request.  Any spelling counts.
+    (middleware of the HTTP app) ever sees a request.  ``kv_events_config``
+    makes vLLM publish every cached block's token ids (users' prompts and
+    completions) on a ZeroMQ socket, ``tcp://*:5557`` unless its
+    ``endpoint`` says otherwise, with no authentication (vLLM's
+    vllm/distributed/kv_events.py ZmqEventPublisher): only a Unix socket or
+    loopback is accepted.  Any spelling counts.
     """
     for key, value in (engine_config or {}).items():
-        name = str(key).strip().lstrip("-").replace("_", "-").lower()
+        name = _option(key)
         if name in ("grpc", "grpc-port") and value not in (None, False, "", 0, "false", "False"):
             return (f"{variable} sets {key}: vLLM then serves gRPC instead of the HTTP API, with no API-key check "
                     "(neither vLLM's own nor the route guard sees its requests); remove it, or serve without a key "
                     "only on loopback")
+        if name == "kv-events-config" and value not in (None, "", {}):
+            events = value if isinstance(value, dict) else {}
+            if not isinstance(value, dict):
+                try:
+                    events = json.loads(str(value))
+                except ValueError:
+                    events = {}
+            endpoints = [str(events.get(field) or "") for field in ("endpoint", "replay_endpoint")]
+            endpoints[0] = endpoints[0] or "tcp://*:5557"  # vLLM's default endpoint
+            exposed = [point for point in endpoints if point and not _LOCAL_ENDPOINT.match(point)]
+            if exposed:
+                return (f"{variable} sets {key} with {', '.join(exposed)}: vLLM publishes every cached block's token "
+                        "ids (the users' prompts and completions) there, with no authentication; set its endpoint "
+                        "(and replay_endpoint) to ipc:// or tcp://127.0.0.1, or remove it")
     return None
 
 

@@ -30,8 +30,10 @@ _ESCAPE = re.compile(r"\\([\\\"`$])")
 def parse(text: str) -> Dict[str, str]:
     """Variable -> value of an environment file's ``text`` (a later line of a variable wins)."""
     result: Dict[str, str] = {}
-    for line in (text or "").splitlines():
-        line = line.lstrip()
+    # Lines end at a newline only, as the launcher's read and systemd see them (str.splitlines also breaks at
+    # \v, \f and others, where those readers see one line; review round 3).
+    for line in (text or "").split("\n"):
+        line = line.rstrip("\r").lstrip()
         if not line or line[0] in "#;" or "=" not in line:
             continue
         key, value = line.split("=", 1)
@@ -45,3 +47,12 @@ def parse(text: str) -> Dict[str, str]:
             value = value[1:-1]
         result[key] = value
     return result
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def control_characters(text: str) -> bool:
+    """Whether ``text`` holds a control character other than tab, newline and carriage return: systemd, the
+    launcher's shell and :func:`parse` could read such a line differently, so a file that holds one is refused."""
+    return bool(_CONTROL.search(text or ""))

@@ -464,6 +464,10 @@ def environment_file_problems(files):
     would refuse: the unit and the launcher load those files after the role's own, so they hold the same rules."""
     problems = []
     for path, text in files.items():
+        if env_file.control_characters(text):
+            problems.append(f"vllm_environment_files: {path} holds a control character (other than tab and line "
+                            "ends), which systemd, the launcher and this check could read differently; remove it")
+            continue
         for key, value in env_file.parse(text).items():
             problem = _env_privilege_problem(f"vllm_environment_files: {path} sets {key}", key, value)
             if problem:

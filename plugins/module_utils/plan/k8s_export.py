@@ -225,6 +225,10 @@ def engine_config(plan: Mapping[str, Any], port: int, guard: bool = False) -> Di
     if problems:
         raise ExportError("the engine config does not fit vLLM {}:\n- {}".format(plan.get("release"), "\n- ".join(problems)))
     _refuse_api_key(normalized)
+    if guard:
+        unguarded = endpoint_security.unguarded_server_problem(normalized, "the plan's engine config (vllm_engine_args)")
+        if unguarded:
+            raise ExportError(unguarded)
     return normalized
 
 

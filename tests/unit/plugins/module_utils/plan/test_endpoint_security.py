@@ -139,3 +139,22 @@ def test_a_grpc_listener_the_key_does_not_guard_is_refused(config, refused):
         assert es.route_guard(es.GIVEN, engine_config, [])["enabled"]
     # without a key (loopback, or the explicit opt-out) there is nothing to guard: its own decision
     assert not es.route_guard(es.LOOPBACK, engine_config, [])["enabled"]
+
+
+@pytest.mark.parametrize("config, refused", [
+    # review round 3: vLLM publishes every cached block's token ids on tcp://*:5557 by default, without a key
+    ({"kv-events-config": {"enable_kv_cache_events": True, "publisher": "zmq"}}, True),
+    ({"kv_events_config": '{"enable_kv_cache_events": true, "endpoint": "tcp://0.0.0.0:5557"}'}, True),
+    ({"kvEventsConfig": {"endpoint": "tcp://127.0.0.1:5557", "replay_endpoint": "tcp://*:5558"}}, True),
+    ({"kv-events-config": {"endpoint": "tcp://127.0.0.1:5557"}}, False),
+    ({"kv-events-config": {"endpoint": "ipc:///run/vllm/kv-events"}}, False),
+    # a camelCase gRPC port (the export checks the config before it is normalised too)
+    ({"grpcPort": 50051}, True),
+])
+def test_listeners_the_key_does_not_guard_are_refused(config, refused):
+    engine_config = dict({"host": "0.0.0.0", "port": 8000}, **config)
+    if refused:
+        with pytest.raises(es.EndpointError, match="no API-key check|no authentication"):
+            es.route_guard(es.GIVEN, engine_config, [])
+    else:
+        assert es.route_guard(es.GIVEN, engine_config, [])["enabled"]

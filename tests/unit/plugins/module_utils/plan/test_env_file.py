@@ -23,3 +23,22 @@ from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import env_file
 ])
 def test_parse(text, expected):
     assert env_file.parse(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    # review round 3: str.splitlines broke "KEY\v=value" in two and saw nothing; the launcher's read sees KEY
+    ("KUNPENG_VLLM_METRICS_SOURCES\v=0.0.0.0/0\n", {"KUNPENG_VLLM_METRICS_SOURCES": "0.0.0.0/0"}),
+    ("PYTHONPATH\f=/tmp/evil\n", {"PYTHONPATH": "/tmp/evil"}),
+    ("A=1\r\nB=2\r\n", {"A": "1", "B": "2"}),
+])
+def test_lines_end_at_newlines_only(text, expected):
+    assert env_file.parse(text) == expected
+
+
+def test_a_file_with_a_control_character_is_refused():
+    from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import input_check
+    problems = input_check.environment_file_problems({"/etc/vllm/extra.env": "A=1\nB\x1b=2\n"})
+    assert problems and "/etc/vllm/extra.env holds a control character" in problems[0]
+    assert input_check.environment_file_problems({"/etc/vllm/extra.env": "A=1\r\nB=\t2\n"}) == []
+    refused = input_check.environment_file_problems({"/etc/vllm/extra.env": "PYTHONPATH\v=/tmp/evil\n"})
+    assert refused, "a vertical tab hid PYTHONPATH from the check"
