@@ -376,8 +376,8 @@ def test_ufw_rules_that_admit_anyone_open_the_firewall(what, out, closed):
     ("rich rule accept redis from anyone",
      ZONES.replace(PUBLIC_RICH, PUBLIC_RICH + '\trule family="ipv4" service name="redis" accept\n'), "eth1", False),
     # every zone that holds a NIC counts: the cluster's sockets listen on every address
-    ("another NIC in trusted", ZONES.replace(TRUSTED_SOURCES, TRUSTED_SOURCES.replace("  interfaces: \n",
-                                                                                     "  interfaces: eth9\n")), "eth1", False),
+    ("another NIC in trusted",
+     ZONES.replace(TRUSTED_SOURCES, TRUSTED_SOURCES.replace("  interfaces: \n", "  interfaces: eth9\n")), "eth1", False),
     ("another NIC in the docker zone", ZONES.replace("  interfaces: docker0\n", "  interfaces: docker0 eth9\n"), "eth1",
      False),
     ("a libvirt-like zone without its final reject", ZONES + "\n" + LIBVIRT.replace(LIBVIRT_REJECT, ""), "eth1", False),
