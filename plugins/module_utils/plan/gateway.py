@@ -569,7 +569,7 @@ def backend_key_decision(host_vars):
     """
     host_vars = host_vars or {}
     bind, variable = backend_bind(host_vars)
-    given = _flag(host_vars.get("vllm_api_key_set"))
+    given = host_vars.get("vllm_api_key_set") is True  # the role passes a bool; anything else is no key
     opted_out = _flag(host_vars.get("vllm_allow_unauthenticated"))
     source = endpoint_security.api_key_decision(given, bind, opted_out, "", None)["source"]
     if source == endpoint_security.LOOPBACK:

@@ -467,3 +467,39 @@ def test_the_role_passes_every_spelling_of_the_options_the_plan_reads(key, passe
     if passed:
         from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.gateway import engine_arg
         assert engine_arg({key: "x"}, "host") == "x" or engine_arg({key: "x"}, "served-model-name") == "x"
+
+
+@pytest.mark.parametrize("backend_vars, keyed_expected, engine_args_expected", [
+    ({"vllm_api_key": "demo-key-change-me"}, True, {}),
+    # review round 3: a blank key (vllm_api_key: with nothing, or ~) is None, which default('') kept and string
+    # turned into "None", a 4-character key
+    ({"vllm_api_key": None}, False, {}),
+    ({"vllm_api_key": ""}, False, {}),
+    ({}, False, {}),
+    # ... and a padded spelling of host the vllm role reads (engine_args.canonical_name strips it)
+    ({"vllm_engine_args": {"host ": "127.0.0.1", "api_key": "x" * 20}}, False, {"host ": "127.0.0.1"}),
+    ({"vllm_engine_args": {" --Host": "127.0.0.1"}}, False, {" --Host": "127.0.0.1"}),
+])
+def test_the_roles_backend_reading(backend_vars, keyed_expected, engine_args_expected):
+    """roles/gateway/tasks/main.yml's reading of a backend's inventory, templated as Ansible templates it."""
+    import os
+
+    import yaml
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+    from conftest import ROOT
+    from core_compat import trust_as_template
+
+    with open(os.path.join(ROOT, "roles", "gateway", "tasks", "main.yml")) as handle:
+        steps = yaml.safe_load(handle)
+    (step,) = [t for t in steps if t.get("name") == "Read the backends' addresses, ports and key settings from the inventory"]
+    with open(os.path.join(ROOT, "roles", "gateway", "vars", "main.yml")) as handle:
+        role_vars = yaml.safe_load(handle)
+    templar = Templar(loader=DataLoader(), variables={
+        "hostvars": {"b": backend_vars}, "item": "b",
+        "__gateway_engine_arg_names": role_vars["__gateway_engine_arg_names"]})
+    read = templar.template(trust_as_template(step["ansible.builtin.set_fact"]["__gateway_host_vars"]))["b"]
+    assert read["vllm_api_key_set"] is keyed_expected
+    assert read["vllm_engine_args"] == engine_args_expected
+    decision = backend_key_decision(dict(read, vllm_host=None))
+    assert decision["keyed"] is (keyed_expected or not engine_args_expected)
