@@ -665,7 +665,12 @@ def requested_ray_problem(engine_args: Dict[str, Any], mode: Optional[str]) -> O
     engine config reads counts (engine_args.canonical_name).
     """
     for key, value in (engine_args or {}).items():
-        if canonical_name(key) == "distributed-executor-backend" and str(value).strip().lower() == "ray" and mode != "ray":
+        name = canonical_name(key)
+        ray_asked = str(value).strip().lower() == "ray" and (
+            (name == "distributed-executor-backend" and mode != "ray")
+            # data parallel engines on Ray: vLLM's CoreEngineActorManager starts its own (vllm/v1/engine/utils.py)
+            or name == "data-parallel-backend")
+        if ray_asked:
             where = "on a host that serves alone" if mode is None else f"in the {mode} layout of a multi-node instance"
             return (f"vllm_engine_args sets {key}: ray {where}: vLLM would start a Ray of its own without token "
                     "authentication, whose ports run code as the service account for any local user (and anyone who "
@@ -675,10 +680,48 @@ def requested_ray_problem(engine_args: Dict[str, Any], mode: Optional[str]) -> O
     return None
 
 
+#: Engine options that make an engine one member of an instance over several hosts (vLLM's multi-node data parallel
+#: and multiprocessing layouts): outside a cluster group they would open the unauthenticated cluster ports without
+#: the firewall check a cluster group gets (:func:`cluster_ports_exposure`).
+MULTI_NODE_OPTIONS = ("nnodes", "node-rank", "master-addr", "master-port", "headless", "data-parallel-start-rank",
+                      "data-parallel-rank", "data-parallel-address", "data-parallel-rpc-port", "data-parallel-size-local",
+                      "data-parallel-hybrid-lb", "data-parallel-external-lb")
+
+
+def hand_made_cluster_problem(engine_args: Dict[str, Any]) -> Optional[str]:
+    """Why engine options of a host that serves alone would make it a member of a multi-node instance (None if not).
+
+    A multi-node layout written by hand in vllm_engine_args (``nnodes``, ``data_parallel_address``, ...) runs vLLM's
+    data parallel RPC/ZMQ sockets and torch.distributed on the network without authentication, and skips the
+    firewall check the role makes for a cluster group: refused, naming the way the role plans one.  ``nnodes: 1``
+    and ``data_parallel_size_local`` equal to ``data_parallel_size`` (one host) pass.
+    """
+    options = {canonical_name(key): (key, value) for key, value in (engine_args or {}).items()}
+    found = []
+    for name in MULTI_NODE_OPTIONS:
+        if name not in options or options[name][1] in (None, False, ""):
+            continue
+        key, value = options[name]
+        if name == "nnodes" and str(value).strip() in ("0", "1"):
+            continue
+        if name == "data-parallel-size-local" and str(value) == str(options.get("data-parallel-size", (None, 1))[1]):
+            continue
+        if name == "data-parallel-address" and str(value).strip() in ("127.0.0.1", "localhost", "::1"):
+            continue
+        found.append(str(key))
+    if not found:
+        return None
+    return (f"vllm_engine_args sets {', '.join(found)}: that makes this engine one member of an instance over several "
+            "hosts, whose data parallel and torch.distributed ports have no authentication, without the firewall check "
+            "the role makes for one. Put the hosts in an inventory group and set vllm_cluster_group (the role plans "
+            "their layout and requires a default-deny firewall, or vllm_cluster_expose_unauthenticated_ports), and "
+            "remove these options")
+
+
 def single_host(engine_args: Dict[str, Any]) -> Dict[str, Any]:
     """The cluster fact of a host that serves alone (:func:`disabled`); refuses Ray as its executor
-    (:func:`requested_ray_problem`)."""
-    problem = requested_ray_problem(engine_args, None)
+    (:func:`requested_ray_problem`) and a multi-node layout written by hand (:func:`hand_made_cluster_problem`)."""
+    problem = requested_ray_problem(engine_args, None) or hand_made_cluster_problem(engine_args)
     if problem:
         raise ClusterError(problem)
     return disabled()

@@ -533,3 +533,27 @@ def test_a_ray_the_cluster_does_not_run_is_refused_in_every_layout(executor, req
     assert failed is refused, result.get("msg")
     if refused:
         assert "in the dp layout of a multi-node instance" in result["msg"] and "without token" in result["msg"]
+
+
+@pytest.mark.parametrize("engine_args, refused", [
+    # review round 3: a multi-node layout written by hand skipped the firewall check of a cluster group
+    ({"data_parallel_size": 2, "data_parallel_size_local": 1, "data_parallel_address": "10.0.0.1",
+      "data_parallel_rpc_port": 13345}, True),
+    ({"headless": True, "data_parallel_start_rank": 1}, True),
+    ({"nnodes": 2, "node_rank": 1, "master_addr": "10.0.0.1", "master_port": 29501}, True),
+    ({"nnodes": 2}, True),
+    ({"dataParallelAddress": "10.0.0.1"}, True),
+    # ... and Ray as the data parallel backend, which vLLM starts itself without a token
+    ({"data_parallel_backend": "ray"}, True),
+    # one host: data parallel replicas on its own devices, or a single node
+    ({"data_parallel_size": 2, "data_parallel_size_local": 2}, False),
+    ({"data_parallel_size": 2}, False),
+    ({"nnodes": 1}, False),
+    ({"data_parallel_address": "127.0.0.1"}, False),
+    ({"data_parallel_backend": "mp"}, False),
+])
+def test_a_multi_node_layout_written_by_hand_is_refused_outside_a_cluster_group(engine_args, refused):
+    failed, result = run([], "node-0", engine_args=engine_args)
+    assert failed is refused, result
+    if refused:
+        assert "vllm_cluster_group" in result["msg"]
