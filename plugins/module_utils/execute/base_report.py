@@ -160,6 +160,10 @@ def _ufw_rule(line: str) -> Optional[Tuple[str, str, str]]:
     if not match:
         return None
     to, src = (match.group(key).replace("(v6)", " ").strip() for key in ("to", "src"))
+    # ufw status verbose spells an application rule as its ports and the profile's name ("22/tcp (OpenSSH)"), and
+    # marks a logged rule "(log)" or "(log-all)": the ports count, the marks do not (review round 3).
+    to = re.sub(r"^(\S+)\s+\([^()]+\)$", r"\1", to)
+    src = re.sub(r"\s*\((?:log|log-all)\)", "", src).strip()
     return to, match.group("action"), src
 
 

@@ -334,6 +334,14 @@ def _trusted(sources):
      UFW.replace(UFW_RULE, UFW_RULE + "Nginx HTTPS (v6)           ALLOW IN    Anywhere (v6)\n"), True),
     ("ufw allow to 172.18.0.2 app OpenSSH",
      UFW.replace(UFW_RULE, UFW_RULE + "172.18.0.2 OpenSSH         ALLOW IN    Anywhere\n"), True),
+    # review round 3: the verbose spelling of an application rule is its ports and the profile ("22/tcp (OpenSSH)"),
+    # and a logged rule ends "(log)": read as those ports, not as an unknown profile of every port
+    ("ufw allow OpenSSH (verbose)",
+     UFW.replace(UFW_RULE, UFW_RULE + "22/tcp (OpenSSH)           ALLOW IN    Anywhere\n"
+                 "22/tcp (OpenSSH (v6))      ALLOW IN    Anywhere (v6)\n"), True),
+    ("ufw allow log 443/tcp", UFW.replace(UFW_RULE, UFW_RULE + "443/tcp                    ALLOW IN    Anywhere (log)\n"), True),
+    ("ufw allow log-all from any",
+     UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW IN    Anywhere (log-all)\n"), False),
     ("ufw deny from any", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   DENY IN     Anywhere\n"), True),
     ("ufw route allow", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW FWD   Anywhere\n"), True),
     ("ufw allow out", UFW.replace(UFW_RULE, UFW_RULE + "Anywhere                   ALLOW OUT   Anywhere\n"), True),
