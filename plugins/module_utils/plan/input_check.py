@@ -704,6 +704,12 @@ def without_secret(problem, value):
     return problem
 
 
+# A repository or package URL the role writes into a file every local user reads (a sources.list or .repo file) or
+# hands to a download task: no credentials in it (review round 3).
+_repo_url = _no_credentials(_url, "a repository file every local user reads, and the play's output",
+                            "serve the mirror or packages to the nodes' network without them")
+
+
 # role -> variable -> rule.  A variable that argument validation fully covers
 # (a bool, or a str with choices) has the rule None.
 RULES = {
@@ -831,10 +837,10 @@ RULES = {
         "base_build_toolchain": None,
         "base_apt_cache_valid_time": _int_range(0),
         "base_ca_certificates": _ca_certificates,
-        "base_apt_mirror_url": _url,
+        "base_apt_mirror_url": _repo_url,
         "base_apt_mirror_suites": _list_of(_name),
         "base_apt_mirror_components": _list_of(_name),
-        "base_dnf_mirror_url": _url,
+        "base_dnf_mirror_url": _repo_url,
         "base_dnf_mirror_repos": _list_of(_name),
         "base_dnf_mirror_gpgcheck": None,
         "base_pip_conf_path": _path,
@@ -961,7 +967,7 @@ RULES = {
 # (name,) / ("int_range", lowest, highest) / ("regex", pattern, what)), so a new backend's driver role needs no
 # table here: the registry's driver roles are added to RULES below.
 _DECLARED = {
-    "version": _version, "url": _url, "path": _path, "opt_path": _opt_path, "controller_path": _controller_path,
+    "version": _version, "url": _repo_url, "path": _path, "opt_path": _opt_path, "controller_path": _controller_path,
     "account": _account, "sha256": _sha256, "model_src": _model_src, "dict_of_text": _dict_of_text, "text": _text(),
 }
 

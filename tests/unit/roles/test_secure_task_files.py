@@ -43,7 +43,8 @@ def _follow_matters(path, args):
     """A recursive change, a model's staging directory, base's directories, or a directory in the service account's
     cache (review round 2: <cache>/<instance>/tmp -> /etc was chowned to the account): a link planted in their place."""
     where = str(args.get("path", ""))
-    in_cache = args.get("state") == "directory" and ("vllm_cache_dir" in where or "ray.temp_dir" in where)
+    in_cache = args.get("state") == "directory" and ("vllm_cache_dir" in where or "ray.temp_dir" in where
+                                                     or "__vllm_model_download_dir" in where)
     return bool(args.get("recurse") or "__vllm_model_state.staging_dir" in where or in_cache
                 or path.endswith("roles/base/tasks/directories.yml"))
 
@@ -59,9 +60,24 @@ def test_the_walk_sees_the_staging_and_base_directory_tasks():
         in _FOLLOW_TASKS
     assert ("roles/base/tasks/directories.yml", "Create the vLLM directories with their owners and modes") \
         in _FOLLOW_TASKS
-    assert ("roles/vllm/tasks/configure.yml", "Create the instance's cache and temporary directories") in _FOLLOW_TASKS
+    assert ("roles/vllm/tasks/configure.yml", "Create the instance's cache directory") in _FOLLOW_TASKS
     assert ("roles/vllm/tasks/configure.yml", "Create Ray's temporary directory of this member") in _FOLLOW_TASKS
     assert ("roles/vllm/tasks/model_fetch_url.yml", "Create the directory the archive downloads into") in _FOLLOW_TASKS
+
+
+def test_root_makes_nothing_below_a_directory_the_service_account_owns():
+    """Review round 3: follow: false guards the last component only, and a trailing slash none.  Root makes
+    <cache>/<instance> (the account could swap it for a link between two tasks); the account makes what is below."""
+    for path, task in _all_tasks():
+        args = _module_args(task, "ansible.builtin.file") or {}
+        where = str(args.get("path", ""))
+        if "vllm_cache_dir" in where and args.get("state") == "directory":
+            assert where.rstrip("/") == where, f"{path}: {task.get('name')!r} ends in a slash (resolves a link)"
+            assert where.count("/") <= 1, f"{path}: {task.get('name')!r} goes below a directory of the cache"
+    (make,) = [t for p, t in _all_tasks() if p == "roles/vllm/tasks/configure.yml"
+               and t.get("name") == "Create the instance's temporary directory as the service account"]
+    argv = make["ansible.builtin.command"]["argv"]
+    assert argv.startswith("{{ __vllm_as_service_account + ['mkdir', ")
 
 
 @pytest.mark.parametrize("path, name", _FOLLOW_TASKS)

@@ -239,3 +239,19 @@ def test_a_model_url_has_no_token_in_its_user_part(value, refused):
     assert bool(problems) is refused, problems
     for problem in problems:
         assert "user:token@host" in problem and "TOKEN-not-shown" not in problem
+
+
+@pytest.mark.parametrize("role, name, value, refused", [
+    # review round 3: a mirror URL's password ended in a 0644 sources.list / .repo file and the play's output
+    ("base", "base_apt_mirror_url", "https://ci:TOKEN-not-shown@mirror.internal/debian", True),
+    ("base", "base_dnf_mirror_url", "https://ci:TOKEN-not-shown@mirror.internal/openeuler", True),
+    ("base", "base_apt_mirror_url", "https://mirror.internal/debian", False),
+    ("nvidia", "nvidia_cuda_repo_base_url", "https://ci:TOKEN-not-shown@mirror.internal/cuda", True),
+    ("ascend", "ascend_package_base_url", "https://TOKEN-not-shown@mirror.internal/ascend", True),
+    ("ascend", "ascend_package_base_url", "https://mirror.internal/ascend", False),
+])
+def test_repository_urls_carry_no_credentials(role, name, value, refused):
+    problems = _check(role, name, value)
+    assert bool(problems) is refused, problems
+    for problem in problems:
+        assert problem.startswith(name) and "every local user reads" in problem and "TOKEN-not-shown" not in problem
