@@ -43,6 +43,26 @@ def credentials(url: Any) -> Dict[str, str]:
             "username": unquote(login), "password": unquote(password)}
 
 
+def _carries_credentials(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_carries_credentials(key) or _carries_credentials(item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_carries_credentials(item) for item in value)
+    return isinstance(value, str) and has_credentials(value)
+
+
+def credential_values(values: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """``values`` (variable -> value) split in two: ``plain``, and ``credentials``, the variables whose value holds a
+    URL with ``user[:password]@`` anywhere (a string, or one in a list or mapping).
+
+    The input check sends the second part in its no_log option, so that a credential a variable may legitimately
+    carry (``vllm_model_src``'s ``user:token@``) never reaches the module's arguments in the play's output; the
+    rules still see every value.
+    """
+    plain = {name: value for name, value in (values or {}).items() if not _carries_credentials(value)}
+    return {"plain": plain, "credentials": {name: value for name, value in (values or {}).items() if name not in plain}}
+
+
 def without_credentials(url: Any) -> str:
     """``url`` without ``user[:password]@`` or ``token@``, for what is printed or stored (a marker file, a fact)."""
     return credentials(url)["url"]

@@ -144,3 +144,15 @@ def test_an_extra_environment_file_is_held_to_vllm_environments_rules(collection
     assert f"vllm_environment_files: {extra} sets FORWARDED_ALLOW_IPS: '0.0.0.0/1' is a network" in proc.stdout
     assert "not-for-the-log-0123" not in proc.stdout
     assert "changed=0" in proc.stdout and "failed=1" in proc.stdout
+
+
+def test_a_model_urls_token_never_shows_in_the_play_output(collections_path, tmp_path, monkeypatch):
+    """Review round 3: vllm_model_src's user:token@ form came back in the input check's module arguments (-v, the
+    json callback, AWX job events); it travels with the secrets now, and every later task prints the URL without it."""
+    # the json callback prints every task's module arguments (invocation.module_args), as AWX records them
+    monkeypatch.setenv("ANSIBLE_STDOUT_CALLBACK", "json")
+    proc, dummy = preflight(collections_path, tmp_path, "smollm2-135m.json", vllm_model_source="url",
+                            vllm_model_src="https://oauth2:SECRET-TOKEN-0123456789@models.internal/m.tar.gz",
+                            vllm_model_sha256="0" * 64, vllm_model_params_b=0.135)
+    assert "Check the role's values before anything changes" in proc.stdout, proc.stdout[-2000:]
+    assert "SECRET-TOKEN-0123456789" not in proc.stdout + proc.stderr

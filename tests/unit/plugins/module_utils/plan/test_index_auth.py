@@ -87,3 +87,20 @@ def test_credentials_come_off_a_url(url, expected):
     assert index_auth.credentials(url) == expected
     assert index_auth.without_credentials(url) == expected["url"]
     assert not index_auth.has_credentials(expected["url"])
+
+
+@pytest.mark.parametrize("values, credentials", [
+    ({"vllm_model_src": "https://oauth2:TOKEN@gitlab.internal/m.tar.gz", "vllm_port": 8000}, ["vllm_model_src"]),
+    ({"vllm_model_src": "https://TOKEN@gitlab.internal/m.tar.gz"}, ["vllm_model_src"]),
+    ({"vllm_pip_find_links": ["/srv/wheels", "https://ci:pw@wheels.internal/"]}, ["vllm_pip_find_links"]),
+    ({"vllm_environment": {"HF_ENDPOINT": "https://u:p@hf.internal"}}, ["vllm_environment"]),
+    ({"vllm_model_src": "/data/models/m", "vllm_model_name": "m", "vllm_engine_args": {"host": "0.0.0.0"}}, []),
+    ({"vllm_model_src": "org/model", "vllm_hf_endpoint": "https://hf-mirror.internal"}, []),
+    ({}, []),
+])
+def test_values_with_credentials_in_a_url_go_with_the_secrets(values, credentials):
+    """Review round 3: vllm_model_src's user:token@ form came back in the input check's module arguments."""
+    split = index_auth.credential_values(values)
+    assert sorted(split["credentials"]) == credentials
+    assert sorted(split["plain"]) == sorted(set(values) - set(credentials))
+    assert dict(split["plain"], **split["credentials"]) == values
