@@ -467,7 +467,7 @@ def firewall_default_deny(members, params: Dict[str, Any], ports: Dict[str, int]
 def build(params: Dict[str, Any]) -> Dict[str, Any]:
     """The cluster plan of ``params['host']``; raises :class:`cluster.ClusterError`."""
     if not params["members"]:
-        return cluster.single_host(params["engine_args"] or {})
+        return cluster.single_host(params["engine_args"] or {}, bool(params.get("expose_unauthenticated_ports")))
     members = [cluster.member(entry["name"], entry["accelerators"], entry["plan"], entry["facts"], entry["model"] or {},
                               entry["rdma"]) for entry in params["members"]]
     ports = {}

@@ -581,7 +581,8 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     backend = head["backend"]
     net = shared_network(members, network, interface)
     shape = layout(backend, engine_args, len(members), head["device_count"], executor, moe)
-    problem = requested_ray_problem(engine_args, shape["mode"])
+    problem = requested_ray_problem(engine_args, shape["mode"]) or kv_transfer_problem(engine_args,
+                                                                                        expose_unauthenticated_ports)
     if problem:
         raise ClusterError(problem)
     cluster_ports_exposure(shape["mode"], host, firewall_default_deny, expose_unauthenticated_ports)
@@ -685,7 +686,8 @@ def requested_ray_problem(engine_args: Dict[str, Any], mode: Optional[str]) -> O
 #: the firewall check a cluster group gets (:func:`cluster_ports_exposure`).
 MULTI_NODE_OPTIONS = ("nnodes", "node-rank", "master-addr", "master-port", "headless", "data-parallel-start-rank",
                       "data-parallel-rank", "data-parallel-address", "data-parallel-rpc-port", "data-parallel-size-local",
-                      "data-parallel-hybrid-lb", "data-parallel-external-lb")
+                      "data-parallel-hybrid-lb", "data-parallel-external-lb", "data-parallel-supervisor-port",
+                      "enable-elastic-ep", "enable-scale-out")
 
 
 def hand_made_cluster_problem(engine_args: Dict[str, Any]) -> Optional[str]:
@@ -718,10 +720,35 @@ def hand_made_cluster_problem(engine_args: Dict[str, Any]) -> Optional[str]:
             "remove these options")
 
 
-def single_host(engine_args: Dict[str, Any]) -> Dict[str, Any]:
+def kv_transfer_problem(engine_args: Dict[str, Any], expose_unauthenticated_ports: bool = False) -> Optional[str]:
+    """Why ``kv_transfer_config`` (disaggregated prefill and decode) is refused (None when it is not, or accepted).
+
+    vLLM's KV connectors exchange KV-cache tensors between instances over
+    their own sockets with no authentication: the P2P NCCL connector binds a
+    ZeroMQ socket on the host's outward address that stores and serves
+    tensors for any peer (vllm/distributed/kv_transfer/kv_connector/v1/p2p/
+    p2p_nccl_engine.py), NIXL a side channel.  Whoever reaches them reads
+    other users' KV cache or injects into it.  Accepted only with the opt-out
+    ``vllm_cluster_expose_unauthenticated_ports``, on a network only the
+    instances reach.
+    """
+    if expose_unauthenticated_ports:
+        return None
+    for key, value in (engine_args or {}).items():
+        if canonical_name(key) in ("kv-transfer-config", "ec-transfer-config") and value not in (None, "", {}):
+            return (f"vllm_engine_args sets {key}: vLLM's KV connectors exchange KV-cache tensors between instances "
+                    "over sockets with no authentication (whoever reaches them reads or changes other users' KV cache); "
+                    "remove it, or, on a network only these instances reach, accept the exposure with "
+                    "vllm_cluster_expose_unauthenticated_ports: true")
+    return None
+
+
+def single_host(engine_args: Dict[str, Any], expose_unauthenticated_ports: bool = False) -> Dict[str, Any]:
     """The cluster fact of a host that serves alone (:func:`disabled`); refuses Ray as its executor
-    (:func:`requested_ray_problem`) and a multi-node layout written by hand (:func:`hand_made_cluster_problem`)."""
-    problem = requested_ray_problem(engine_args, None) or hand_made_cluster_problem(engine_args)
+    (:func:`requested_ray_problem`), a multi-node layout written by hand (:func:`hand_made_cluster_problem`) and KV
+    transfer without its opt-out (:func:`kv_transfer_problem`)."""
+    problem = (requested_ray_problem(engine_args, None) or hand_made_cluster_problem(engine_args)
+               or kv_transfer_problem(engine_args, expose_unauthenticated_ports))
     if problem:
         raise ClusterError(problem)
     return disabled()

@@ -407,6 +407,14 @@ REFUSED_ENVIRONMENT = {
                   "guard; remove it",
     "KUNPENG_VLLM_METRICS_SOURCES": "the role sets it from vllm_metrics_sources; set that variable instead",
 }
+# vLLM's envs.py: the data parallel layout through the environment (VLLM_DP_*), and the address NIXL's side channel
+# binds: members of an instance over several hosts whose ports have no authentication, without the firewall check a
+# cluster group gets (review round 4).
+REFUSED_ENVIRONMENT.update({name: "it makes the engine one member of an instance over several hosts, whose ports "
+                                  "have no authentication; serve over several hosts with vllm_cluster_group instead"
+                            for name in ("VLLM_DP_MASTER_IP", "VLLM_DP_MASTER_PORT", "VLLM_DP_SIZE", "VLLM_DP_RANK",
+                                         "VLLM_DP_RANK_LOCAL", "VLLM_NIXL_SIDE_CHANNEL_HOST",
+                                         "VLLM_MOONCAKE_BOOTSTRAP_PORT")})
 # uvicorn takes the client address from X-Forwarded-For when the peer is in
 # FORWARDED_ALLOW_IPS (uvicorn's settings, --forwarded-allow-ips; its
 # proxy_headers._TrustedHosts): "*" trusts every peer, an entry with '/' is a
@@ -469,6 +477,12 @@ def environment_file_problems(files):
                             "ends), which systemd, the launcher and this check could read differently; remove it")
             continue
         for key, value in env_file.parse(text).items():
+            if key == "VLLM_API_KEY":
+                # vllm_endpoint refuses it in vllm_environment (final_bind); a file loaded after the role's would
+                # replace the key the role decided (review round 4)
+                problems.append(f"vllm_environment_files: {path} sets VLLM_API_KEY, which would replace the instance's "
+                                "API key; remove it and set vllm_api_key")
+                continue
             problem = _env_privilege_problem(f"vllm_environment_files: {path} sets {key}", key, value)
             if problem:
                 problems.append(problem)

@@ -557,3 +557,29 @@ def test_a_multi_node_layout_written_by_hand_is_refused_outside_a_cluster_group(
     assert failed is refused, result
     if refused:
         assert "vllm_cluster_group" in result["msg"]
+
+
+@pytest.mark.parametrize("engine_args, opt_out, refused", [
+    # review round 4: disaggregated prefill/decode exchanges KV cache over unauthenticated sockets
+    ({"kv_transfer_config": {"kv_connector": "P2pNcclConnector", "kv_role": "kv_producer", "kv_port": "21001"}}, False,
+     True),
+    ({"kv-transfer-config": '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'}, False, True),
+    ({"kvTransferConfig": {"kv_connector": "NixlConnector"}}, False, True),
+    ({"kv_transfer_config": {"kv_connector": "NixlConnector"}}, True, False),
+    ({}, False, False),
+])
+def test_kv_transfer_needs_the_opt_out_that_names_its_exposure(engine_args, opt_out, refused):
+    failed, result = run([], "node-0", engine_args=engine_args, expose_unauthenticated_ports=opt_out)
+    assert failed is refused, result
+    if refused:
+        assert "vllm_cluster_expose_unauthenticated_ports" in result["msg"] and "no authentication" in result["msg"]
+
+
+@pytest.mark.parametrize("engine_args", [
+    {"ec_transfer_config": {"ec_connector": "ECSharedStorageConnector"}},
+    {"data_parallel_supervisor_port": 29600}, {"enable_elastic_ep": True}, {"enable_scale_out": True},
+])
+def test_other_transfer_and_scale_out_options_are_refused_on_a_host_alone(engine_args):
+    """Review round 4: the encoder-cache transfer, the data parallel supervisor and elastic scale-out open ports too."""
+    failed, result = run([], "node-0", engine_args=engine_args)
+    assert failed, result

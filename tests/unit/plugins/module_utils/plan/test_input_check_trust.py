@@ -255,3 +255,18 @@ def test_repository_urls_carry_no_credentials(role, name, value, refused):
     assert bool(problems) is refused, problems
     for problem in problems:
         assert problem.startswith(name) and "every local user reads" in problem and "TOKEN-not-shown" not in problem
+
+
+@pytest.mark.parametrize("name", ["VLLM_DP_MASTER_IP", "VLLM_DP_SIZE", "VLLM_DP_RANK", "VLLM_NIXL_SIDE_CHANNEL_HOST"])
+def test_a_multi_node_layout_through_the_environment_is_refused(name):
+    """Review round 4: the data parallel layout (VLLM_DP_*) and NIXL's side channel address through vllm_environment."""
+    problems = _check("vllm", "vllm_environment", {name: "10.0.0.1"})
+    assert problems and name in problems[0] and "vllm_cluster_group" in problems[0]
+
+
+def test_an_environment_file_cannot_replace_the_api_key():
+    """Review round 4: a file loaded after the role's replaced the key the role decided (or emptied it)."""
+    for text in ("VLLM_API_KEY=abc\n", "VLLM_API_KEY=\n", "VLLM_API_KEY\t=sk-0123456789abcdef\n"):
+        problems = input_check.environment_file_problems({"/etc/vllm/extra.env": text})
+        assert problems and "sets VLLM_API_KEY" in problems[0], text
+    assert _check("vllm", "vllm_environment", {"VLLM_MOONCAKE_BOOTSTRAP_PORT": "8998"})
