@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 
 __metaclass__ = type  # noqa: UP001
 
+import re
 from typing import Any, Dict, List, Tuple
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -43,12 +44,21 @@ def credentials(url: Any) -> Dict[str, str]:
             "username": unquote(login), "password": unquote(password)}
 
 
+#: A URL with ``user[:password]@`` anywhere in a text (an apt source line: ``deb [signed-by=...] https://u:p@host ...``).
+_EMBEDDED = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s@]*@")
+
+
+def mentions_credentials(text: Any) -> bool:
+    """Whether ``text`` holds a URL with ``user[:password]@`` anywhere, not only at its start (:func:`has_credentials`)."""
+    return isinstance(text, str) and bool(_EMBEDDED.search(text))
+
+
 def _carries_credentials(value: Any) -> bool:
     if isinstance(value, dict):
         return any(_carries_credentials(key) or _carries_credentials(item) for key, item in value.items())
     if isinstance(value, (list, tuple)):
         return any(_carries_credentials(item) for item in value)
-    return isinstance(value, str) and has_credentials(value)
+    return isinstance(value, str) and (has_credentials(value) or mentions_credentials(value))
 
 
 def credential_values(values: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:

@@ -188,7 +188,10 @@ def _url_secret(value):
     except ValueError:  # not a URL urlsplit reads: the requirement rule says so
         return False
     transport = str(value).split("://", 1)[0].rsplit("+", 1)[-1].lower()
-    return bool(found["password"]) or (bool(found["username"]) and transport in ("http", "https"))
+    if bool(found["password"]) or (bool(found["username"]) and transport in ("http", "https")):
+        return True
+    # a URL inside a longer text (an apt source line), an ssh user aside
+    return index_auth.mentions_credentials(value) and not str(value).lstrip().startswith(("git+ssh://", "ssh://"))
 
 
 _PIP_CREDENTIALS = ("pip's command line, the plan and its fact", "the credentials through a netrc: the role writes one for pip "
@@ -720,8 +723,9 @@ def without_secret(problem, value):
 
 # A repository or package URL the role writes into a file every local user reads (a sources.list or .repo file) or
 # hands to a download task: no credentials in it (review round 3).
-_repo_url = _no_credentials(_url, "a repository file every local user reads, and the play's output",
-                            "serve the mirror or packages to the nodes' network without them")
+_REPO_CREDENTIALS = ("a repository file every local user reads, and the play's output",
+                     "serve the mirror or packages to the nodes' network without them")
+_repo_url = _no_credentials(_url, *_REPO_CREDENTIALS)
 
 
 # role -> variable -> rule.  A variable that argument validation fully covers
@@ -921,8 +925,8 @@ RULES = {
         "monitoring_alert_waiting_requests": _int_range(1),
         "monitoring_alert_kv_cache_ratio": _float_range(0, 1),
         "monitoring_grafana_package": _opt_name,
-        "monitoring_grafana_repository": _text(),
-        "monitoring_grafana_repository_key_url": _url,
+        "monitoring_grafana_repository": _no_credentials(_text(), *_REPO_CREDENTIALS),
+        "monitoring_grafana_repository_key_url": _no_credentials(_url, *_REPO_CREDENTIALS),
         "monitoring_grafana_provisioning_dir": _path,
         "monitoring_grafana_dashboards_dir": _path,
         "monitoring_grafana_port": _int_range(1, 65535),
@@ -972,7 +976,7 @@ RULES = {
         "wheelhouse_leave_out": _list_of(_requirement),
         "wheelhouse_uv": _regex(re.compile(r"^[A-Za-z0-9/][A-Za-z0-9._/+-]*$"), "a command name or an absolute path"),
         "wheelhouse_python": _controller_path,
-        "wheelhouse_uv_wheel": _opt_requirement,
+        "wheelhouse_uv_wheel": _no_credentials(_opt_requirement),
         "wheelhouse_index_url": _url,
     },
 }

@@ -270,3 +270,21 @@ def test_an_environment_file_cannot_replace_the_api_key():
         problems = input_check.environment_file_problems({"/etc/vllm/extra.env": text})
         assert problems and "sets VLLM_API_KEY" in problems[0], text
     assert _check("vllm", "vllm_environment", {"VLLM_MOONCAKE_BOOTSTRAP_PORT": "8998"})
+
+
+@pytest.mark.parametrize("role, name, value, refused", [
+    # review round 4: the Grafana repository settings (an apt source line holds its URL inside) and the uv wheel
+    ("monitoring", "monitoring_grafana_repository",
+     "deb [signed-by=/etc/apt/keyrings/grafana.asc] https://u:TOKEN-not-shown@mirror.internal/grafana stable main", True),
+    ("monitoring", "monitoring_grafana_repository", "https://u:TOKEN-not-shown@mirror.internal/grafana/rpm", True),
+    ("monitoring", "monitoring_grafana_repository", "deb https://apt.grafana.com stable main", False),
+    ("monitoring", "monitoring_grafana_repository_key_url", "https://u:TOKEN-not-shown@mirror.internal/gpg.key", True),
+    ("wheelhouse", "wheelhouse_uv_wheel", "uv @ https://u:TOKEN-not-shown@wheels.internal/uv.whl", True),
+])
+def test_more_repository_urls_carry_no_credentials(role, name, value, refused):
+    problems = _check(role, name, value)
+    assert bool(problems) is refused, problems
+    for problem in problems:
+        assert problem.startswith(name) and "TOKEN-not-shown" not in problem
+    from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import index_auth
+    assert (name in index_auth.credential_values({name: value})["credentials"]) is refused
