@@ -179,7 +179,7 @@ class Cuda(Device):
         "nvidia_kernel_module": None,
         "nvidia_cuda_repo_base_url": ("url",),
         "nvidia_cuda_repo_trusted": None,
-        "nvidia_runfile_src": ("model_src",),
+        "nvidia_runfile_src": ("download_src",),
         "nvidia_runfile_sha256": ("sha256",),
         "nvidia_cuda_toolkit_version": ("version",),
         "nvidia_persistenced": None,

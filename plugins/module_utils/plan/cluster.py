@@ -700,6 +700,10 @@ def hand_made_cluster_problem(engine_args: Dict[str, Any]) -> Optional[str]:
     """
     options = {canonical_name(key): (key, value) for key, value in (engine_args or {}).items()}
     found = []
+    executor = options.get("distributed-executor-backend")
+    if executor and str(executor[1]).strip().lower().replace("-", "_") == "external_launcher":
+        # a torchrun-style rendezvous (MASTER_ADDR, RANK, WORLD_SIZE), another hand-made layout (review round 5)
+        found.append(f"{executor[0]}: external_launcher")
     for name in MULTI_NODE_OPTIONS:
         if name not in options or options[name][1] in (None, False, ""):
             continue

@@ -128,27 +128,18 @@ def _option(key: Any) -> str:
     return name.replace("_", "-").lower()
 
 
-def unguarded_server_problem(engine_config: Dict[str, Any], variable: str = "vllm_engine_args") -> Optional[str]:
-    """Why an engine config would serve a listener the key does not guard (None when it serves none).
+def kv_events_problem(engine_config: Dict[str, Any], variable: str = "vllm_engine_args") -> Optional[str]:
+    """Why a ``kv_events_config`` would publish beyond the host (None when it does not).
 
-    ``grpc: true`` makes ``vllm serve`` start a gRPC server instead of the
-    OpenAI HTTP server (vLLM's serve docs; vllm/entrypoints/cli/serve.py
-    calls serve_grpc), bound to the same host and port with an insecure
-    port and no API-key check: neither vLLM's --api-key nor the route guard
-    (middleware of the HTTP app) ever sees a request.  ``kv_events_config``
-    makes vLLM publish every cached block's token ids (users' prompts and
-    completions) on a ZeroMQ socket, ``tcp://*:5557`` unless its
-    ``endpoint`` says otherwise, with no authentication (vLLM's
-    vllm/distributed/kv_events.py ZmqEventPublisher): only a Unix socket or
-    loopback is accepted.  Any spelling counts.
+    vLLM publishes every cached block's token ids (users' prompts and
+    completions) on a ZeroMQ socket, ``tcp://*:5557`` unless its ``endpoint``
+    says otherwise, with no authentication (vLLM's
+    vllm/distributed/kv_events.py ZmqEventPublisher), whatever address the
+    API binds: only a Unix socket or loopback is accepted, on every instance
+    (a loopback instance without a key too, review round 5).
     """
     for key, value in (engine_config or {}).items():
-        name = _option(key)
-        if name in ("grpc", "grpc-port") and value not in (None, False, "", 0, "false", "False"):
-            return (f"{variable} sets {key}: vLLM then serves gRPC instead of the HTTP API, with no API-key check "
-                    "(neither vLLM's own nor the route guard sees its requests); remove it, or serve without a key "
-                    "only on loopback")
-        if name == "kv-events-config" and value not in (None, "", {}):
+        if _option(key) == "kv-events-config" and value not in (None, "", {}):
             events = value if isinstance(value, dict) else {}
             if not isinstance(value, dict):
                 try:
@@ -165,6 +156,26 @@ def unguarded_server_problem(engine_config: Dict[str, Any], variable: str = "vll
     return None
 
 
+def unguarded_server_problem(engine_config: Dict[str, Any], variable: str = "vllm_engine_args") -> Optional[str]:
+    """Why an engine config would serve a listener the key does not guard (None when it serves none).
+
+    ``grpc: true`` makes ``vllm serve`` start a gRPC server instead of the
+    OpenAI HTTP server (vLLM's serve docs; vllm/entrypoints/cli/serve.py
+    calls serve_grpc), bound to the same host and port with an insecure
+    port and no API-key check: neither vLLM's --api-key nor the route guard
+    (middleware of the HTTP app) ever sees a request.  A ``kv_events_config``
+    that publishes beyond the host (:func:`kv_events_problem`) too.  Any
+    spelling counts.
+    """
+    for key, value in (engine_config or {}).items():
+        name = _option(key)
+        if name in ("grpc", "grpc-port") and value not in (None, False, "", 0, "false", "False"):
+            return (f"{variable} sets {key}: vLLM then serves gRPC instead of the HTTP API, with no API-key check "
+                    "(neither vLLM's own nor the route guard sees its requests); remove it, or serve without a key "
+                    "only on loopback")
+    return kv_events_problem(engine_config, variable)
+
+
 def route_guard(source: str, engine_config: Dict[str, Any], metrics_sources: List[str]) -> Dict[str, Any]:
     """The engine config with the route guard when the instance has a key, and the guard's environment.
 
@@ -178,6 +189,10 @@ def route_guard(source: str, engine_config: Dict[str, Any], metrics_sources: Lis
     """
     config = dict(engine_config or {})
     if source not in KEYED:
+        # no key to guard, but the token ids of the prompts published beyond the host all the same
+        published = kv_events_problem(config)
+        if published:
+            raise EndpointError(published)
         return {"engine_config": config, "enabled": False, "environment": {}}
     unguarded = unguarded_server_problem(config)
     if unguarded:

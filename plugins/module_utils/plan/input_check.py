@@ -417,7 +417,8 @@ REFUSED_ENVIRONMENT.update({name: "it makes the engine one member of an instance
                                   "have no authentication; serve over several hosts with vllm_cluster_group instead"
                             for name in ("VLLM_DP_MASTER_IP", "VLLM_DP_MASTER_PORT", "VLLM_DP_SIZE", "VLLM_DP_RANK",
                                          "VLLM_DP_RANK_LOCAL", "VLLM_NIXL_SIDE_CHANNEL_HOST",
-                                         "VLLM_MOONCAKE_BOOTSTRAP_PORT")})
+                                         "VLLM_MOONCAKE_BOOTSTRAP_PORT", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
+                                         "RANK", "LOCAL_RANK")})
 # uvicorn takes the client address from X-Forwarded-For when the peer is in
 # FORWARDED_ALLOW_IPS (uvicorn's settings, --forwarded-allow-ips; its
 # proxy_headers._TrustedHosts): "*" trusts every peer, an entry with '/' is a
@@ -726,6 +727,9 @@ def without_secret(problem, value):
 _REPO_CREDENTIALS = ("a repository file every local user reads, and the play's output",
                      "serve the mirror or packages to the nodes' network without them")
 _repo_url = _no_credentials(_url, *_REPO_CREDENTIALS)
+# A driver runfile's URL goes to the driver plan's and the download's arguments, shown at -vvv (review round 5).
+_download_src = _no_credentials(_model_src, "the driver plan's and the download's arguments, which -vvv shows",
+                                "serve the file to the nodes' network without them")
 
 
 # role -> variable -> rule.  A variable that argument validation fully covers
@@ -986,7 +990,7 @@ RULES = {
 # table here: the registry's driver roles are added to RULES below.
 _DECLARED = {
     "version": _version, "url": _repo_url, "path": _path, "opt_path": _opt_path, "controller_path": _controller_path,
-    "account": _account, "sha256": _sha256, "model_src": _model_src, "dict_of_text": _dict_of_text, "text": _text(),
+    "account": _account, "sha256": _sha256, "model_src": _model_src, "download_src": _download_src, "dict_of_text": _dict_of_text, "text": _text(),
 }
 
 

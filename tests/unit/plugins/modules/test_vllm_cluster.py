@@ -583,3 +583,11 @@ def test_other_transfer_and_scale_out_options_are_refused_on_a_host_alone(engine
     """Review round 4: the encoder-cache transfer, the data parallel supervisor and elastic scale-out open ports too."""
     failed, result = run([], "node-0", engine_args=engine_args)
     assert failed, result
+
+
+@pytest.mark.parametrize("engine_args", [{"distributed_executor_backend": "external_launcher"},
+                                         {"distributedExecutorBackend": "external-launcher"}])
+def test_an_external_launcher_rendezvous_is_refused_on_a_host_alone(engine_args):
+    """Review round 5 (low): a torchrun-style rendezvous is another hand-made multi-node layout."""
+    failed, result = run([], "node-0", engine_args=engine_args)
+    assert failed and "external_launcher" in result["msg"], result

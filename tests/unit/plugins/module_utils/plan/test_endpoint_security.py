@@ -158,3 +158,15 @@ def test_listeners_the_key_does_not_guard_are_refused(config, refused):
             es.route_guard(es.GIVEN, engine_config, [])
     else:
         assert es.route_guard(es.GIVEN, engine_config, [])["enabled"]
+
+
+@pytest.mark.parametrize("source", [es.LOOPBACK, es.OPEN])
+def test_a_keyless_instance_does_not_publish_prompts_beyond_the_host(source):
+    """Review round 5: the kv-events check ran for keyed instances only; a loopback instance published on tcp://*."""
+    config = {"host": "127.0.0.1", "port": 8000, "kv_events_config": {"enable_kv_cache_events": True, "publisher": "zmq"}}
+    with pytest.raises(es.EndpointError, match="no authentication"):
+        es.route_guard(source, config, [])
+    local = dict(config, kv_events_config={"enable_kv_cache_events": True, "endpoint": "ipc:///run/vllm/kv"})
+    assert not es.route_guard(source, local, [])["enabled"]
+    # gRPC on a keyless loopback instance is that instance's own decision (bound to loopback)
+    assert not es.route_guard(es.LOOPBACK, {"host": "127.0.0.1", "grpc": True}, [])["enabled"]

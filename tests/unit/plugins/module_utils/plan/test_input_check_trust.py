@@ -288,3 +288,21 @@ def test_more_repository_urls_carry_no_credentials(role, name, value, refused):
         assert problem.startswith(name) and "TOKEN-not-shown" not in problem
     from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import index_auth
     assert (name in index_auth.credential_values({name: value})["credentials"]) is refused
+
+
+@pytest.mark.parametrize("value, refused", [
+    # review round 5: the runfile's URL went raw to nvidia_plan and get_url, whose arguments -vvv shows
+    ("https://deploy:TOKEN-not-shown@artifacts.internal/NVIDIA-Linux-aarch64-550.54.15.run", True),
+    ("https://artifacts.internal/NVIDIA-Linux-aarch64-550.54.15.run", False),
+    ("/srv/drivers/NVIDIA-Linux-aarch64-550.54.15.run", False),
+])
+def test_a_driver_runfile_url_carries_no_credentials(value, refused):
+    problems = _check("nvidia", "nvidia_runfile_src", value)
+    assert bool(problems) is refused, problems
+    for problem in problems:
+        assert problem.startswith("nvidia_runfile_src") and "TOKEN-not-shown" not in problem
+
+
+@pytest.mark.parametrize("name", ["MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK"])
+def test_a_torchrun_rendezvous_through_the_environment_is_refused(name):
+    assert _check("vllm", "vllm_environment", {name: "10.0.0.1"})
