@@ -133,6 +133,10 @@ def test_unknown_series_or_arch_is_refused(stem, arch, chip_names, expected):
     ({"driver": {"sha256": "00"}}, "controller", "/p", "", "no file: for driver"),
     ({"driver": {"file": "x.run"}}, "url", "", "", "'url' needs ascend_package_base_url"),
     ({"driver": {"file": "x.run"}}, "host", "", "", "'host' needs ascend_package_dir"),
+    # review round 6: a downloaded package is run as root; without its sha256 a tampered download ran as root
+    ({"driver": {"file": "x.run"}}, "url", "", "http://mirror.internal/ascend", "each needs its sha256: (sha256sum"),
+    ({"driver": {"file": "x.run", "sha256": "00"}, "firmware": {"file": "f.run", "sha256": "ab" * 32}}, "url", "",
+     "https://mirror.internal/ascend", "none for driver"),
 ])
 def test_bad_settings_are_refused(pkgs, source, pkg_dir, url, expected):
     with pytest.raises(ap.AscendPlanError, match=expected.replace("(", r"\(").replace(")", r"\)")):
@@ -140,6 +144,11 @@ def test_bad_settings_are_refused(pkgs, source, pkg_dir, url, expected):
 
 
 SHA = "ab" * 32
+
+
+def test_downloaded_packages_pinned_by_sha256_are_accepted():
+    ap.check_settings({"driver": {"file": "x.run", "sha256": SHA}}, "url", "", "http://mirror.internal/ascend")
+    ap.check_settings({"driver": {"file": "x.run"}}, "controller", "/p", "")  # a file the operator copies: optional
 
 
 @pytest.mark.parametrize("spec, stat, expected", [
