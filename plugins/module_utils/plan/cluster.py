@@ -581,8 +581,8 @@ def plan(members: List[Dict[str, Any]], host: str, engine_args: Dict[str, Any], 
     backend = head["backend"]
     net = shared_network(members, network, interface)
     shape = layout(backend, engine_args, len(members), head["device_count"], executor, moe)
-    problem = (requested_ray_problem(engine_args, shape["mode"])
-               or kv_transfer_problem(engine_args, expose_unauthenticated_ports))
+    problem = requested_ray_problem(engine_args, shape["mode"])
+    problem = problem or kv_transfer_problem(engine_args, expose_unauthenticated_ports)
     if problem:
         raise ClusterError(problem)
     cluster_ports_exposure(shape["mode"], host, firewall_default_deny, expose_unauthenticated_ports)
