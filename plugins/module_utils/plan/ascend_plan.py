@@ -180,8 +180,9 @@ def check_settings(packages: Dict[str, Any], package_source: str, package_dir: s
         problems.append("ascend_package_source 'url' needs ascend_package_base_url")
     # Downloaded packages are run as root (bash <package> --check, then the installer): a download is trusted for its
     # pinned sha256 only, as an engine artifact's is (review round 6: none was needed, and http:// was accepted).
-    unpinned = sorted(key for key, value in packages.items() if isinstance(value, dict) and value.get("file")
-                      and not re.match(r"^[0-9a-fA-F]{64}$", str(value.get("sha256") or "")))
+    sums = {key: str(value.get("sha256") or "") for key, value in packages.items() if isinstance(value, dict)}
+    pinned = {key for key, value in sums.items() if re.match(r"^[0-9a-fA-F]{64}$", value)}
+    unpinned = sorted(set(packages) - pinned - set(without_file))
     if packages and package_source == "url" and unpinned:
         problems.append(f"ascend_package_source 'url' runs the downloaded packages as root, so each needs its sha256: "
                         f"(sha256sum of the file Huawei publishes); none for {', '.join(unpinned)}")

@@ -667,10 +667,9 @@ def requested_ray_problem(engine_args: Dict[str, Any], mode: Optional[str]) -> O
     """
     for key, value in (engine_args or {}).items():
         name = canonical_name(key)
-        ray_asked = str(value).strip().lower() == "ray" and (
-            (name == "distributed-executor-backend" and mode != "ray")
-            # data parallel engines on Ray: vLLM's CoreEngineActorManager starts its own (vllm/v1/engine/utils.py)
-            or name == "data-parallel-backend")
+        # data parallel engines on Ray: vLLM's CoreEngineActorManager starts its own (vllm/v1/engine/utils.py)
+        ray_option = name == "data-parallel-backend" or (name == "distributed-executor-backend" and mode != "ray")
+        ray_asked = ray_option and str(value).strip().lower() == "ray"
         if ray_asked:
             where = "on a host that serves alone" if mode is None else f"in the {mode} layout of a multi-node instance"
             return (f"vllm_engine_args sets {key}: ray {where}: vLLM would start a Ray of its own without token "
@@ -751,8 +750,8 @@ def single_host(engine_args: Dict[str, Any], expose_unauthenticated_ports: bool 
     """The cluster fact of a host that serves alone (:func:`disabled`); refuses Ray as its executor
     (:func:`requested_ray_problem`), a multi-node layout written by hand (:func:`hand_made_cluster_problem`) and KV
     transfer without its opt-out (:func:`kv_transfer_problem`)."""
-    problem = (requested_ray_problem(engine_args, None) or hand_made_cluster_problem(engine_args)
-               or kv_transfer_problem(engine_args, expose_unauthenticated_ports))
+    problem = requested_ray_problem(engine_args, None) or hand_made_cluster_problem(engine_args)
+    problem = problem or kv_transfer_problem(engine_args, expose_unauthenticated_ports)
     if problem:
         raise ClusterError(problem)
     return disabled()
