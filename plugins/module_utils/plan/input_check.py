@@ -350,6 +350,11 @@ def _model_src(name, value, ctx):
 _model_src.kind = "characters"
 
 
+#: Engine options that carry a secret, with the variable that carries it instead (vllm_api_key is vllm_endpoint's:
+#: final_bind refuses api-key there, naming the key's own decision).
+SECRET_ENGINE_OPTIONS = {"hf-token": "vllm_hf_token (no_log, handed to the download in a file only root reads)"}
+
+
 def _engine_args(name, value, ctx):
     if value is None:
         return None
@@ -360,6 +365,10 @@ def _engine_args(name, value, ctx):
             if isinstance(text, str) and _CONTROL.search(text):
                 return (f"{name}: option {key!r} holds a line break or control character; remove them "
                         "(the engine config and the command line must not be split)")
+        if engine_args.canonical_name(key) in SECRET_ENGINE_OPTIONS:
+            # the engine config is in the plan's result and fact, the config file's --diff, a ConfigMap (review round 6)
+            return (f"{name}: option {key!r} is a secret, and the engine config is shown and stored (the plan, the "
+                    f"config file's diff, a Kubernetes ConfigMap); remove it and set {SECRET_ENGINE_OPTIONS[engine_args.canonical_name(key)]}")
     _normalized, problems = engine_args.normalize_engine_args(value, ctx.get("vllm_version") or None)
     if problems:
         return f"{name}: " + "; ".join(problems)
@@ -409,6 +418,9 @@ REFUSED_ENVIRONMENT = {
     "PYTHONPATH": "the role sets it (the route guard's module); another value would load other code or drop the "
                   "guard; remove it",
     "KUNPENG_VLLM_METRICS_SOURCES": "the role sets it from vllm_metrics_sources; set that variable instead",
+    # The role sets it where the engine drives Ray (the variables kept from its Ray workers, the API key among them).
+    "VLLM_CONFIG_ROOT": "the role sets it (the list of variables kept from vLLM's Ray workers, the API key among "
+                        "them); remove it",
 }
 # vLLM's envs.py: the data parallel layout through the environment (VLLM_DP_*), and the address NIXL's side channel
 # binds: members of an instance over several hosts whose ports have no authentication, without the firewall check a

@@ -243,6 +243,11 @@ def _refuse_api_key(config: Mapping[str, Any]) -> None:
         raise ExportError("the plan's engine config sets api-key, which would land in the ConfigMap: remove it "
                           "from vllm_engine_args (or the engine_config of vllm_k8s_plan) and set vllm_k8s_api_key "
                           "(a Secret)")
+    # the same for a Hugging Face token (review round 6); the pod reads a local model volume and needs none
+    if any(engine_options.canonical_name(name) == "hf-token" for name in config):
+        raise ExportError("the plan's engine config sets hf-token, which would land in the ConfigMap: remove it "
+                          "from vllm_engine_args (or the engine_config of vllm_k8s_plan); the pod serves the model "
+                          "volume and downloads nothing")
 
 
 def route_guard_source(path: str = GUARD_FILE) -> str:

@@ -306,3 +306,14 @@ def test_a_driver_runfile_url_carries_no_credentials(value, refused):
 @pytest.mark.parametrize("name", ["MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK"])
 def test_a_torchrun_rendezvous_through_the_environment_is_refused(name):
     assert _check("vllm", "vllm_environment", {name: "10.0.0.1"})
+
+
+@pytest.mark.parametrize("key", ["hf_token", "hf-token", "hfToken", "--hf-token"])
+def test_a_token_in_the_engine_arguments_is_refused(key):
+    """Review round 6: the engine config is in the plan's result and fact, the config file's diff and a ConfigMap."""
+    problems = _check("vllm", "vllm_engine_args", {key: "hf_SECRETtokenABCDEFGHIJ0123456789"}, vllm_version="0.33.0")
+    assert problems and "vllm_hf_token" in problems[0] and "hf_SECRETtoken" not in problems[0]
+
+
+def test_the_config_root_of_the_ray_list_is_the_roles():
+    assert _check("vllm", "vllm_environment", {"VLLM_CONFIG_ROOT": "/tmp/x"})

@@ -514,3 +514,13 @@ def test_the_playbooks_report_renders_with_a_placeholder_key_the_export_accepts(
     assert placeholders
     for placeholder in placeholders:
         assert k8s_export.render(plan("cpu-x86"), dict(BASE, api_key=placeholder))
+
+
+@pytest.mark.parametrize("key", ["hf-token", "hf_token", "hfToken"])
+def test_a_token_in_the_engine_config_never_reaches_the_configmap(key):
+    """Review round 6: an HF token in the engine arguments was written into the ConfigMap, keyed export or not."""
+    token_plan = plan("cpu-x86")
+    token_plan["engine_config"] = dict(token_plan["engine_config"], **{key: "hf_SECRETtokenABCDEFGHIJ0123456789"})
+    for options in (BASE, dict(BASE, api_key="", allow_unauthenticated=True)):
+        with pytest.raises(ExportError, match="hf-token, which would land in the ConfigMap"):
+            k8s_export.render(token_plan, options)
