@@ -176,6 +176,11 @@ def check_settings(packages: Dict[str, Any], package_source: str, package_dir: s
         problems.append(f"unknown component(s) {', '.join(unknown)}")
     if without_file:
         problems.append(f"no file: for {', '.join(without_file)}")
+    # a file name, not a path: it names the file in the package directory, the download and the staging directory
+    names = {key: str(value.get("file") or "") for key, value in packages.items() if isinstance(value, dict)}
+    pathed = sorted(key for key, name in names.items() if "/" in name or name in (".", ".."))
+    if pathed:
+        problems.append(f"file: must be a file name, not a path, for {', '.join(pathed)}")
     if packages and package_source == "url" and not base_url:
         problems.append("ascend_package_source 'url' needs ascend_package_base_url")
     # Downloaded packages are run as root (bash <package> --check, then the installer): a download is trusted for its

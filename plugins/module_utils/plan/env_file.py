@@ -30,10 +30,11 @@ _ESCAPE = re.compile(r"\\([\\\"`$])")
 def parse(text: str) -> Dict[str, str]:
     """Variable -> value of an environment file's ``text`` (a later line of a variable wins)."""
     result: Dict[str, str] = {}
-    # Lines end at a newline only, as the launcher's read and systemd see them (str.splitlines also breaks at
-    # \v, \f and others, where those readers see one line; review round 3).
-    for line in (text or "").split("\n"):
-        line = line.rstrip("\r").lstrip()
+    # Lines end at a newline, or a carriage return, as systemd's EnvironmentFile= reader ends them (its NEWLINE is
+    # "\n\r"); str.splitlines also breaks at \v, \f and others, where those readers see one line (review rounds 3, 7).
+    # A carriage return not before a newline is refused (control_characters): the launcher's read would not split.
+    for line in re.split(r"\r?\n|\r", text or ""):
+        line = line.lstrip()
         if not line or line[0] in "#;" or "=" not in line:
             continue
         key, value = line.split("=", 1)
@@ -49,10 +50,11 @@ def parse(text: str) -> Dict[str, str]:
     return result
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)")
 
 
 def control_characters(text: str) -> bool:
-    """Whether ``text`` holds a control character other than tab, newline and carriage return: systemd, the
-    launcher's shell and :func:`parse` could read such a line differently, so a file that holds one is refused."""
+    """Whether ``text`` holds a control character other than tab, newline and a carriage return before a newline:
+    systemd, the launcher's shell and :func:`parse` could read such a line differently (systemd ends a line at a
+    lone carriage return, the launcher does not), so a file that holds one is refused."""
     return bool(_CONTROL.search(text or ""))

@@ -133,6 +133,7 @@ def test_unknown_series_or_arch_is_refused(stem, arch, chip_names, expected):
     ({"driver": {"sha256": "00"}}, "controller", "/p", "", "no file: for driver"),
     ({"driver": {"file": "x.run"}}, "url", "", "", "'url' needs ascend_package_base_url"),
     ({"driver": {"file": "x.run"}}, "host", "", "", "'host' needs ascend_package_dir"),
+    ({"driver": {"file": "../../etc/x.run", "sha256": "ab" * 32}}, "controller", "/p", "", "not a path, for driver"),
     # review round 6: a downloaded package is run as root; without its sha256 a tampered download ran as root
     ({"driver": {"file": "x.run"}}, "url", "", "http://mirror.internal/ascend", "each needs its sha256: (sha256sum"),
     ({"driver": {"file": "x.run", "sha256": "00"}, "firmware": {"file": "f.run", "sha256": "ab" * 32}}, "url", "",

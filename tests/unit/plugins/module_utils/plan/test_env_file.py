@@ -42,3 +42,16 @@ def test_a_file_with_a_control_character_is_refused():
     assert input_check.environment_file_problems({"/etc/vllm/extra.env": "A=1\r\nB=\t2\n"}) == []
     refused = input_check.environment_file_problems({"/etc/vllm/extra.env": "PYTHONPATH\v=/tmp/evil\n"})
     assert refused, "a vertical tab hid PYTHONPATH from the check"
+
+
+def test_a_lone_carriage_return_is_refused():
+    """Review round 7: systemd's EnvironmentFile= ends a line at a lone \\r ("TZ=UTC\\rVLLM_API_KEY=x" is two
+    variables there) where a newline-only reading saw one harmless value."""
+    from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import input_check
+    for text in ("TZ=UTC\rVLLM_API_KEY=known-to-the-author-0123\n", "TZ=UTC\rPYTHONPATH=/srv/evil\n"):
+        assert env_file.control_characters(text)
+        assert input_check.environment_file_problems({"/etc/vllm/extra.env": text})
+    # as systemd reads it, the variable hidden behind the carriage return is seen
+    assert env_file.parse("TZ=UTC\rPYTHONPATH=/srv/evil\n") == {"TZ": "UTC", "PYTHONPATH": "/srv/evil"}
+    # Windows line ends are line ends
+    assert not env_file.control_characters("A=1\r\nB=2\r\n")
