@@ -21,7 +21,7 @@ from __future__ import absolute_import, division, print_function  # noqa: UP010
 __metaclass__ = type  # noqa: UP001
 
 import re
-from typing import Dict
+from typing import Dict, List, Tuple
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ESCAPE = re.compile(r"\\([\\\"`$])")
@@ -29,7 +29,13 @@ _ESCAPE = re.compile(r"\\([\\\"`$])")
 
 def parse(text: str) -> Dict[str, str]:
     """Variable -> value of an environment file's ``text`` (a later line of a variable wins)."""
-    result: Dict[str, str] = {}
+    return dict(assignments(text))
+
+
+def assignments(text: str) -> List[Tuple[str, str]]:
+    """Every ``(variable, value)`` of an environment file's ``text``, in order, a variable set twice included (the
+    check holds each to the rules: a reader that takes another line as the last one gets a checked value too)."""
+    result: List[Tuple[str, str]] = []
     # Lines end at a newline, or a carriage return, as systemd's EnvironmentFile= reader ends them (its NEWLINE is
     # "\n\r"); str.splitlines also breaks at \v, \f and others, where those readers see one line (review rounds 3, 7).
     # A carriage return not before a newline is refused (control_characters): the launcher's read would not split.
@@ -46,8 +52,28 @@ def parse(text: str) -> Dict[str, str]:
             value = _ESCAPE.sub(r"\1", value[1:-1])
         elif len(value) >= 2 and value[0] == value[-1] == "'":
             value = value[1:-1]
-        result[key] = value
+        result.append((key, value))
     return result
+
+
+def ambiguous_lines(text: str) -> List[int]:
+    """Line numbers (from 1) that systemd's EnvironmentFile= reader would join with the next line or read past: a line
+    ending in a backslash (a continued comment or value), or a value whose opening quote is not closed on its line
+    (a quoted value runs over lines there).  The launcher reads line by line, so such a file means one thing to
+    systemd and another to the launcher and the check (review round 8): it is refused."""
+    found = []
+    for number, line in enumerate(re.split(r"\r?\n|\r", text or ""), 1):
+        stripped = line.strip()
+        if stripped.endswith("\\"):
+            found.append(number)
+            continue
+        if stripped and stripped[0] not in "#;" and "=" in stripped:
+            value = stripped.split("=", 1)[1].strip()
+            quote = value[:1]
+            # open, or closed by an escaped quote (\" inside double quotes, which systemd reads past)
+            if quote in ("'", '"') and (len(value) < 2 or value[-1] != quote or (quote == '"' and value.endswith('\\"'))):
+                found.append(number)
+    return found
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)")

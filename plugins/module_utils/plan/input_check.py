@@ -492,7 +492,13 @@ def environment_file_problems(files):
             problems.append(f"vllm_environment_files: {path} holds a control character (other than tab and line "
                             "ends), which systemd, the launcher and this check could read differently; remove it")
             continue
-        for key, value in env_file.parse(text).items():
+        joined = env_file.ambiguous_lines(text)
+        if joined:
+            problems.append(f"vllm_environment_files: {path} line {', '.join(str(n) for n in joined)} ends in a "
+                            "backslash or leaves a quote open, which systemd reads together with the next line and the "
+                            "launcher does not; write each variable on one line")
+            continue
+        for key, value in env_file.assignments(text):
             if key == "VLLM_API_KEY":
                 # vllm_endpoint refuses it in vllm_environment (final_bind); a file loaded after the role's would
                 # replace the key the role decided (review round 4)

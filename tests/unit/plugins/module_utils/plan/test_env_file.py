@@ -55,3 +55,30 @@ def test_a_lone_carriage_return_is_refused():
     assert env_file.parse("TZ=UTC\rPYTHONPATH=/srv/evil\n") == {"TZ": "UTC", "PYTHONPATH": "/srv/evil"}
     # Windows line ends are line ends
     assert not env_file.control_characters("A=1\r\nB=2\r\n")
+
+
+@pytest.mark.parametrize("text", [
+    # review round 8: systemd joins a line ending in a backslash (comment or value) and reads a quote past its line,
+    # so an earlier refused value was the one it loaded while the check saw a harmless repeat
+    "FORWARDED_ALLOW_IPS=*\n# the proxy, below \\\nFORWARDED_ALLOW_IPS=10.0.0.5\n",
+    "LD_PRELOAD=/tmp/evil.so\n# allocator \\\nLD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2\n",
+    'FORWARDED_ALLOW_IPS=0.0.0.0/0\nNOTE="see\nFORWARDED_ALLOW_IPS=10.0.0.5\n"\n',
+    "KUNPENG_VLLM_METRICS_LOOPBACK=bogus\nX=a\\\nKUNPENG_VLLM_METRICS_LOOPBACK=on\n",
+    # and without a continuation, every assignment is checked, not only the last
+    "FORWARDED_ALLOW_IPS=*\nFORWARDED_ALLOW_IPS=10.0.0.5\n",
+])
+def test_a_file_systemd_reads_otherwise_than_the_check_is_refused(text):
+    from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import input_check
+    assert input_check.environment_file_problems({"/etc/vllm/extra.env": text})
+
+
+def test_plain_files_still_pass():
+    from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import input_check
+    text = 'NCCL_SOCKET_IFNAME=eth1\n# a comment\nHCCL_BUFFSIZE="512"\nGLOO_SOCKET_IFNAME=\'eth1\'\n'
+    assert input_check.environment_file_problems({"/etc/vllm/extra.env": text}) == []
+    assert env_file.assignments("A=1\nA=2\n") == [("A", "1"), ("A", "2")] and env_file.parse("A=1\nA=2\n") == {"A": "2"}
+
+
+def test_a_quote_closed_by_an_escaped_quote_is_open():
+    assert env_file.ambiguous_lines('A="x\\"\nB=1\n') == [1]
+    assert env_file.ambiguous_lines('A="x\\\\ y"\nB=1\n') == []
