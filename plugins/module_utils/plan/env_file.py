@@ -57,22 +57,26 @@ def assignments(text: str) -> List[Tuple[str, str]]:
 
 
 def ambiguous_lines(text: str) -> List[int]:
-    """Line numbers (from 1) that systemd's EnvironmentFile= reader would join with the next line or read past: a line
-    ending in a backslash (a continued comment or value), or a value whose opening quote is not closed on its line
-    (a quoted value runs over lines there).  The launcher reads line by line, so such a file means one thing to
-    systemd and another to the launcher and the check (review round 8): it is refused."""
+    """Line numbers (from 1) that systemd's EnvironmentFile= reader may read otherwise than :func:`parse` and the
+    launcher do, so a file that holds one is refused (review rounds 8 and 9).
+
+    systemd joins a line ending in a backslash with the next (a comment's too), reads a quote across line ends (one
+    reopened after a closed one as well), drops a backslash before any character outside quotes and joins adjacent
+    quoted pieces; the launcher and :func:`parse` read line by line and keep those characters.  Where they agree is
+    a plain subset: no backslash anywhere in a value, and no quote in it but one pair around the whole value.
+    """
     found = []
     for number, line in enumerate(re.split(r"\r?\n|\r", text or ""), 1):
         stripped = line.strip()
         if stripped.endswith("\\"):
             found.append(number)
             continue
-        if stripped and stripped[0] not in "#;" and "=" in stripped:
-            value = stripped.split("=", 1)[1].strip()
-            quote = value[:1]
-            # open, or closed by an escaped quote (\" inside double quotes, which systemd reads past)
-            if quote in ("'", '"') and (len(value) < 2 or value[-1] != quote or (quote == '"' and value.endswith('\\"'))):
-                found.append(number)
+        if not stripped or stripped[0] in "#;" or "=" not in stripped:
+            continue
+        value = stripped.split("=", 1)[1].strip()
+        inner = value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"" else value
+        if "\\" in value or "'" in inner or '"' in inner:
+            found.append(number)
     return found
 
 

@@ -79,6 +79,18 @@ def test_plain_files_still_pass():
     assert env_file.assignments("A=1\nA=2\n") == [("A", "1"), ("A", "2")] and env_file.parse("A=1\nA=2\n") == {"A": "2"}
 
 
-def test_a_quote_closed_by_an_escaped_quote_is_open():
-    assert env_file.ambiguous_lines('A="x\\"\nB=1\n') == [1]
-    assert env_file.ambiguous_lines('A="x\\\\ y"\nB=1\n') == []
+@pytest.mark.parametrize("text, lines", [
+    ('A="x\\"\nB=1\n', [1]),
+    # review round 9: systemd drops an unquoted backslash and joins adjacent quoted pieces (".\." and ".''." are
+    # ".." to it), and reads a quote reopened after a closed one across the line end
+    ("LD_PRELOAD=/usr/lib/.\\./.\\./tmp/evil.so\n", [1]),
+    ("LD_PRELOAD='/usr/lib/.''./.''./tmp/evil.so'\n", [1]),
+    ('LD_PRELOAD="/usr/lib/."".""/tmp/evil.so"\n', [1]),
+    ('LD_PRELOAD="/usr/lib/x86_64-linux-gnu/libjemalloc.so.2" "\n /tmp/evil.so"\n', [1]),
+    # the subset both read alike
+    ("A=1\nB='two words'\nC=\"three\"\n# a comment\n", []),
+])
+def test_values_systemd_reads_otherwise_are_found(text, lines):
+    from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import input_check
+    assert env_file.ambiguous_lines(text) == lines
+    assert bool(input_check.environment_file_problems({"/etc/vllm/extra.env": text})) is bool(lines)
