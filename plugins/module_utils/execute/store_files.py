@@ -101,6 +101,9 @@ def write_output_of(argv, path, mode=0o644, env=None):
     command exits non-zero (its standard error in the message; ``path`` is then left as it was)."""
     sha, size = hashlib.sha256(), 0
     with tempfile.TemporaryFile() as errors, new_file(path, mode) as handle:
+        # The output is streamed into the file and hashed on the way (a virtualenv archive of several GB):
+        # AnsibleModule.run_command keeps it all in memory.
+        # pylint: disable-next=ansible-bad-function
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors, env=env)
         try:
             for block in iter(lambda: process.stdout.read(CHUNK), b""):
