@@ -68,7 +68,9 @@ def ambiguous_lines(text: str) -> List[int]:
     found = []
     for number, line in enumerate(re.split(r"\r?\n|\r", text or ""), 1):
         stripped = line.strip()
-        if stripped.endswith("\\"):
+        # a backslash at the end joins lines there; a character beyond ASCII (U+00A0, a no-break space) is white
+        # space to this check's strip but part of the value to systemd (review round 10)
+        if stripped.endswith("\\") or any(ord(char) > 0x7e for char in line):
             found.append(number)
             continue
         if not stripped or stripped[0] in "#;" or "=" not in stripped:
