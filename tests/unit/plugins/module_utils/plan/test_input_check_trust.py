@@ -249,12 +249,27 @@ def test_a_model_url_has_no_token_in_its_user_part(value, refused):
     ("nvidia", "nvidia_cuda_repo_base_url", "https://ci:TOKEN-not-shown@mirror.internal/cuda", True),
     ("ascend", "ascend_package_base_url", "https://TOKEN-not-shown@mirror.internal/ascend", True),
     ("ascend", "ascend_package_base_url", "https://mirror.internal/ascend", False),
+    # review round 4: the Grafana repository settings (an apt source line holds its URL inside) and the uv wheel
+    ("monitoring", "monitoring_grafana_repository",
+     "deb [signed-by=/etc/apt/keyrings/grafana.asc] https://u:TOKEN-not-shown@mirror.internal/grafana stable main", True),
+    ("monitoring", "monitoring_grafana_repository", "https://u:TOKEN-not-shown@mirror.internal/grafana/rpm", True),
+    ("monitoring", "monitoring_grafana_repository", "deb https://apt.grafana.com stable main", False),
+    ("monitoring", "monitoring_grafana_repository_key_url", "https://u:TOKEN-not-shown@mirror.internal/gpg.key", True),
+    ("wheelhouse", "wheelhouse_uv_wheel", "uv @ https://u:TOKEN-not-shown@wheels.internal/uv.whl", True),
+    # review round 5: the driver runfile's URL went raw to nvidia_plan and get_url, whose arguments -vvv shows
+    ("nvidia", "nvidia_runfile_src", "https://deploy:TOKEN-not-shown@artifacts.internal/NVIDIA-Linux-aarch64-550.54.15.run",
+     True),
+    ("nvidia", "nvidia_runfile_src", "https://artifacts.internal/NVIDIA-Linux-aarch64-550.54.15.run", False),
+    ("nvidia", "nvidia_runfile_src", "/srv/drivers/NVIDIA-Linux-aarch64-550.54.15.run", False),
 ])
-def test_repository_urls_carry_no_credentials(role, name, value, refused):
+def test_repository_and_download_urls_carry_no_credentials(role, name, value, refused):
+    """Each names where the URL would go; the value is never repeated, and travels with the input check's secrets."""
     problems = _check(role, name, value)
     assert bool(problems) is refused, problems
     for problem in problems:
-        assert problem.startswith(name) and "every local user reads" in problem and "TOKEN-not-shown" not in problem
+        assert problem.startswith(name) and "TOKEN-not-shown" not in problem and "the URL holds credentials" in problem
+    from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import index_auth
+    assert (name in index_auth.credential_values({name: value})["credentials"]) is refused
 
 
 @pytest.mark.parametrize("name", ["VLLM_DP_MASTER_IP", "VLLM_DP_SIZE", "VLLM_DP_RANK", "VLLM_NIXL_SIDE_CHANNEL_HOST"])
@@ -270,37 +285,6 @@ def test_an_environment_file_cannot_replace_the_api_key():
         problems = input_check.environment_file_problems({"/etc/vllm/extra.env": text})
         assert problems and "sets VLLM_API_KEY" in problems[0], text
     assert _check("vllm", "vllm_environment", {"VLLM_MOONCAKE_BOOTSTRAP_PORT": "8998"})
-
-
-@pytest.mark.parametrize("role, name, value, refused", [
-    # review round 4: the Grafana repository settings (an apt source line holds its URL inside) and the uv wheel
-    ("monitoring", "monitoring_grafana_repository",
-     "deb [signed-by=/etc/apt/keyrings/grafana.asc] https://u:TOKEN-not-shown@mirror.internal/grafana stable main", True),
-    ("monitoring", "monitoring_grafana_repository", "https://u:TOKEN-not-shown@mirror.internal/grafana/rpm", True),
-    ("monitoring", "monitoring_grafana_repository", "deb https://apt.grafana.com stable main", False),
-    ("monitoring", "monitoring_grafana_repository_key_url", "https://u:TOKEN-not-shown@mirror.internal/gpg.key", True),
-    ("wheelhouse", "wheelhouse_uv_wheel", "uv @ https://u:TOKEN-not-shown@wheels.internal/uv.whl", True),
-])
-def test_more_repository_urls_carry_no_credentials(role, name, value, refused):
-    problems = _check(role, name, value)
-    assert bool(problems) is refused, problems
-    for problem in problems:
-        assert problem.startswith(name) and "TOKEN-not-shown" not in problem
-    from ansible_collections.kunpeng.vllm.plugins.module_utils.plan import index_auth
-    assert (name in index_auth.credential_values({name: value})["credentials"]) is refused
-
-
-@pytest.mark.parametrize("value, refused", [
-    # review round 5: the runfile's URL went raw to nvidia_plan and get_url, whose arguments -vvv shows
-    ("https://deploy:TOKEN-not-shown@artifacts.internal/NVIDIA-Linux-aarch64-550.54.15.run", True),
-    ("https://artifacts.internal/NVIDIA-Linux-aarch64-550.54.15.run", False),
-    ("/srv/drivers/NVIDIA-Linux-aarch64-550.54.15.run", False),
-])
-def test_a_driver_runfile_url_carries_no_credentials(value, refused):
-    problems = _check("nvidia", "nvidia_runfile_src", value)
-    assert bool(problems) is refused, problems
-    for problem in problems:
-        assert problem.startswith("nvidia_runfile_src") and "TOKEN-not-shown" not in problem
 
 
 @pytest.mark.parametrize("name", ["MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK"])
