@@ -25,6 +25,8 @@ import json
 import re
 from typing import Any, Dict, List, Optional
 
+from ansible_collections.kunpeng.vllm.plugins.module_utils.plan.engine_args import canonical_name
+
 # What each decision means for the instance.
 GIVEN = "given"          # vllm_api_key is set: that key.
 STORED = "stored"        # the key generated on an earlier run, read from the key file.
@@ -122,12 +124,6 @@ _SOURCE = re.compile(r"^[A-Za-z0-9_.:\-/]+$")
 _LOCAL_ENDPOINT = re.compile(r"^(ipc|inproc)://|^tcp://(127\.[0-9.]+|localhost|\[?::1\]?)(:[0-9]+)?$")
 
 
-def _option(key: Any) -> str:
-    """An engine option's dash name in any spelling (``grpcPort``, ``--grpc_port``): engine_args.canonical_name's rule."""
-    name = re.sub(r"(?<=[a-z0-9])([A-Z])", r"-\1", str(key).strip().lstrip("-"))
-    return name.replace("_", "-").lower()
-
-
 def kv_events_problem(engine_config: Dict[str, Any], variable: str = "vllm_engine_args") -> Optional[str]:
     """Why a ``kv_events_config`` would publish beyond the host (None when it does not).
 
@@ -139,7 +135,7 @@ def kv_events_problem(engine_config: Dict[str, Any], variable: str = "vllm_engin
     (a loopback instance without a key too, review round 5).
     """
     for key, value in (engine_config or {}).items():
-        if _option(key) == "kv-events-config" and value not in (None, "", {}):
+        if canonical_name(key) == "kv-events-config" and value not in (None, "", {}):
             events = value if isinstance(value, dict) else {}
             if not isinstance(value, dict):
                 try:
@@ -168,7 +164,7 @@ def unguarded_server_problem(engine_config: Dict[str, Any], variable: str = "vll
     spelling counts.
     """
     for key, value in (engine_config or {}).items():
-        name = _option(key)
+        name = canonical_name(key)
         if name in ("grpc", "grpc-port") and value not in (None, False, "", 0, "false", "False"):
             return (f"{variable} sets {key}: vLLM then serves gRPC instead of the HTTP API, with no API-key check "
                     "(neither vLLM's own nor the route guard sees its requests); remove it, or serve without a key "
